@@ -1,0 +1,40 @@
+# The project installs what it needs itself: Go modules come from the module proxy and
+# staticcheck is a tool dependency in go.mod (`go tool staticcheck`).
+GO ?= go
+BIN := bin/router
+
+.PHONY: build run test lint fuzz bench update tidy
+
+build:
+	$(GO) build -o $(BIN) ./cmd/router
+
+# Until `router serve` exists, run validates and compiles the shipped examples.
+run: build
+	@for f in testdata/config/*.yaml testdata/config/*.cue; do \
+		echo "== $$f"; ./$(BIN) validate $$f || exit 1; \
+	done
+	./$(BIN) compile testdata/config/spec-example.yaml
+
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+
+# A short fuzzing run of the compiler; FUZZTIME=5m for a longer one.
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test ./compiler -run '^$$' -fuzz FuzzCompile -fuzztime $(FUZZTIME)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Rewrite the expected output of testscripts after an intended change.
+update:
+	ROUTER_UPDATE=1 $(GO) test ./cmd/router -run TestScripts
+
+tidy:
+	$(GO) mod tidy -diff

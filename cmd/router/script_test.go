@@ -1,0 +1,34 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){"router": main})
+}
+
+// TestScripts runs every testdata/script/*.txtar against the real router binary.
+// $CONFIG points at testdata/config so scripts share the example configs with the docs.
+// ROUTER_UPDATE=1 rewrites the expected output in the scripts.
+func TestScripts(t *testing.T) {
+	configDir, err := filepath.Abs("../../testdata/config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir:                 "../../testdata/script",
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		Cmds:                scriptCmds,
+		UpdateScripts:       os.Getenv("ROUTER_UPDATE") != "",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("CONFIG", configDir)
+			return nil
+		},
+	})
+}

@@ -1,0 +1,172 @@
+// Package compiler turns user configuration files (CUE, YAML or JSON) into a runtime
+// plan. It unifies the files with the embedded schema, validates them concretely, runs the
+// cross-reference checks CUE cannot express, and decodes the result into runtime/plan
+// structs with every default filled in.
+//
+// It is the only package that imports CUE: the request path works on the plan alone.
+package compiler
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
+	"cuelang.org/go/cue/cuecontext"
+	"cuelang.org/go/cue/parser"
+	"cuelang.org/go/encoding/json"
+	"cuelang.org/go/encoding/yaml"
+
+	"github.com/routerkit/router/cue/schema"
+	"github.com/routerkit/router/runtime/plan"
+)
+
+// Source is one configuration file's name and content.
+type Source struct {
+	Name string
+	Data []byte
+}
+
+// Compile reads the named files and compiles them into a plan. Several files unify into
+// one configuration. The error, when not nil, is an Errors listing every problem found, or
+// a plain error when a file cannot be read.
+func Compile(files []string) (*plan.Plan, error) {
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no configuration file given")
+	}
+	srcs := make([]Source, len(files))
+	for i, name := range files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("reading config: %w", err)
+		}
+		srcs[i] = Source{Name: name, Data: data}
+	}
+	return CompileSources(srcs)
+}
+
+// CompileSources compiles in-memory files; the extension of each name selects its format.
+func CompileSources(srcs []Source) (*plan.Plan, error) {
+	ctx := cuecontext.New()
+	var errs errorList
+	var user cue.Value
+	for i, src := range srcs {
+		v, err := parse(ctx, src)
+		if err != nil {
+			errs.add(src.Name, err)
+			continue
+		}
+		if i == 0 {
+			user = v
+		} else {
+			user = user.Unify(v)
+		}
+	}
+	if err := errs.result(); err != nil {
+		return nil, err
+	}
+	if err := user.Err(); err != nil {
+		errs.addCUE(err)
+		return nil, errs.result()
+	}
+
+	// Dropped options and misplaced tuning are reported on the user's own value, before
+	// the schema is applied: the schema would only call them "not allowed", and CUE may
+	// leave out other errors of a struct that already failed.
+	precheck(user, &errs)
+	if err := errs.result(); err != nil {
+		return nil, err
+	}
+
+	v := user.Unify(configSchema(ctx))
+	if err := v.Validate(cue.Concrete(true)); err != nil {
+		errs.addCUE(err)
+		return nil, errs.result()
+	}
+	var f file
+	if err := v.Decode(&f); err != nil {
+		errs.addCUE(err)
+		return nil, errs.result()
+	}
+	p := f.plan()
+	check(p, user, &errs)
+	if err := errs.result(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// file mirrors the configuration's top level as written: models keyed by name.
+type file struct {
+	Listen     string                `json:"listen"`
+	AdminToken string                `json:"admin_token"`
+	Engines    []plan.Engine         `json:"engines"`
+	Models     map[string]plan.Model `json:"models"`
+}
+
+func (f *file) plan() *plan.Plan {
+	p := &plan.Plan{Listen: f.Listen, AdminToken: f.AdminToken, Engines: f.Engines}
+	if p.Engines == nil {
+		p.Engines = []plan.Engine{}
+	}
+	names := make([]string, 0, len(f.Models))
+	for name := range f.Models {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	p.Models = make([]plan.Model, 0, len(names))
+	for _, name := range names {
+		m := f.Models[name]
+		m.Name = name
+		if m.Buckets == nil {
+			m.Buckets = []plan.Bucket{}
+		}
+		p.Models = append(p.Models, m)
+	}
+	return p
+}
+
+// parse builds one user file. Each file is self-contained: files combine by unification,
+// not by references across files.
+func parse(ctx *cue.Context, src Source) (cue.Value, error) {
+	switch ext := filepath.Ext(src.Name); ext {
+	case ".cue":
+		f, err := parser.ParseFile(src.Name, src.Data, parser.ParseComments)
+		if err != nil {
+			return cue.Value{}, err
+		}
+		return buildFile(ctx, f)
+	case ".yaml", ".yml":
+		f, err := yaml.Extract(src.Name, src.Data)
+		if err != nil {
+			return cue.Value{}, err
+		}
+		return buildFile(ctx, f)
+	case ".json":
+		expr, err := json.Extract(src.Name, src.Data)
+		if err != nil {
+			return cue.Value{}, err
+		}
+		v := ctx.BuildExpr(expr)
+		return v, v.Err()
+	default:
+		return cue.Value{}, fmt.Errorf("unsupported config format %q: name the file .cue, .yaml, .yml or .json", ext)
+	}
+}
+
+func buildFile(ctx *cue.Context, f *ast.File) (cue.Value, error) {
+	v := ctx.BuildFile(f)
+	return v, v.Err()
+}
+
+// configSchema returns #Config compiled in ctx. A broken embedded schema is a programming
+// error, not a user error.
+func configSchema(ctx *cue.Context) cue.Value {
+	v := ctx.CompileBytes(schema.Source, cue.Filename(schema.Filename))
+	if err := v.Err(); err != nil {
+		panic(fmt.Sprintf("internal error: invalid embedded schema: %v", err))
+	}
+	return v.LookupPath(cue.MakePath(cue.Def("#Config")))
+}

@@ -1,0 +1,184 @@
+// Package plan holds the compiled runtime plan: the effective configuration of a router
+// after the compiler has validated it and filled in every default.
+//
+// The plan is plain data. It has no behaviour and no dependency on CUE, so the request
+// path never evaluates configuration; `router compile` prints it as JSON, and `router
+// serve` and `router explain` build their runtime objects from it.
+package plan
+
+// Role is the stage an engine serves. The worker registry treats it as authoritative when
+// groups filter their candidates.
+type Role string
+
+// Roles an engine can have. A model's engines are all plain or all prefill/decode.
+const (
+	RolePlain   Role = "plain"
+	RolePrefill Role = "prefill"
+	RoleDecode  Role = "decode"
+)
+
+// PolicyType names a selection policy.
+type PolicyType string
+
+// Policy types. LoadBased is the configuration name of the least-load policy.
+const (
+	RoundRobin   PolicyType = "round_robin"
+	Random       PolicyType = "random"
+	PowerOfTwo   PolicyType = "power_of_two"
+	LoadBased    PolicyType = "load_based"
+	SessionAware PolicyType = "session_aware"
+	Sticky       PolicyType = "sticky"
+	CacheAware   PolicyType = "cache_aware"
+)
+
+// Plan is a whole compiled router configuration.
+type Plan struct {
+	// Listen is the address `router serve` binds.
+	Listen string `json:"listen"`
+	// AdminToken, when set, is the bearer token the admin endpoints require.
+	AdminToken string `json:"admin_token,omitempty"`
+	// Engines lists every engine the router may dispatch to, in configuration order.
+	Engines []Engine `json:"engines"`
+	// Models lists the served models sorted by name.
+	Models []Model `json:"models"`
+}
+
+// Engine is one SGLang- or vLLM-compatible engine endpoint.
+type Engine struct {
+	ID    string `json:"id"`
+	URL   string `json:"url"`
+	Model string `json:"model"`
+	Role  Role   `json:"role"`
+	// BootstrapPort is the prefill engine's KV bootstrap port, injected into PD requests.
+	BootstrapPort int `json:"bootstrap_port,omitempty"`
+	// DPSize is the number of data-parallel ranks; a load report is usable only when all
+	// of them are fresh.
+	DPSize   int        `json:"dp_size"`
+	Load     LoadSource `json:"load"`
+	KVEvents *KVEvents  `json:"kv_events,omitempty"`
+}
+
+// LoadSource says where and how often the router reads an engine's load report.
+type LoadSource struct {
+	// Source is one of "loads" (GET /v1/loads), "get_load" (GET /get_load), "metrics"
+	// (GET /metrics) or "none" (router-local accounting only).
+	Source       string `json:"source"`
+	IntervalMS   int    `json:"interval_ms"`
+	StaleAfterMS int    `json:"stale_after_ms"`
+}
+
+// KVEvents is an engine's ZMQ KV-event publisher.
+type KVEvents struct {
+	Endpoint string `json:"endpoint"`
+	Topic    string `json:"topic"`
+	// BlockSize is the engine's page size in tokens; 0 means "ask /server_info".
+	BlockSize int `json:"block_size,omitempty"`
+}
+
+// Model is one served model name and its ordered bucket set.
+type Model struct {
+	Name                        string   `json:"name"`
+	SessionIDHeader             string   `json:"session_id_header"`
+	SessionIdleSecs             int      `json:"session_idle_secs"`
+	SessionEvictionIntervalSecs int      `json:"session_eviction_interval_secs"`
+	RoutingKeyHeader            string   `json:"routing_key_header"`
+	StickyIdleSecs              int      `json:"sticky_idle_secs"`
+	StickyEvictionIntervalSecs  int      `json:"sticky_eviction_interval_secs"`
+	Buckets                     []Bucket `json:"buckets"`
+}
+
+// Bucket is a token-length class of requests with its own engine groups.
+type Bucket struct {
+	ID     string `json:"id"`
+	Rank   int    `json:"rank"`
+	Limits Limits `json:"limits"`
+	// MaxContextTokens bounds input plus requested output; nil is unbounded.
+	MaxContextTokens *int64 `json:"max_context_tokens,omitempty"`
+	Groups           Groups `json:"groups"`
+}
+
+// Limits is the inclusive input-token range of a bucket. A nil Max is unbounded.
+type Limits struct {
+	Min int64  `json:"min"`
+	Max *int64 `json:"max,omitempty"`
+}
+
+// Groups holds exactly one of Plain or PD.
+type Groups struct {
+	Plain *Group    `json:"plain,omitempty"`
+	PD    *PDGroups `json:"pd,omitempty"`
+}
+
+// PDGroups is a complete prefill/decode pair; half a pair cannot be expressed.
+type PDGroups struct {
+	Prefill Group `json:"prefill"`
+	Decode  Group `json:"decode"`
+}
+
+// Group is an engine membership set with its policy.
+type Group struct {
+	// WorkerIDs nil means every healthy engine of the model and role; an empty, non-nil
+	// slice means no engine at all.
+	WorkerIDs []string `json:"worker_ids"`
+	Policy    Policy   `json:"policy"`
+}
+
+// Policy is a policy attachment: its type, hard admission caps and type-specific tuning.
+// Tuning fields are set only for the policy type that owns them.
+type Policy struct {
+	Type      PolicyType `json:"type"`
+	Admission Admission  `json:"admission"`
+
+	// Fallback is the sticky policy's choice for a new or missing routing key.
+	Fallback PolicyType `json:"fallback,omitempty"`
+
+	// Cache-aware tuning.
+	MinMatchedTokens     int64          `json:"min_matched_tokens,omitempty"`
+	MinMatchRatio        *float64       `json:"min_match_ratio,omitempty"`
+	CandidateMinWorkers  int            `json:"candidate_min_workers,omitempty"`
+	CandidateRatio       float64        `json:"candidate_ratio,omitempty"`
+	CandidateMaxWorkers  int            `json:"candidate_max_workers,omitempty"`
+	SwitchMarginTokens   int64          `json:"switch_margin_tokens,omitempty"`
+	WorkerQueueLimit     int64          `json:"worker_queue_limit,omitempty"`
+	SaturationQueueFloor int64          `json:"saturation_queue_floor,omitempty"`
+	MinLoadChoices       int            `json:"min_load_choices,omitempty"`
+	PressureGuard        *PressureGuard `json:"pressure_guard,omitempty"`
+	PrefixSource         *PrefixSource  `json:"prefix_source,omitempty"`
+}
+
+// Admission is a set of per-engine hard caps. Zero means the cap is not set. A cap admits
+// while the engine's current metric is below it.
+type Admission struct {
+	MaxRunningRequests      int64 `json:"max_running_requests,omitempty"`
+	MaxWaitingRequests      int64 `json:"max_waiting_requests,omitempty"`
+	MaxKVTokens             int64 `json:"max_kv_tokens,omitempty"`
+	MaxPendingPrefillTokens int64 `json:"max_pending_prefill_tokens,omitempty"`
+	MaxInflightRequests     int64 `json:"max_inflight_requests,omitempty"`
+}
+
+// PressureGuard lets pressure override cache affinity when the prefix owner is much busier.
+type PressureGuard struct {
+	Enabled            bool     `json:"enabled"`
+	AbsThresholdTokens int64    `json:"abs_threshold_tokens"`
+	AbsThresholdMS     *float64 `json:"abs_threshold_ms,omitempty"`
+	RelThreshold       float64  `json:"rel_threshold"`
+}
+
+// PrefixSource says where the cache-aware policy looks up prefix ownership.
+type PrefixSource struct {
+	// Type is "local_index" (radix tree fed by KV events) or "remote_indexer".
+	Type               string `json:"type"`
+	Endpoint           string `json:"endpoint,omitempty"`
+	QueryTimeoutMS     int    `json:"query_timeout_ms,omitempty"`
+	MaxInflightQueries int    `json:"max_inflight_queries,omitempty"`
+}
+
+// Model returns the named model, or nil.
+func (p *Plan) Model(name string) *Model {
+	for i := range p.Models {
+		if p.Models[i].Name == name {
+			return &p.Models[i]
+		}
+	}
+	return nil
+}
