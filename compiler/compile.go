@@ -67,6 +67,7 @@ func CompileSources(srcs []Source) (*plan.Plan, error) {
 	if err := errs.result(); err != nil {
 		return nil, err
 	}
+	errs.user = user
 	if err := user.Err(); err != nil {
 		errs.addCUE(err)
 		return nil, errs.result()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -49,7 +50,12 @@ func (es Errors) Error() string {
 }
 
 // errorList collects errors during one compilation.
-type errorList struct{ errs Errors }
+type errorList struct {
+	errs Errors
+	// user is the unified user value, used to place errors that CUE positions only in
+	// the schema, such as a missing required field.
+	user cue.Value
+}
 
 // at records a problem at pos for the value at path.
 func (l *errorList) at(pos token.Pos, path cue.Path, format string, args ...any) {
@@ -81,12 +87,48 @@ func (l *errorList) addCUE(err error) {
 		if i := slices.IndexFunc(positions, isUserPos); i >= 0 {
 			positions = positions[i:]
 		}
-		if len(positions) > 0 && positions[0].IsValid() {
-			p := positions[0]
+		p := token.NoPos
+		if len(positions) > 0 {
+			p = positions[0]
+		}
+		if !isUserPos(p) {
+			if up := l.userPos(ce.Path()); up.IsValid() {
+				p = up
+			}
+		}
+		if p.IsValid() {
 			e.File, e.Line, e.Col = p.Filename(), p.Line(), p.Column()
+		}
+		// A conflict between two user files names the other place too.
+		for _, q := range positions[min(1, len(positions)):] {
+			if isUserPos(q) && q.Filename() != p.Filename() {
+				e.Msg += fmt.Sprintf(" (also set at %s:%d:%d)", q.Filename(), q.Line(), q.Column())
+				break
+			}
 		}
 		l.errs = append(l.errs, e)
 	}
+}
+
+// userPos is the position of the deepest value along path that the user wrote.
+func (l *errorList) userPos(path []string) token.Pos {
+	if !l.user.Exists() {
+		return token.NoPos
+	}
+	v, best := l.user, l.user.Pos()
+	for _, part := range path {
+		sel := cue.Str(part)
+		if i, err := strconv.Atoi(part); err == nil && v.IncompleteKind() == cue.ListKind {
+			sel = cue.Index(i)
+		}
+		if v = v.LookupPath(cue.MakePath(sel)); !v.Exists() {
+			break
+		}
+		if v.Pos().IsValid() {
+			best = v.Pos()
+		}
+	}
+	return best
 }
 
 func isUserPos(p token.Pos) bool {
