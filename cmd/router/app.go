@@ -28,7 +28,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Suggest:              true,
 		// Main decides the exit code; urfave/cli must not call os.Exit itself.
 		ExitErrHandler: func(*cli.Context, error) {},
-		OnUsageError: onUsageError,
+		OnUsageError:   onUsageError,
 		Commands: []*cli.Command{
 			validateCommand(),
 			compileCommand(),
