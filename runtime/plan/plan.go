@@ -37,10 +37,22 @@ type Plan struct {
 	Listen string `json:"listen"`
 	// AdminToken, when set, is the bearer token the admin endpoints require.
 	AdminToken string `json:"admin_token,omitempty"`
+	Health     Health `json:"health"`
+	// ShutdownGraceSecs bounds how long serve drains in-flight requests on shutdown.
+	ShutdownGraceSecs int `json:"shutdown_grace_secs"`
 	// Engines lists every engine the router may dispatch to, in configuration order.
 	Engines []Engine `json:"engines"`
 	// Models lists the served models sorted by name.
 	Models []Model `json:"models"`
+}
+
+// Health configures active health checks. An engine leaves every candidate set after
+// FailureThreshold consecutive failed checks and returns after SuccessThreshold good ones.
+type Health struct {
+	IntervalMS       int `json:"interval_ms"`
+	TimeoutMS        int `json:"timeout_ms"`
+	FailureThreshold int `json:"failure_threshold"`
+	SuccessThreshold int `json:"success_threshold"`
 }
 
 // Engine is one SGLang- or vLLM-compatible engine endpoint.
