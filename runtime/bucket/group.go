@@ -1,0 +1,140 @@
+package bucket
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/routerkit/router/runtime/decision"
+	"github.com/routerkit/router/runtime/engine"
+	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/policy"
+)
+
+// Group is an engine group: a membership set and its policy instance, reused across
+// requests. It references engines by id and resolves live workers from the registry on
+// every pick, so registry changes and health apply immediately.
+type Group struct {
+	model      string
+	bucketID   string
+	stage      plan.Role
+	ids        map[string]bool // nil: every engine of the model and role
+	policyType plan.PolicyType
+	policy     policy.Policy
+	reg        *engine.Registry
+
+	// members caches the registry's workers that belong to the group, keyed by the
+	// registry snapshot they came from. Membership only changes with the snapshot, so a
+	// pick costs a pointer comparison plus a health scan instead of a set lookup per worker.
+	members atomic.Pointer[memberCache]
+}
+
+type memberCache struct {
+	snap    *engine.Snapshot
+	workers []*engine.Worker // sorted by id
+}
+
+func newGroup(model, bucketID string, stage plan.Role, pg plan.Group, reg *engine.Registry, deps policy.Deps) (*Group, error) {
+	p, err := policy.New(pg.Policy, deps)
+	if err != nil {
+		return nil, fmt.Errorf("%s group: %w", stage, err)
+	}
+	g := &Group{model: model, bucketID: bucketID, stage: stage, policyType: pg.Policy.Type, policy: p, reg: reg}
+	if pg.WorkerIDs != nil {
+		g.ids = make(map[string]bool, len(pg.WorkerIDs))
+		for _, id := range pg.WorkerIDs {
+			g.ids[id] = true
+		}
+	}
+	return g, nil
+}
+
+func (g *Group) memberWorkers() []*engine.Worker {
+	snap := g.reg.Snapshot()
+	if c := g.members.Load(); c != nil && c.snap == snap {
+		return c.workers
+	}
+	all := snap.Workers(g.model, g.stage)
+	ws := all
+	if g.ids != nil {
+		ws = nil
+		for _, w := range all {
+			if g.ids[w.ID()] {
+				ws = append(ws, w)
+			}
+		}
+	}
+	g.members.Store(&memberCache{snap: snap, workers: ws})
+	return ws
+}
+
+// candidatePool holds buffers for groups with unhealthy members; when every member is
+// healthy the cached member slice is passed as is.
+var candidatePool = sync.Pool{New: func() any { return new([]*engine.Worker) }}
+
+// requestPool recycles the per-group policy requests, which escape through the Policy
+// interface and would otherwise cost an allocation per group call.
+var requestPool = sync.Pool{New: func() any { return new(policy.Request) }}
+
+// Pick selects the group's engine for a request: healthy members of the group with the
+// model and stage (the registry's role is authoritative), sorted by id, passed to the
+// policy. A result that is not one of those exact worker pointers, such as a
+// re-registered worker carrying a candidate's id, is rejected as OutsideCandidates.
+func (g *Group) Pick(ctx context.Context, facts *policy.Facts) (policy.Pick, error) {
+	candidates, buf := healthy(g.memberWorkers())
+	if buf != nil {
+		defer release(buf, candidates)
+	}
+
+	rec := decision.FromContext(ctx)
+	rec.BeginGroup(g.stage, g.policyType, candidates)
+	req := requestPool.Get().(*policy.Request)
+	*req = policy.Request{Facts: *facts, Stage: g.stage, BucketID: g.bucketID}
+	pick, err := g.policy.Pick(ctx, candidates, req)
+	*req = policy.Request{}
+	requestPool.Put(req)
+	if err == nil && !contains(candidates, pick.Engine) {
+		err = &policy.OutsideCandidates{Stage: g.stage, Engine: pick.Engine}
+	}
+	if err != nil {
+		rec.EndGroup(nil, "", err)
+		return policy.Pick{}, err
+	}
+	rec.EndGroup(pick.Engine, pick.Reason, nil)
+	return pick, nil
+}
+
+func contains(ws []*engine.Worker, w *engine.Worker) bool {
+	for _, c := range ws {
+		if c == w {
+			return true
+		}
+	}
+	return false
+}
+
+// healthy returns the healthy workers of members. When all are healthy that is members
+// itself; otherwise it is a pooled buffer, returned too, which the caller must release.
+func healthy(members []*engine.Worker) ([]*engine.Worker, *[]*engine.Worker) {
+	for i, w := range members {
+		if w.Healthy() {
+			continue
+		}
+		buf := candidatePool.Get().(*[]*engine.Worker)
+		out := append((*buf)[:0], members[:i]...)
+		for _, w := range members[i+1:] {
+			if w.Healthy() {
+				out = append(out, w)
+			}
+		}
+		return out, buf
+	}
+	return members, nil
+}
+
+func release(buf *[]*engine.Worker, used []*engine.Worker) {
+	clear(used) // drop the worker references the pooled buffer would keep alive
+	*buf = used[:0]
+	candidatePool.Put(buf)
+}

@@ -1,0 +1,190 @@
+package bucket
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+
+	"github.com/routerkit/router/runtime/decision"
+	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/policy"
+)
+
+// Selection is a complete engine selection from one bucket: Plain for a plain bucket, or
+// Prefill and Decode for a PD bucket. Engines of the other kind are zero.
+type Selection struct {
+	Bucket  *Bucket
+	Plain   policy.Pick
+	Prefill policy.Pick
+	Decode  policy.Pick
+}
+
+// PickEngines asks the bucket's groups for a complete selection: the plain group, or the
+// prefill group then the decode group. A failed decode pick discards the tentative prefill
+// pick; nothing has been dispatched, so there is nothing to undo. Errors keep the failing
+// stage and are prefixed with the bucket id.
+func (b *Bucket) PickEngines(ctx context.Context, facts *policy.Facts) (Selection, error) {
+	sel := Selection{Bucket: b}
+	var err error
+	if b.plain != nil {
+		sel.Plain, err = b.plain.Pick(ctx, facts)
+	} else if sel.Prefill, err = b.prefill.Pick(ctx, facts); err == nil {
+		sel.Decode, err = b.decode.Pick(ctx, facts)
+	}
+	if err != nil {
+		return Selection{}, fmt.Errorf("bucket %s: %w", b.id, err)
+	}
+	return sel, nil
+}
+
+// Route is the handler's selection pass (spec §3): it tries the compatible buckets in
+// order until one supplies a complete selection. NoCandidates, NoAdmissibleEngine and
+// AdmissionRejected advance to the next bucket, where every required engine is picked
+// again; any other failure stops the pass. Failures are returned as *Error, which maps
+// them to an HTTP status and code. A decision.Trace in ctx receives the whole pass.
+func (r *Resolver) Route(ctx context.Context, facts *policy.Facts) (Selection, error) {
+	rec := decision.FromContext(ctx)
+	if err := validate(facts.InputTokens, facts.ExpectedPeak, facts.PeakKnown); err != nil {
+		return Selection{}, classify(err)
+	}
+	if rec != nil {
+		r.record(rec, facts)
+	}
+	need := contextNeed(facts.InputTokens, facts.ExpectedPeak, facts.PeakKnown)
+	var (
+		tried     bool
+		rejected  []string
+		lastStage plan.Role
+	)
+	for _, b := range r.buckets {
+		if b.fit(facts.InputTokens, need) != fits {
+			continue
+		}
+		tried = true
+		rec.BeginAttempt(b.id)
+		sel, err := b.PickEngines(ctx, facts)
+		rec.EndAttempt(err)
+		if err == nil {
+			return sel, nil
+		}
+		var (
+			none    *policy.NoCandidates
+			noAdmit *policy.NoAdmissibleEngine
+			reject  *policy.AdmissionRejected
+		)
+		switch {
+		case errors.As(err, &noAdmit), errors.As(err, &reject):
+			rejected = append(rejected, err.Error())
+		case errors.As(err, &none):
+			lastStage = none.Stage
+		default:
+			return Selection{}, classify(err)
+		}
+	}
+	switch {
+	case !tried:
+		return Selection{}, &Error{status: http.StatusBadRequest, code: CodeNoMatchingBucket,
+			msg: noMatchMessage(r.model, facts)}
+	case len(rejected) > 0:
+		return Selection{}, &Error{status: http.StatusServiceUnavailable, code: CodeAdmissionRejected,
+			msg: "every compatible bucket rejected the request: " + strings.Join(rejected, "; "), Reasons: rejected}
+	default:
+		return Selection{}, &Error{status: http.StatusServiceUnavailable, code: "no_" + string(lastStage) + "_engine",
+			msg: fmt.Sprintf("no eligible %s engine in any compatible bucket", lastStage), Stage: lastStage}
+	}
+}
+
+func (r *Resolver) record(rec *decision.Trace, facts *policy.Facts) {
+	res, _ := r.Resolve(facts.InputTokens, facts.ExpectedPeak, facts.PeakKnown) // validated by the caller
+	for _, b := range res.Buckets {
+		rec.Compatible(b.id)
+	}
+	for _, x := range res.Excluded {
+		rec.Exclude(x.Bucket.id, x.Reason)
+	}
+}
+
+func noMatchMessage(model string, facts *policy.Facts) string {
+	if facts.PeakKnown {
+		return fmt.Sprintf("no bucket of model %s accepts %d input tokens with an expected peak of %d tokens",
+			model, facts.InputTokens, facts.ExpectedPeak)
+	}
+	return fmt.Sprintf("no bucket of model %s accepts %d input tokens", model, facts.InputTokens)
+}
+
+// Error codes of selection failures, as serving returns them in x-router-error-code and
+// the OpenAI-shaped error body. A stage without candidates yields "no_<stage>_engine".
+const (
+	CodeNoMatchingBucket     = "no_matching_bucket"
+	CodeTokenCountOverflow   = "token_count_overflow"
+	CodeInvalidTokenCount    = "invalid_token_count"
+	CodeAdmissionRejected    = "admission_rejected"
+	CodeInvalidSignal        = "invalid_signal"
+	CodeInvalidConfiguration = "invalid_configuration"
+	CodeOutsideCandidates    = "outside_candidates"
+	CodeInternal             = "internal_error"
+)
+
+// Error is a selection failure with the HTTP status and code serving returns for it. It
+// is the one place that maps selection outcomes to HTTP.
+type Error struct {
+	status int
+	code   string
+	msg    string
+	// Stage is the unavailable stage of a no_<stage>_engine failure.
+	Stage plan.Role
+	// Reasons are the accumulated admission rejections of an admission_rejected failure,
+	// one per failed bucket attempt.
+	Reasons []string
+	err     error
+}
+
+func (e *Error) Error() string { return e.msg }
+
+// Unwrap returns the policy error that stopped the pass, if any.
+func (e *Error) Unwrap() error { return e.err }
+
+// Status returns the HTTP status code.
+func (e *Error) Status() int { return e.status }
+
+// Code returns the machine-readable error code.
+func (e *Error) Code() string { return e.code }
+
+// classify maps an error that stops the pass: an invalid signal, an invalid configuration,
+// a foreign pick, or an unexpected policy failure. All are internal errors (500): the
+// request reached selection in a state the router should have prevented.
+func classify(err error) *Error {
+	var (
+		sig     *policy.InvalidSignal
+		conf    *policy.InvalidConfiguration
+		outside *policy.OutsideCandidates
+	)
+	code := CodeInternal
+	switch {
+	case errors.As(err, &sig):
+		code = CodeInvalidSignal
+	case errors.As(err, &conf):
+		code = CodeInvalidConfiguration
+	case errors.As(err, &outside):
+		code = CodeOutsideCandidates
+	}
+	return &Error{status: http.StatusInternalServerError, code: code, msg: err.Error(), err: err}
+}
+
+// ExpectedPeak returns input plus the requested output budget, the length a bucket's
+// context capacity must hold. A negative count or a sum that overflows is a client error
+// (400), checked here so no caller computes the sum unchecked.
+func ExpectedPeak(inputTokens, maxTokens int64) (int64, error) {
+	if inputTokens < 0 || maxTokens < 0 {
+		return 0, &Error{status: http.StatusBadRequest, code: CodeInvalidTokenCount,
+			msg: fmt.Sprintf("token counts must not be negative: input %d, max tokens %d", inputTokens, maxTokens)}
+	}
+	if inputTokens > math.MaxInt64-maxTokens {
+		return 0, &Error{status: http.StatusBadRequest, code: CodeTokenCountOverflow,
+			msg: fmt.Sprintf("input %d tokens plus max tokens %d overflows a token count", inputTokens, maxTokens)}
+	}
+	return inputTokens + maxTokens, nil
+}

@@ -1,0 +1,177 @@
+// Package decision records what engine selection saw and decided for one request: the
+// compatible buckets and why the others were excluded, each bucket attempt with its groups'
+// candidates, the loads the policies read, their picks and reasons, admission verdicts and
+// errors.
+//
+// A Trace travels in the request context, so `router explain` runs exactly the serving
+// code path and reads the trace afterwards. Every method is a no-op on a nil *Trace, and
+// callers pass only values they already hold, so selection without a trace in its context
+// records nothing and allocates nothing.
+package decision
+
+import (
+	"context"
+
+	"github.com/routerkit/router/runtime/engine"
+	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/state/load"
+)
+
+// Trace is the record of one selection pass. A pass is sequential, so a Trace is not safe
+// for concurrent use.
+type Trace struct {
+	// Resolved lists the compatible bucket ids in the order they are tried.
+	Resolved []string `json:"resolved"`
+	// Excluded lists the model's other buckets with the reason each was not compatible.
+	Excluded []Exclusion `json:"excluded"`
+	// Attempts lists the buckets tried, in order.
+	Attempts []Attempt `json:"attempts"`
+}
+
+// Exclusion is a bucket that cannot take the request and why.
+type Exclusion struct {
+	Bucket string `json:"bucket"`
+	Reason string `json:"reason"`
+}
+
+// Attempt is one bucket's try at a complete selection.
+type Attempt struct {
+	Bucket string  `json:"bucket"`
+	Groups []Group `json:"groups"`
+	// Error is why the attempt failed, or empty when it supplied the selection.
+	Error string `json:"error,omitempty"`
+}
+
+// Group is one engine group's pick within an attempt.
+type Group struct {
+	Stage      plan.Role       `json:"stage"`
+	Policy     plan.PolicyType `json:"policy"`
+	Candidates []Candidate     `json:"candidates"`
+	// Observed lists the engines whose load the policy read, with what it read.
+	Observed  []Observation `json:"observed"`
+	Admission []Verdict     `json:"admission"`
+	Pick      string        `json:"pick,omitempty"`
+	Reason    string        `json:"reason,omitempty"`
+	Error     string        `json:"error,omitempty"`
+}
+
+// Candidate is a healthy member of a group at pick time.
+type Candidate struct {
+	ID       string `json:"id"`
+	Inflight int64  `json:"inflight"`
+}
+
+// Observation is a load read by a policy. A nil Load means the report was missing, stale
+// or rank-incomplete: unknown.
+type Observation struct {
+	Engine   string       `json:"engine"`
+	Load     *load.Report `json:"load"`
+	Inflight int64        `json:"inflight"`
+}
+
+// Verdict is one admission check. A rejection names the cap, the engine's metric and the
+// cap's value.
+type Verdict struct {
+	Engine   string `json:"engine"`
+	Admitted bool   `json:"admitted"`
+	Limit    string `json:"limit,omitempty"`
+	Value    int64  `json:"value,omitempty"`
+	Cap      int64  `json:"cap,omitempty"`
+}
+
+type contextKey struct{}
+
+// NewContext returns a context that carries t.
+func NewContext(ctx context.Context, t *Trace) context.Context {
+	return context.WithValue(ctx, contextKey{}, t)
+}
+
+// FromContext returns the context's trace, or nil.
+func FromContext(ctx context.Context) *Trace {
+	t, _ := ctx.Value(contextKey{}).(*Trace)
+	return t
+}
+
+// Compatible records a bucket that resolution kept, in try order.
+func (t *Trace) Compatible(bucket string) {
+	if t != nil {
+		t.Resolved = append(t.Resolved, bucket)
+	}
+}
+
+// Exclude records a bucket that resolution dropped.
+func (t *Trace) Exclude(bucket, reason string) {
+	if t != nil {
+		t.Excluded = append(t.Excluded, Exclusion{Bucket: bucket, Reason: reason})
+	}
+}
+
+// BeginAttempt opens the record of a bucket attempt.
+func (t *Trace) BeginAttempt(bucket string) {
+	if t != nil {
+		t.Attempts = append(t.Attempts, Attempt{Bucket: bucket})
+	}
+}
+
+// EndAttempt closes the current attempt with its error, nil when it succeeded.
+func (t *Trace) EndAttempt(err error) {
+	if a := t.attempt(); a != nil && err != nil {
+		a.Error = err.Error()
+	}
+}
+
+// BeginGroup opens the record of a group pick with the candidates given to its policy.
+func (t *Trace) BeginGroup(stage plan.Role, policy plan.PolicyType, candidates []*engine.Worker) {
+	a := t.attempt()
+	if a == nil {
+		return
+	}
+	g := Group{Stage: stage, Policy: policy, Candidates: make([]Candidate, len(candidates))}
+	for i, w := range candidates {
+		g.Candidates[i] = Candidate{ID: w.ID(), Inflight: w.Inflight()}
+	}
+	a.Groups = append(a.Groups, g)
+}
+
+// Observe records the load a policy read for w; r is nil when unknown.
+func (t *Trace) Observe(w *engine.Worker, r *load.Report) {
+	if g := t.group(); g != nil {
+		g.Observed = append(g.Observed, Observation{Engine: w.ID(), Load: r, Inflight: w.Inflight()})
+	}
+}
+
+// Admit records an admission verdict for w. For a rejection, limit names the cap and
+// value is the engine's metric.
+func (t *Trace) Admit(w *engine.Worker, admitted bool, limit string, value, limitCap int64) {
+	if g := t.group(); g != nil {
+		g.Admission = append(g.Admission, Verdict{Engine: w.ID(), Admitted: admitted, Limit: limit, Value: value, Cap: limitCap})
+	}
+}
+
+// EndGroup closes the current group with its pick and reason, or its error.
+func (t *Trace) EndGroup(pick *engine.Worker, reason string, err error) {
+	g := t.group()
+	if g == nil {
+		return
+	}
+	if err != nil {
+		g.Error = err.Error()
+		return
+	}
+	g.Pick, g.Reason = pick.ID(), reason
+}
+
+func (t *Trace) attempt() *Attempt {
+	if t == nil || len(t.Attempts) == 0 {
+		return nil
+	}
+	return &t.Attempts[len(t.Attempts)-1]
+}
+
+func (t *Trace) group() *Group {
+	a := t.attempt()
+	if a == nil || len(a.Groups) == 0 {
+		return nil
+	}
+	return &a.Groups[len(a.Groups)-1]
+}

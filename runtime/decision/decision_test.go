@@ -1,0 +1,68 @@
+package decision
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/routerkit/router/runtime/engine"
+	"github.com/routerkit/router/runtime/plan"
+)
+
+func TestNilTraceRecordsNothing(t *testing.T) {
+	var tr *Trace
+	w := engine.New(plan.Engine{ID: "A"})
+	// Every method must be safe on nil: selection calls them unconditionally.
+	tr.Compatible("b")
+	tr.Exclude("b", "why")
+	tr.BeginAttempt("b")
+	tr.BeginGroup(plan.RolePlain, plan.Random, []*engine.Worker{w})
+	tr.Observe(w, nil)
+	tr.Admit(w, true, "", 0, 0)
+	tr.EndGroup(w, "r", nil)
+	tr.EndAttempt(errors.New("x"))
+	if FromContext(context.Background()) != nil {
+		t.Fatal("a context without a trace returned one")
+	}
+}
+
+func TestTraceNestsRecordsUnderTheOpenGroup(t *testing.T) {
+	tr := &Trace{}
+	ctx := NewContext(context.Background(), tr)
+	if FromContext(ctx) != tr {
+		t.Fatal("FromContext did not return the trace")
+	}
+	a, b := engine.New(plan.Engine{ID: "A"}), engine.New(plan.Engine{ID: "B"})
+	b.AddInflight(2)
+	tr.Observe(a, nil) // no attempt open: dropped rather than misattributed
+	tr.BeginAttempt("small")
+	tr.BeginGroup(plan.RolePrefill, plan.PowerOfTwo, []*engine.Worker{a, b})
+	tr.Observe(b, nil)
+	tr.Admit(b, false, "max_inflight_requests", 2, 2)
+	tr.EndGroup(nil, "", errors.New("rejected"))
+	tr.EndAttempt(errors.New("bucket small: rejected"))
+	tr.BeginAttempt("large")
+	tr.BeginGroup(plan.RolePrefill, plan.PowerOfTwo, []*engine.Worker{a})
+	tr.EndGroup(a, "only candidate", nil)
+	tr.EndAttempt(nil)
+
+	if len(tr.Attempts) != 2 {
+		t.Fatalf("attempts = %+v", tr.Attempts)
+	}
+	g := tr.Attempts[0].Groups[0]
+	if len(g.Candidates) != 2 || g.Candidates[1] != (Candidate{ID: "B", Inflight: 2}) {
+		t.Errorf("candidates = %+v", g.Candidates)
+	}
+	if len(g.Observed) != 1 || g.Observed[0].Engine != "B" || g.Observed[0].Load != nil {
+		t.Errorf("observed = %+v", g.Observed)
+	}
+	if len(g.Admission) != 1 || g.Admission[0] != (Verdict{Engine: "B", Limit: "max_inflight_requests", Value: 2, Cap: 2}) {
+		t.Errorf("admission = %+v", g.Admission)
+	}
+	if g.Error != "rejected" || g.Pick != "" || tr.Attempts[0].Error != "bucket small: rejected" {
+		t.Errorf("failed attempt = %+v", tr.Attempts[0])
+	}
+	if ok := tr.Attempts[1]; ok.Error != "" || ok.Groups[0].Pick != "A" || ok.Groups[0].Reason != "only candidate" {
+		t.Errorf("successful attempt = %+v", ok)
+	}
+}

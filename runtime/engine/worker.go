@@ -1,0 +1,80 @@
+// Package engine holds the router's view of the engines it dispatches to: each Worker's
+// identity, role and live health, and the Registry of workers currently serving.
+//
+// Workers are shared by pointer and their identity is the pointer, not the id: when an
+// engine is re-registered it gets a new *Worker, and selection rejects a stale pointer that
+// happens to carry the same id (spec §2, EngineGroup::pick).
+package engine
+
+import (
+	"sync/atomic"
+
+	"github.com/routerkit/router/runtime/plan"
+)
+
+// Worker is one engine endpoint. Its identity fields never change after construction;
+// health and the router-local in-flight count are atomics so that selection can read them
+// without locks while health checks and dispatch update them.
+//
+// A Worker must not be copied after first use.
+type Worker struct {
+	id            string
+	url           string
+	model         string
+	role          plan.Role
+	dpSize        int
+	bootstrapPort int
+
+	unhealthy atomic.Bool // inverted so the zero value is healthy
+	inflight  atomic.Int64
+}
+
+// New returns a healthy worker for the configured engine. A DP size below one is treated
+// as one rank.
+func New(e plan.Engine) *Worker {
+	dp := e.DPSize
+	if dp < 1 {
+		dp = 1
+	}
+	return &Worker{
+		id:            e.ID,
+		url:           e.URL,
+		model:         e.Model,
+		role:          e.Role,
+		dpSize:        dp,
+		bootstrapPort: e.BootstrapPort,
+	}
+}
+
+// ID returns the engine's configured id.
+func (w *Worker) ID() string { return w.id }
+
+// URL returns the engine's base URL.
+func (w *Worker) URL() string { return w.url }
+
+// Model returns the model the engine serves.
+func (w *Worker) Model() string { return w.model }
+
+// Role returns the stage the engine serves; the registry's role is authoritative.
+func (w *Worker) Role() plan.Role { return w.role }
+
+// DPSize returns the number of data-parallel ranks, at least one.
+func (w *Worker) DPSize() int { return w.dpSize }
+
+// BootstrapPort returns the prefill engine's KV bootstrap port, or 0.
+func (w *Worker) BootstrapPort() int { return w.bootstrapPort }
+
+// Healthy reports whether the engine may receive new requests.
+func (w *Worker) Healthy() bool { return !w.unhealthy.Load() }
+
+// SetHealthy records the outcome of a health check.
+func (w *Worker) SetHealthy(ok bool) { w.unhealthy.Store(!ok) }
+
+// Inflight returns the number of requests the router has dispatched to this engine and not
+// yet seen finish. Unlike engine-reported load it is always known.
+func (w *Worker) Inflight() int64 { return w.inflight.Load() }
+
+// AddInflight adjusts the in-flight count and returns the new value. Dispatch code should
+// use load.Table.Acquire, whose guard pairs every increment with exactly one decrement;
+// AddInflight exists for that accounting and for fixtures that set a starting count.
+func (w *Worker) AddInflight(delta int64) int64 { return w.inflight.Add(delta) }
