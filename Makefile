@@ -8,12 +8,9 @@ BIN := bin/router
 build:
 	$(GO) build -o $(BIN) ./cmd/router
 
-# Until `router serve` exists, run validates and compiles the shipped examples.
+# The router on the embedded demo config with simulated engines, on 127.0.0.1:30000.
 run: build
-	@for f in testdata/config/*.yaml testdata/config/*.cue; do \
-		echo "== $$f"; ./$(BIN) validate $$f || exit 1; \
-	done
-	./$(BIN) compile testdata/config/spec-example.yaml
+	./$(BIN) serve --demo
 
 test:
 	$(GO) vet ./...

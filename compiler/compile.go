@@ -101,14 +101,17 @@ func CompileSources(srcs []Source) (*plan.Plan, error) {
 
 // file mirrors the configuration's top level as written: models keyed by name.
 type file struct {
-	Listen     string                `json:"listen"`
-	AdminToken string                `json:"admin_token"`
-	Engines    []plan.Engine         `json:"engines"`
-	Models     map[string]plan.Model `json:"models"`
+	Listen            string                `json:"listen"`
+	AdminToken        string                `json:"admin_token"`
+	Health            plan.Health           `json:"health"`
+	ShutdownGraceSecs int                   `json:"shutdown_grace_secs"`
+	Engines           []plan.Engine         `json:"engines"`
+	Models            map[string]plan.Model `json:"models"`
 }
 
 func (f *file) plan() *plan.Plan {
-	p := &plan.Plan{Listen: f.Listen, AdminToken: f.AdminToken, Engines: f.Engines}
+	p := &plan.Plan{Listen: f.Listen, AdminToken: f.AdminToken, Health: f.Health,
+		ShutdownGraceSecs: f.ShutdownGraceSecs, Engines: f.Engines}
 	if p.Engines == nil {
 		p.Engines = []plan.Engine{}
 	}

@@ -34,6 +34,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			compileCommand(),
 			schemaCommand(),
 			explainCommand(),
+			serveCommand(),
+			simCommand(),
 		},
 	}
 	for _, c := range app.Commands {

@@ -2,8 +2,13 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
 	"os/exec"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -11,6 +16,10 @@ import (
 // scriptCmds are the custom commands available to testdata/script/*.txtar.
 var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"exitcode": cmdExitCode,
+	"http":     cmdHTTP,
+	"freeport": cmdFreePort,
+	"waitfor":  cmdWaitFor,
+	"envsubst": cmdEnvSubst,
 }
 
 // cmdExitCode runs a program and checks its exact exit status:
@@ -37,4 +46,40 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
 	}
+}
+
+// cmdHTTP sends one request and prints the status line, the x-router-error-code header
+// when present, and the body to stdout:
+//
+//	http POST http://127.0.0.1:$PORT/v1/chat/completions body.json [Header:value...]
+//	http GET http://127.0.0.1:$PORT/admin/state
+//
+// The body argument names a file in the script's work directory.
+func cmdHTTP(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: http METHOD URL [BODYFILE] [Header:value...]")
+	}
+	var body io.Reader
+	rest := args[2:]
+	if len(rest) > 0 && !strings.Contains(rest[0], ":") {
+		body = strings.NewReader(ts.ReadFile(rest[0]))
+		rest = rest[1:]
+	}
+	req, err := http.NewRequest(args[0], args[1], body)
+	ts.Check(err)
+	for _, h := range rest {
+		k, v, _ := strings.Cut(h, ":")
+		req.Header.Set(k, v)
+	}
+	client := &http.Client{Timeout: 20 * time.Second}
+	resp, err := client.Do(req)
+	ts.Check(err)
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	ts.Check(err)
+	fmt.Fprintf(ts.Stdout(), "%s\n", resp.Status)
+	if code := resp.Header.Get("X-Router-Error-Code"); code != "" {
+		fmt.Fprintf(ts.Stdout(), "x-router-error-code: %s\n", code)
+	}
+	fmt.Fprintf(ts.Stdout(), "%s\n", out)
 }

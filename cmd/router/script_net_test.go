@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// cmdFreePort sets each named variable to a free TCP port on 127.0.0.1; the ports are
+// consecutive, for commands that take a base port and count up from it:
+//
+//	freeport P1 P2
+func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: freeport VAR...")
+	}
+	for range 20 {
+		if base, ok := consecutivePorts(len(args)); ok {
+			for i, name := range args {
+				ts.Setenv(name, strconv.Itoa(base+i))
+			}
+			return
+		}
+	}
+	ts.Fatalf("freeport: found no %d consecutive free ports", len(args))
+}
+
+// consecutivePorts asks the kernel for a free port and checks that the n-1 after it are
+// free too. The ports are released before it returns, so a caller can bind them.
+func consecutivePorts(n int) (int, bool) {
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	first, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, false
+	}
+	held = append(held, first)
+	base := first.Addr().(*net.TCPAddr).Port
+	for i := 1; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+i))
+		if err != nil {
+			return 0, false
+		}
+		held = append(held, l)
+	}
+	return base, true
+}
+
+// cmdWaitFor polls a URL until it answers 2xx, for at most ten seconds, so a script can
+// wait for a background server without sleeping:
+//
+//	waitfor http://127.0.0.1:$P1/health
+func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitfor URL")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var last error
+	for ctx.Err() == nil {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, args[0], nil)
+		ts.Check(err)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode/100 == 2 {
+				return
+			}
+			last = &statusError{resp.Status}
+		} else {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	ts.Fatalf("waitfor %s: not ready after 10s: %v", args[0], last)
+}
+
+type statusError struct{ status string }
+
+func (e *statusError) Error() string { return "status " + e.status }
+
+// cmdEnvSubst expands $VAR and ${VAR} in files in place, for configs that need values
+// only known at run time, such as ports from freeport:
+//
+//	envsubst fleet.cue
+func cmdEnvSubst(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: envsubst FILE...")
+	}
+	for _, name := range args {
+		data := os.Expand(ts.ReadFile(name), ts.Getenv)
+		ts.Check(os.WriteFile(ts.MkAbs(name), []byte(data), 0o644))
+	}
+}

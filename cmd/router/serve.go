@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/routerkit/router/compiler"
+	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/server"
+	"github.com/routerkit/router/runtime/sim"
+)
+
+//go:embed demo/demo.yaml
+var demoConfig []byte
+
+func serveCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "run the HTTP router",
+		Description: `Serves POST /v1/chat/completions (plain and prefill/decode), /v1/models,
+/healthz, /readyz, /metrics, GET /admin/state and POST /admin/explain. With --demo it
+runs an embedded config against simulated engines started in-process. SIGINT or SIGTERM
+stops accepting, drains in-flight requests within shutdown_grace_secs, and exits 0.`,
+		Flags: []cli.Flag{
+			&cli.StringSliceFlag{Name: "config", Aliases: []string{"c"}, Usage: "config `FILE` (repeatable; files unify)", EnvVars: []string{"ROUTER_CONFIG"}},
+			&cli.StringFlag{Name: "listen", Usage: "address to listen on, overriding the config's listen (`HOST:PORT`)"},
+			&cli.BoolFlag{Name: "demo", Usage: "serve the embedded demo config with simulated engines"},
+			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json"},
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log level: debug, info, warn or error"},
+		},
+		Action: serve,
+	}
+}
+
+func serve(c *cli.Context) error {
+	files := c.StringSlice("config")
+	demo := c.Bool("demo")
+	if demo == (len(files) > 0) {
+		return usageError("serve needs either --config FILE... or --demo")
+	}
+	log, err := newLogger(c)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var p *plan.Plan
+	if demo {
+		p, err = compiler.CompileSources([]compiler.Source{{Name: "demo.yaml", Data: demoConfig}})
+		if err != nil {
+			return fmt.Errorf("internal error: demo config: %w", err)
+		}
+		fleet, err := startDemoEngines(ctx, p)
+		if err != nil {
+			return err
+		}
+		defer fleet.Close()
+	} else if p, err = compiler.Compile(files); err != nil {
+		return err
+	}
+	if l := c.String("listen"); l != "" {
+		p.Listen = l
+	}
+	srv, err := server.New(p, server.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", p.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w (set listen in the config or --listen)", p.Listen, err)
+	}
+	fmt.Fprintf(c.App.Writer, "router listening on http://%s, models: %s\n", ln.Addr(), modelNames(p))
+	return srv.Serve(ctx, ln)
+}
+
+// startDemoEngines starts one simulated engine per demo engine on a free port and points
+// the plan's engines at them.
+func startDemoEngines(ctx context.Context, p *plan.Plan) (*sim.Fleet, error) {
+	specs, err := sim.SpecsFromPlan(p, sim.DefaultConfig())
+	if err != nil {
+		return nil, fmt.Errorf("demo engines: %w", err)
+	}
+	for i := range specs {
+		specs[i].Addr = "" // any free port
+	}
+	fleet, err := sim.Start(context.WithoutCancel(ctx), specs)
+	if err != nil {
+		return nil, fmt.Errorf("demo engines: %w", err)
+	}
+	for i := range p.Engines {
+		p.Engines[i].URL = fleet.Engine(p.Engines[i].ID).URL()
+	}
+	return fleet, nil
+}
+
+func modelNames(p *plan.Plan) string {
+	names := make([]string, len(p.Models))
+	for i, m := range p.Models {
+		names[i] = m.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+func newLogger(c *cli.Context) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+		return nil, usageError("--log-level must be debug, info, warn or error, got %q", c.String("log-level"))
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch c.String("log-format") {
+	case "text":
+		return slog.New(slog.NewTextHandler(c.App.ErrWriter, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(c.App.ErrWriter, opts)), nil
+	default:
+		return nil, usageError("--log-format must be text or json, got %q", c.String("log-format"))
+	}
+}

@@ -1,0 +1,103 @@
+package monitor
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+var at = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+
+func TestParseLoadsNativeAndBasic(t *testing.T) {
+	// Shape of SGLang's v1_loads.py response: one object per DP rank under "loads".
+	body := `{"timestamp": "2026-12-02T12:00:00Z", "version": "0.5", "loads": [
+	  {"dp_rank": 0, "timestamp": 1.5, "num_running_reqs": 3, "num_waiting_reqs": 2,
+	   "num_waiting_uncached_tokens": 900, "num_used_tokens": 5000, "num_total_tokens": 5900,
+	   "max_total_num_tokens": 100000, "token_usage": 0.05, "max_running_requests": 48,
+	   "queues": {"waiting": 2}},
+	  {"dp_rank": 1, "num_running_reqs": 1, "num_waiting_reqs": 0}]}`
+	got, err := parseLoads(strings.NewReader(body), at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("want 2 ranks, got %d", len(got))
+	}
+	r0, r1 := got[0], got[1]
+	if r0.rank != 0 || !r0.Native || r0.Running != 3 || r0.Waiting != 2 || r0.WaitingUncachedTokens != 900 ||
+		r0.UsedKVTokens != 5000 || r0.MaxKVTokens != 100000 || r0.MaxRunning != 48 || !r0.At.Equal(at) {
+		t.Errorf("rank 0: %+v", r0)
+	}
+	// A rank without the native fields is basic, not zero-filled native.
+	if r1.rank != 1 || r1.Native || r1.Running != 1 || r1.Waiting != 0 {
+		t.Errorf("rank 1: %+v", r1)
+	}
+}
+
+func TestParseLoadsRejectsMalformed(t *testing.T) {
+	for name, body := range map[string]string{
+		"not json":       `<html>`,
+		"no loads":       `{"loads": []}`,
+		"missing counts": `{"loads": [{"dp_rank": 0, "num_running_reqs": 1}]}`,
+		"wrong type":     `{"loads": [{"num_running_reqs": "many", "num_waiting_reqs": 0}]}`,
+	} {
+		if _, err := parseLoads(strings.NewReader(body), at); err == nil {
+			t.Errorf("%s: want an error", name)
+		}
+	}
+}
+
+func TestParseGetLoad(t *testing.T) {
+	// num_reqs is running + waiting; dp_rank may be null, then the position counts.
+	body := `[{"dp_rank": null, "num_reqs": 7, "num_waiting_reqs": 2, "num_tokens": 18342, "ts_tic": 1.0},
+	          {"dp_rank": null, "num_reqs": 1, "num_waiting_reqs": 1, "num_pages": 3}]`
+	got, err := parseGetLoad(strings.NewReader(body), at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].rank != 0 || got[0].Running != 5 || got[0].Waiting != 2 || got[0].Native {
+		t.Errorf("rank 0: %+v", got[0])
+	}
+	if got[1].rank != 1 || got[1].Running != 0 || got[1].Waiting != 1 {
+		t.Errorf("rank 1: %+v", got[1])
+	}
+	if _, err := parseGetLoad(strings.NewReader(`[{"dp_rank": 0}]`), at); err == nil {
+		t.Error("a rank without counts must be an error")
+	}
+}
+
+func TestParseMetrics(t *testing.T) {
+	sglang := `# TYPE sglang:num_running_reqs gauge
+sglang:num_running_reqs{model_name="m",dp_rank="0"} 4
+sglang:num_running_reqs{model_name="m",dp_rank="1"} 6
+# TYPE sglang:num_queue_reqs gauge
+sglang:num_queue_reqs{model_name="m",dp_rank="0"} 1
+sglang:num_queue_reqs{model_name="m",dp_rank="1"} 0
+`
+	got, err := parseMetrics(strings.NewReader(sglang), at, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].Running != 4 || got[0].Waiting != 1 || got[1].Running != 6 || got[1].Waiting != 0 {
+		t.Errorf("sglang per rank: %+v", got)
+	}
+
+	vllm := `# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{model_name="m",engine="0"} 2
+vllm:num_requests_running{model_name="m",engine="1"} 3
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{model_name="m",engine="0"} 1
+`
+	got, err = parseMetrics(strings.NewReader(vllm), at, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Unlabelled by dp_rank: the whole engine lands on rank 0, rank 1 reports empty.
+	if got[0].Running != 5 || got[0].Waiting != 1 || got[1].Running != 0 || len(got) != 2 {
+		t.Errorf("vllm: %+v", got)
+	}
+
+	if _, err := parseMetrics(strings.NewReader("# TYPE other gauge\nother 1\n"), at, 1); err == nil {
+		t.Error("an exposition without load gauges must be an error")
+	}
+}

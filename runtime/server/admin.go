@@ -1,0 +1,250 @@
+package server
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/routerkit/router/runtime/bucket"
+	"github.com/routerkit/router/runtime/decision"
+	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/state/load"
+)
+
+// admin guards an admin endpoint with the configured bearer token, if any.
+func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if tok := s.plan.AdminToken; tok != "" {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
+				writeError(w, http.StatusUnauthorized, codeUnauthorized, "admin endpoints need Authorization: Bearer <admin_token>")
+				return
+			}
+		}
+		h(w, r)
+	}
+}
+
+// State is the snapshot GET /admin/state returns and `router top` renders.
+type State struct {
+	Time      time.Time     `json:"time"`
+	UptimeS   float64       `json:"uptime_s"`
+	Draining  bool          `json:"draining"`
+	Engines   []EngineState `json:"engines"`
+	Buckets   []BucketState `json:"buckets"`
+	Decisions []Decision    `json:"decisions"`
+}
+
+// EngineState is one engine as the router sees it.
+type EngineState struct {
+	ID       string       `json:"id"`
+	URL      string       `json:"url"`
+	Model    string       `json:"model"`
+	Role     plan.Role    `json:"role"`
+	Groups   []string     `json:"groups"`
+	Healthy  bool         `json:"healthy"`
+	Inflight int64        `json:"inflight"`
+	Load     *load.Sample `json:"load"`
+	// ReportAgeMS is the age of the usable load report, -1 when there is none.
+	ReportAgeMS float64 `json:"report_age_ms"`
+	Picks       float64 `json:"picks"`
+	Rejections  float64 `json:"admission_rejections"`
+	HealthError string  `json:"health_error,omitempty"`
+	LoadError   string  `json:"load_error,omitempty"`
+}
+
+// BucketState is one bucket's counters.
+type BucketState struct {
+	Model        string             `json:"model"`
+	ID           string             `json:"id"`
+	Requests     float64            `json:"requests"`
+	Fallthroughs float64            `json:"fallthroughs"`
+	ByStatus     map[string]float64 `json:"by_status"`
+}
+
+func (s *Server) state(w http.ResponseWriter, _ *http.Request) {
+	fams, err := s.metrics.reg.Gather()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, bucket.CodeInternal, "gathering metrics: "+err.Error())
+		return
+	}
+	byName := map[string]*dto.MetricFamily{}
+	for _, f := range fams {
+		byName[f.GetName()] = f
+	}
+	now := time.Now()
+	st := State{Time: now, UptimeS: now.Sub(s.started).Seconds(), Draining: s.draining.Load(), Decisions: s.recent.list()}
+	status := s.monitor.Status()
+	groups := s.engineGroups()
+	picks := sumBy(byName["router_picks_total"], "engine")
+	rejections := sumBy(byName["router_admission_rejections_total"], "engine")
+	for _, e := range s.plan.Engines {
+		wk := s.reg.Get(e.ID)
+		es := EngineState{
+			ID: e.ID, URL: e.URL, Model: e.Model, Role: e.Role, Groups: groups[e.ID],
+			Healthy: wk.Healthy(), Inflight: wk.Inflight(), ReportAgeMS: -1,
+			Picks: picks[e.ID], Rejections: rejections[e.ID],
+			HealthError: status[e.ID].HealthError, LoadError: status[e.ID].LoadError,
+		}
+		if r := s.table.LoadAt(wk, s.table.Now()); r != nil {
+			sample := r.Sample
+			es.Load, es.ReportAgeMS = &sample, float64(time.Since(r.At).Microseconds())/1000
+		}
+		st.Engines = append(st.Engines, es)
+	}
+	requests := sumBy(byName["router_requests_total"], "model", "bucket")
+	fallthroughs := sumBy(byName["router_bucket_fallthroughs_total"], "model", "bucket")
+	byStatus := sumBy(byName["router_requests_total"], "model", "bucket", "status")
+	for _, m := range s.plan.Models {
+		for _, b := range m.Buckets {
+			bs := BucketState{Model: m.Name, ID: b.ID, Requests: requests[m.Name+"\x00"+b.ID],
+				Fallthroughs: fallthroughs[m.Name+"\x00"+b.ID], ByStatus: map[string]float64{}}
+			prefix := m.Name + "\x00" + b.ID + "\x00"
+			for k, v := range byStatus {
+				if code, ok := strings.CutPrefix(k, prefix); ok {
+					bs.ByStatus[code] = v
+				}
+			}
+			st.Buckets = append(st.Buckets, bs)
+		}
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// engineGroups names, per engine, the groups that may pick it as "bucket/stage". A group
+// without worker_ids takes every engine of its model and role.
+func (s *Server) engineGroups() map[string][]string {
+	out := map[string][]string{}
+	add := func(model string, b plan.Bucket, g *plan.Group, role plan.Role) {
+		for _, e := range s.plan.Engines {
+			if e.Model == model && e.Role == role && (g.WorkerIDs == nil || slices.Contains(g.WorkerIDs, e.ID)) {
+				out[e.ID] = append(out[e.ID], b.ID+"/"+string(role))
+			}
+		}
+	}
+	for _, m := range s.plan.Models {
+		for _, b := range m.Buckets {
+			if b.Groups.Plain != nil {
+				add(m.Name, b, b.Groups.Plain, plan.RolePlain)
+			} else {
+				add(m.Name, b, &b.Groups.PD.Prefill, plan.RolePrefill)
+				add(m.Name, b, &b.Groups.PD.Decode, plan.RoleDecode)
+			}
+		}
+	}
+	return out
+}
+
+// sumBy sums a counter family's series grouped by the values of labels, joined by NUL.
+func sumBy(f *dto.MetricFamily, labels ...string) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range f.GetMetric() {
+		key := make([]string, len(labels))
+		for i, name := range labels {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == name {
+					key[i] = lp.GetValue()
+				}
+			}
+		}
+		out[strings.Join(key, "\x00")] += m.GetCounter().GetValue()
+	}
+	return out
+}
+
+// Explanation is what POST /admin/explain returns: the selection pass for a request body
+// against live state, without dispatching.
+type Explanation struct {
+	Model        string            `json:"model"`
+	InputTokens  int64             `json:"input_tokens"`
+	ExpectedPeak *int64            `json:"expected_peak"`
+	Trace        *decision.Trace   `json:"trace"`
+	Bucket       *string           `json:"bucket"`
+	Picks        map[string]string `json:"picks"`
+	Error        *ExplainError     `json:"error"`
+}
+
+// ExplainError is a selection failure as serving would answer it.
+type ExplainError struct {
+	Code    string `json:"code"`
+	Status  int    `json:"status"`
+	Message string `json:"message"`
+}
+
+// explain runs selection for the posted chat request body, exactly as serving would, and
+// returns the trace. Nothing is dispatched and no in-flight count is taken.
+func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
+	p, herr := s.prepare(w, r)
+	if herr != nil {
+		writeError(w, herr.status, herr.code, herr.msg)
+		return
+	}
+	trace := &decision.Trace{}
+	sel, err := p.resolver.Route(decision.NewContext(r.Context(), trace), &p.facts)
+	ex := Explanation{Model: p.model.Name, InputTokens: p.facts.InputTokens, Trace: trace, Picks: map[string]string{}}
+	if p.facts.PeakKnown {
+		ex.ExpectedPeak = &p.facts.ExpectedPeak
+	}
+	if err != nil {
+		ex.Error = &ExplainError{Code: bucket.CodeInternal, Status: http.StatusInternalServerError, Message: err.Error()}
+		if be, ok := err.(*bucket.Error); ok {
+			ex.Error.Code, ex.Error.Status = be.Code(), be.Status()
+		}
+	} else {
+		id := sel.Bucket.ID()
+		ex.Bucket = &id
+		for stage, pick := range picks(sel) {
+			ex.Picks[stage] = pick.Engine.ID()
+		}
+	}
+	writeJSON(w, http.StatusOK, ex)
+}
+
+// recent is a ring of the last decisions.
+type recent struct {
+	mu   sync.Mutex
+	buf  []Decision
+	next int
+	full bool
+}
+
+func newRecent(n int) *recent { return &recent{buf: make([]Decision, n)} }
+
+func (r *recent) add(d Decision) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.buf[r.next] = d
+	r.next = (r.next + 1) % len(r.buf)
+	r.full = r.full || r.next == 0
+}
+
+// list returns the decisions newest first.
+func (r *recent) list() []Decision {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := r.next
+	if r.full {
+		n = len(r.buf)
+	}
+	out := make([]Decision, 0, n)
+	for i := 1; i <= n; i++ {
+		out = append(out, r.buf[(r.next-i+len(r.buf))%len(r.buf)])
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.After(out[j].Time) })
+	return out
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

@@ -1,0 +1,130 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/routerkit/router/runtime/bucket"
+	"github.com/routerkit/router/runtime/decision"
+)
+
+// chat serves POST /v1/chat/completions: prepare once, select bucket-first, then
+// dispatch. Selection failures never reach an engine; a dispatch failure never restarts
+// selection.
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	rec := &recorder{ResponseWriter: w, start: time.Now()}
+	d := &Decision{Time: rec.start}
+	defer s.finish(rec, d)
+
+	p, herr := s.prepare(rec, r)
+	if herr != nil {
+		d.Error = herr.msg
+		writeError(rec, herr.status, herr.code, herr.msg)
+		return
+	}
+	d.Model, d.InputTokens = p.model.Name, p.facts.InputTokens
+	if p.facts.PeakKnown {
+		d.ExpectedPeak = p.facts.ExpectedPeak
+	}
+	trace := &decision.Trace{}
+	sel, err := p.resolver.Route(decision.NewContext(r.Context(), trace), &p.facts)
+	s.metrics.observeSelection(p.model.Name, trace, sel, err)
+	d.fromSelection(sel, err)
+	if err != nil {
+		var be *bucket.Error
+		if !errors.As(err, &be) {
+			writeError(rec, http.StatusInternalServerError, bucket.CodeInternal, err.Error())
+			return
+		}
+		writeError(rec, be.Status(), be.Code(), be.Error())
+		return
+	}
+	if sel.Bucket.PD() {
+		s.dispatchPD(rec, r, p, sel)
+		return
+	}
+	s.forward(rec, r, p.body, sel.Plain.Engine)
+}
+
+// finish records a finished request: metrics, the recent-decisions ring and one log line.
+func (s *Server) finish(rec *recorder, d *Decision) {
+	status := rec.status
+	if status == 0 {
+		status = statusClientClosed
+	}
+	d.Status, d.DurationMS = status, float64(time.Since(rec.start).Microseconds())/1000
+	if d.Error == "" && rec.errCode != "" {
+		d.Error = rec.errCode
+	}
+	s.metrics.observeRequest(d, rec)
+	s.recent.add(*d)
+	s.log.Info("request", "model", d.Model, "bucket", d.Bucket, "engines", d.Engines,
+		"status", status, "duration_ms", d.DurationMS, "input_tokens", d.InputTokens)
+}
+
+// statusClientClosed is logged when the client went away before any response (nginx's
+// convention); it is never written to a client.
+const statusClientClosed = 499
+
+// recorder remembers what was written to the client: the status, when the first body
+// byte went out (time to first token for streams), and an error code.
+type recorder struct {
+	http.ResponseWriter
+	start     time.Time
+	status    int
+	firstByte time.Time
+	errCode   string
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+		r.errCode = r.Header().Get("X-Router-Error-Code")
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.WriteHeader(http.StatusOK)
+	}
+	if r.firstByte.IsZero() {
+		r.firstByte = time.Now()
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection, so streams flush at once.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Decision is one request's routing outcome, as /admin/state lists it.
+type Decision struct {
+	Time         time.Time         `json:"time"`
+	Model        string            `json:"model"`
+	InputTokens  int64             `json:"input_tokens"`
+	ExpectedPeak int64             `json:"expected_peak,omitempty"`
+	Bucket       string            `json:"bucket,omitempty"`
+	Engines      map[string]string `json:"engines,omitempty"`
+	Reasons      map[string]string `json:"reasons,omitempty"`
+	Fallthroughs int               `json:"fallthroughs,omitempty"`
+	Status       int               `json:"status"`
+	Error        string            `json:"error,omitempty"`
+	DurationMS   float64           `json:"duration_ms"`
+}
+
+func (d *Decision) fromSelection(sel bucket.Selection, err error) {
+	if err != nil {
+		d.Error = err.Error()
+		return
+	}
+	d.Bucket = sel.Bucket.ID()
+	d.Engines, d.Reasons = map[string]string{}, map[string]string{}
+	for stage, pick := range picks(sel) {
+		d.Engines[stage] = pick.Engine.ID()
+		d.Reasons[stage] = pick.Reason
+	}
+}
+
+func statusLabel(status int) string { return strconv.Itoa(status) }

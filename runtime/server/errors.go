@@ -1,0 +1,44 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// Error codes of failures decided by the handler itself. Selection failures carry the
+// codes of package bucket.
+const (
+	codeBodyTooLarge   = "request_too_large"
+	codeInvalidJSON    = "invalid_json"
+	codeInvalidRequest = "invalid_request"
+	codeModelNotFound  = "model_not_found"
+	codeEngineError    = "engine_error"
+	codePrefillError   = "prefill_error"
+	codeUnauthorized   = "unauthorized"
+	codeDraining       = "shutting_down"
+)
+
+// httpError is a failure answered with an OpenAI-shaped error body.
+type httpError struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+// writeError answers with {"error": {"message", "type", "code"}} and the machine-readable
+// code in x-router-error-code, so scripts need not parse the body.
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	typ := "invalid_request_error"
+	if status >= 500 {
+		typ = "server_error"
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Router-Error-Code", code)
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"error": map[string]any{"message": msg, "type": typ, "code": code},
+	})
+}

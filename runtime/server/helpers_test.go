@@ -1,0 +1,198 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/sim"
+)
+
+// fleetCase is a router over simulated engines, all real HTTP servers on 127.0.0.1.
+type fleetCase struct {
+	fleet  *sim.Fleet
+	srv    *Server
+	url    string
+	sent   *recordingTransport
+	stop   context.CancelFunc
+	served chan error
+}
+
+// startFleet starts one simulated engine per plan engine, points the plan at them and
+// serves the router on a free port. The simulator runs at a hundredth of real time.
+func startFleet(t *testing.T, p *plan.Plan) *fleetCase {
+	t.Helper()
+	cfg := sim.DefaultConfig()
+	cfg.TimeScale = 0.01
+	specs, err := sim.SpecsFromPlan(p, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range specs {
+		specs[i].Addr = ""
+	}
+	fleet, err := sim.Start(context.Background(), specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fleet.Close() })
+	for i := range p.Engines {
+		p.Engines[i].URL = fleet.Engine(p.Engines[i].ID).URL()
+	}
+	rec := &recordingTransport{next: http.DefaultTransport.(*http.Transport).Clone()}
+	srv, err := New(p, Options{Transport: rec, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	fc := &fleetCase{fleet: fleet, srv: srv, url: "http://" + ln.Addr().String(), sent: rec, stop: cancel, served: make(chan error, 1)}
+	go func() { fc.served <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-fc.served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	waitFor(t, "router ready", func() bool {
+		resp, err := http.Get(fc.url + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return fc
+}
+
+func (fc *fleetCase) client() openai.Client {
+	return openai.NewClient(option.WithBaseURL(fc.url+"/v1"), option.WithAPIKey("dummy"), option.WithMaxRetries(0))
+}
+
+// post sends a raw chat request and returns status, error code header and body.
+func (fc *fleetCase) post(t *testing.T, body string, headers ...string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(testCtx(t), http.MethodPost, fc.url+"/v1/chat/completions", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("X-Router-Error-Code"), string(b)
+}
+
+// inflightZero waits until no engine has a request in flight.
+func (fc *fleetCase) inflightZero(t *testing.T) {
+	t.Helper()
+	waitFor(t, "in-flight back to zero", func() bool {
+		for _, e := range fc.srv.plan.Engines {
+			if fc.srv.reg.Get(e.ID).Inflight() != 0 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// recordingTransport is the real transport plus a log of the bodies it sent, by host.
+type recordingTransport struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	sent map[string][][]byte
+}
+
+func (r *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPost && req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		req.Body = io.NopCloser(bytes.NewReader(b))
+		r.mu.Lock()
+		if r.sent == nil {
+			r.sent = map[string][][]byte{}
+		}
+		r.sent[req.URL.Host] = append(r.sent[req.URL.Host], b)
+		r.mu.Unlock()
+	}
+	return r.next.RoundTrip(req)
+}
+
+func (r *recordingTransport) bodies(engineURL string) [][]byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sent[strings.TrimPrefix(engineURL, "http://")]
+}
+
+// Plan builders: a plain model "m" and a PD model "pd".
+func plainEngine(id string) plan.Engine {
+	return plan.Engine{ID: id, URL: "http://127.0.0.1:1", Model: "m", Role: plan.RolePlain, DPSize: 1,
+		Load: plan.LoadSource{Source: "loads", IntervalMS: 20, StaleAfterMS: 2000}}
+}
+
+func pdEngine(id string, role plan.Role, bootstrap int) plan.Engine {
+	e := plainEngine(id)
+	e.Model, e.Role, e.BootstrapPort = "pd", role, bootstrap
+	return e
+}
+
+func group(typ plan.PolicyType, adm plan.Admission, ids ...string) plan.Group {
+	return plan.Group{WorkerIDs: ids, Policy: plan.Policy{Type: typ, Admission: adm}}
+}
+
+func testPlan(engines []plan.Engine, models ...plan.Model) *plan.Plan {
+	for i := range models {
+		m := &models[i]
+		m.SessionIDHeader, m.RoutingKeyHeader = "x-session-id", "x-sgl-routing-key"
+	}
+	return &plan.Plan{
+		Listen: "127.0.0.1:0", ShutdownGraceSecs: 5, Engines: engines, Models: models,
+		Health: plan.Health{IntervalMS: 20, TimeoutMS: 1000, FailureThreshold: 2, SuccessThreshold: 1},
+	}
+}
+
+func i64(v int64) *int64 { return &v }
+
+func contextWithCancel(t *testing.T) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx, cancel
+}

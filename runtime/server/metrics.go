@@ -1,0 +1,144 @@
+package server
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/routerkit/router/runtime/bucket"
+	"github.com/routerkit/router/runtime/decision"
+	"github.com/routerkit/router/runtime/policy"
+)
+
+// metrics are the router's Prometheus series. They are also the source of the counters
+// in /admin/state, so the two never disagree.
+type metrics struct {
+	reg          *prometheus.Registry
+	requests     *prometheus.CounterVec
+	picks        *prometheus.CounterVec
+	rejections   *prometheus.CounterVec
+	fallthroughs *prometheus.CounterVec
+	duration     *prometheus.HistogramVec
+	ttft         *prometheus.HistogramVec
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "router_requests_total", Help: "Chat requests by model, selected bucket (none when selection failed) and HTTP status.",
+		}, []string{"model", "bucket", "status"}),
+		picks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "router_picks_total", Help: "Engines picked by complete selections, by bucket, stage, policy and the policy's reason.",
+		}, []string{"model", "bucket", "stage", "policy", "reason", "engine"}),
+		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "router_admission_rejections_total", Help: "Admission rejections by engine and the cap that rejected.",
+		}, []string{"engine", "limit"}),
+		fallthroughs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "router_bucket_fallthroughs_total", Help: "Bucket attempts that failed and passed the request to the next compatible bucket.",
+		}, []string{"model", "bucket"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "router_request_duration_seconds", Help: "Time from request arrival to the end of the response.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+		}, []string{"model"}),
+		ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "router_time_to_first_token_seconds", Help: "Time from request arrival to the first response byte of a successful request.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+		}, []string{"model"}),
+	}
+	m.reg.MustRegister(m.requests, m.picks, m.rejections, m.fallthroughs, m.duration, m.ttft,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// registerEngines adds the per-engine gauges read live from the registry and load table.
+func (m *metrics) registerEngines(s *Server) {
+	for _, e := range s.plan.Engines {
+		labels := prometheus.Labels{"engine": e.ID}
+		m.reg.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "router_engine_inflight", Help: "Requests the router has dispatched to the engine and not yet finished.", ConstLabels: labels,
+			}, func() float64 { return float64(s.reg.Get(e.ID).Inflight()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "router_engine_healthy", Help: "1 when the engine passes health checks, else 0.", ConstLabels: labels,
+			}, func() float64 { return boolFloat(s.reg.Get(e.ID).Healthy()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "router_engine_report_age_seconds", Help: "Age of the engine's last complete load report; -1 when it has none or it is stale.", ConstLabels: labels,
+			}, func() float64 { return s.reportAge(e.ID).Seconds() }),
+		)
+	}
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// observeSelection counts what the selection pass did: every failed attempt is a
+// fall-through, every rejecting admission verdict a rejection, and a complete selection's
+// picks.
+func (m *metrics) observeSelection(model string, t *decision.Trace, sel bucket.Selection, err error) {
+	for i, a := range t.Attempts {
+		for _, g := range a.Groups {
+			for _, v := range g.Admission {
+				if !v.Admitted {
+					m.rejections.WithLabelValues(v.Engine, v.Limit).Inc()
+				}
+			}
+		}
+		// Route only moves past a failed attempt when it may advance, so every failed
+		// attempt but the last passed the request on.
+		if a.Error != "" && i < len(t.Attempts)-1 {
+			m.fallthroughs.WithLabelValues(model, a.Bucket).Inc()
+		}
+	}
+	if err != nil || len(t.Attempts) == 0 {
+		return
+	}
+	last := t.Attempts[len(t.Attempts)-1]
+	for _, g := range last.Groups {
+		if p, ok := picks(sel)[string(g.Stage)]; ok {
+			m.picks.WithLabelValues(model, last.Bucket, string(g.Stage), string(g.Policy), p.Reason, p.Engine.ID()).Inc()
+		}
+	}
+}
+
+func (m *metrics) observeRequest(d *Decision, rec *recorder) {
+	bucketLabel := d.Bucket
+	if bucketLabel == "" {
+		bucketLabel = "none"
+	}
+	m.requests.WithLabelValues(d.Model, bucketLabel, statusLabel(d.Status)).Inc()
+	m.duration.WithLabelValues(d.Model).Observe(time.Since(rec.start).Seconds())
+	if d.Status == http.StatusOK && !rec.firstByte.IsZero() {
+		m.ttft.WithLabelValues(d.Model).Observe(rec.firstByte.Sub(rec.start).Seconds())
+	}
+}
+
+// picks returns a complete selection's picks by stage name.
+func picks(sel bucket.Selection) map[string]policy.Pick {
+	if sel.Bucket == nil {
+		return nil
+	}
+	if sel.Bucket.PD() {
+		return map[string]policy.Pick{"prefill": sel.Prefill, "decode": sel.Decode}
+	}
+	return map[string]policy.Pick{"plain": sel.Plain}
+}
+
+// reportAge is the age of the engine's usable load report, or -1s when it has none.
+func (s *Server) reportAge(id string) time.Duration {
+	if r := s.table.LoadAt(s.reg.Get(id), s.table.Now()); r != nil {
+		return time.Since(r.At)
+	}
+	return -time.Second
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

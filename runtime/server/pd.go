@@ -1,0 +1,100 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/routerkit/router/runtime/bucket"
+	"github.com/routerkit/router/runtime/engine"
+)
+
+// prefillFailure cancels the decode half of a PD request when its prefill half fails.
+type prefillFailure struct {
+	engine string
+	err    error
+}
+
+func (f *prefillFailure) Error() string {
+	return fmt.Sprintf("prefill engine %s failed: %v", f.engine, f.err)
+}
+
+var errDecodeDone = errors.New("decode finished")
+
+// dispatchPD sends the request to the selected prefill and decode engines at once, as
+// SGLang's PD router does: both get the same body with the prefill engine's bootstrap
+// address and a fresh bootstrap room, and the client gets the decode engine's response.
+// A prefill failure cancels the decode half and is reported; when the decode half ends,
+// a prefill still running is cancelled. Both engines' in-flight counts are released on
+// every path.
+func (s *Server) dispatchPD(rw *recorder, r *http.Request, p *prepared, sel bucket.Selection) {
+	pre, dec := sel.Prefill.Engine, sel.Decode.Engine
+	body, err := withBootstrap(p.body, pre, rand.Uint64()&(1<<63-1))
+	if err != nil {
+		writeError(rw, http.StatusInternalServerError, bucket.CodeInternal, err.Error())
+		return
+	}
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	preGuard := s.table.Acquire(pre)
+	prefillDone := make(chan struct{})
+	go func() {
+		defer close(prefillDone)
+		defer preGuard.Release()
+		if err := s.prefill(ctx, pre, r, body); err != nil && ctx.Err() == nil {
+			cancel(&prefillFailure{engine: pre.ID(), err: err})
+		}
+	}()
+	s.forward(rw, r.WithContext(ctx), body, dec)
+	cancel(errDecodeDone)
+	<-prefillDone
+}
+
+// prefill posts body to the prefill engine and drains its answer, which the client never
+// sees; a non-2xx status is a failure.
+func (s *Server) prefill(ctx context.Context, w *engine.Worker, in *http.Request, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL()+in.URL.Path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if auth := in.Header.Get("Authorization"); auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(msg)))
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	return err
+}
+
+// withBootstrap returns body with bootstrap_host, bootstrap_port and bootstrap_room set
+// for the prefill engine, overwriting whatever the client sent. Other fields are kept
+// byte for byte.
+func withBootstrap(body []byte, pre *engine.Worker, room uint64) ([]byte, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return nil, fmt.Errorf("adding bootstrap fields: %w", err)
+	}
+	u, err := url.Parse(pre.URL())
+	if err != nil {
+		return nil, fmt.Errorf("adding bootstrap fields: prefill url: %w", err)
+	}
+	fields["bootstrap_host"], _ = json.Marshal(u.Hostname())
+	fields["bootstrap_port"], _ = json.Marshal(pre.BootstrapPort())
+	fields["bootstrap_room"], _ = json.Marshal(room)
+	return json.Marshal(fields)
+}

@@ -1,0 +1,204 @@
+// Package server is the HTTP router: it prepares each chat request once, runs the
+// bucket-first selection pass, and dispatches to the selected plain engine or
+// prefill/decode pair only after a complete selection. Beside the data plane it serves
+// health, readiness, models, Prometheus metrics and the admin state and explain endpoints.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/routerkit/router/runtime/bucket"
+	"github.com/routerkit/router/runtime/engine"
+	"github.com/routerkit/router/runtime/monitor"
+	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/policy"
+	"github.com/routerkit/router/runtime/state/load"
+)
+
+// Options are the server's injectable parts; zero values give production defaults.
+type Options struct {
+	// Transport carries requests to engines; nil uses a pooled transport sized for a
+	// router (many idle connections per engine).
+	Transport http.RoundTripper
+	Logger    *slog.Logger
+	// Rand is the policies' randomness; nil uses a lock-free process-wide source.
+	Rand policy.Rand
+	// RecentDecisions is how many decisions /admin/state keeps (default 64).
+	RecentDecisions int
+}
+
+// served is a model the router serves with its resolver.
+type served struct {
+	plan     *plan.Model
+	resolver *bucket.Resolver
+}
+
+// Server is a router built from one plan.
+type Server struct {
+	plan      *plan.Plan
+	reg       *engine.Registry
+	table     *load.Table
+	models    map[string]*served
+	modelList string
+	monitor   *monitor.Monitor
+	metrics   *metrics
+	recent    *recent
+	proxy     *httputil.ReverseProxy
+	client    *http.Client
+	log       *slog.Logger
+	started   time.Time
+	draining  atomic.Bool
+}
+
+// New builds a router from a compiled plan.
+func New(p *plan.Plan, opts Options) (*Server, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Transport == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = 1024, 256
+		opts.Transport = t
+	}
+	if opts.RecentDecisions <= 0 {
+		opts.RecentDecisions = 64
+	}
+	reg, err := engine.FromPlan(p.Engines)
+	if err != nil {
+		return nil, fmt.Errorf("building worker registry: %w", err)
+	}
+	s := &Server{
+		plan: p, reg: reg, table: load.NewTable(p.Engines, nil),
+		models: map[string]*served{}, log: opts.Logger,
+		client:  &http.Client{Transport: opts.Transport},
+		recent:  newRecent(opts.RecentDecisions),
+		metrics: newMetrics(),
+		started: time.Now(),
+	}
+	deps := policy.Deps{Load: s.table, Rand: opts.Rand}
+	names := make([]string, 0, len(p.Models))
+	for i := range p.Models {
+		m := &p.Models[i]
+		r, err := bucket.NewResolver(*m, reg, deps)
+		if err != nil {
+			return nil, fmt.Errorf("building buckets of model %s: %w", m.Name, err)
+		}
+		s.models[m.Name] = &served{plan: m, resolver: r}
+		names = append(names, m.Name)
+	}
+	s.modelList = strings.Join(names, ", ")
+	s.monitor = monitor.New(p, reg, s.table, s.client, s.log)
+	s.proxy = s.newProxy()
+	s.metrics.registerEngines(s)
+	return s, nil
+}
+
+// Handler returns the router's HTTP routes.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", s.chat)
+	mux.HandleFunc("GET /v1/models", s.listModels)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /readyz", s.ready)
+	mux.Handle("GET /metrics", s.metrics.handler())
+	mux.HandleFunc("GET /admin/state", s.admin(s.state))
+	mux.HandleFunc("POST /admin/explain", s.admin(s.explain))
+	return mux
+}
+
+// Serve checks engine health once, then serves on ln until ctx is done. It then stops
+// accepting, reports not-ready, lets in-flight requests finish within the plan's grace
+// period and returns nil after a clean drain.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	monCtx, stopMonitor := context.WithCancel(context.Background())
+	defer stopMonitor()
+	s.monitor.CheckAll(ctx)
+	monDone := make(chan struct{})
+	go func() { s.monitor.Run(monCtx); close(monDone) }()
+	defer func() { stopMonitor(); <-monDone }()
+
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		// No WriteTimeout: it would cut long generation streams.
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	grace := time.Duration(s.plan.ShutdownGraceSecs) * time.Second
+	s.log.Info("shutting down: draining in-flight requests", "grace", grace)
+	shutCtx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("draining: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving: %w", err)
+	}
+	s.log.Info("drained")
+	return nil
+}
+
+// ready answers 200 when every model can be served: not draining and, per model, at
+// least one healthy engine of each role its buckets need.
+func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
+	if s.draining.Load() {
+		http.Error(w, "draining", http.StatusServiceUnavailable)
+		return
+	}
+	snap := s.reg.Snapshot()
+	var missing []string
+	for _, m := range s.plan.Models {
+		for _, role := range modelRoles(s.plan, m.Name) {
+			healthy := false
+			for _, w := range snap.Workers(m.Name, role) {
+				healthy = healthy || w.Healthy()
+			}
+			if !healthy {
+				missing = append(missing, fmt.Sprintf("model %s has no healthy %s engine", m.Name, role))
+			}
+		}
+	}
+	if len(missing) > 0 {
+		http.Error(w, strings.Join(missing, "\n"), http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = w.Write([]byte("ready\n"))
+}
+
+// modelRoles lists the roles of a model's engines: plain, or prefill and decode.
+func modelRoles(p *plan.Plan, model string) []plan.Role {
+	var roles []plan.Role
+	for _, e := range p.Engines {
+		if e.Model == model && !slices.Contains(roles, e.Role) {
+			roles = append(roles, e.Role)
+		}
+	}
+	return roles
+}
+
+func (s *Server) listModels(w http.ResponseWriter, _ *http.Request) {
+	data := make([]map[string]any, 0, len(s.plan.Models))
+	for _, m := range s.plan.Models {
+		data = append(data, map[string]any{"id": m.Name, "object": "model", "created": s.started.Unix(), "owned_by": "router"})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}

@@ -1,0 +1,94 @@
+package token
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Message is one chat message as the tokenizer sees it: a role and its text.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// The chat template's markers are single special tokens, as in ChatML, so they never merge
+// with the text around them.
+var (
+	imStart = hash("<|im_start|>")
+	imEnd   = hash("<|im_end|>")
+	newline = hash("\n")
+)
+
+// perMessageSpecials is the number of template tokens around each message besides its role
+// and content: <|im_start|>, the newline after the role, and <|im_end|>.
+const perMessageSpecials = 3
+
+// EncodeChat returns the token ids of a conversation rendered with a ChatML-like template:
+// for each message, in order, <|im_start|>, the role's tokens, a newline, the content's
+// tokens and <|im_end|>.
+//
+// Each message is encoded on its own and no generation prompt is appended, so the ids of a
+// conversation are a prefix of the ids of any conversation that continues it. That is the
+// property prefix caching relies on: a follow-up turn hits the blocks of the previous turn.
+func EncodeChat(msgs []Message) []uint32 {
+	ids := make([]uint32, 0, CountChat(msgs))
+	for _, m := range msgs {
+		ids = append(ids, imStart)
+		ids = AppendEncode(ids, m.Role)
+		ids = append(ids, newline)
+		ids = AppendEncode(ids, m.Content)
+		ids = append(ids, imEnd)
+	}
+	return ids
+}
+
+// CountChat returns len(EncodeChat(msgs)) without allocating.
+func CountChat(msgs []Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += perMessageSpecials + Count(m.Role) + Count(m.Content)
+	}
+	return n
+}
+
+// UnmarshalJSON decodes an OpenAI chat message. Content may be a string, null (an assistant
+// message that only calls tools) or an array of content parts; the text parts of an array
+// are joined with newlines, as vLLM does, and other parts (images, audio) are ignored.
+// Keeping this here means the router and the simulator flatten messages the same way.
+func (m *Message) UnmarshalJSON(data []byte) error {
+	var raw struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	m.Role = raw.Role
+	m.Content = ""
+	content := bytes.TrimSpace(raw.Content)
+	switch {
+	case len(content) == 0 || bytes.Equal(content, []byte("null")):
+		return nil
+	case content[0] == '"':
+		return json.Unmarshal(content, &m.Content)
+	case content[0] == '[':
+		var parts []struct {
+			Type string  `json:"type"`
+			Text *string `json:"text"`
+		}
+		if err := json.Unmarshal(content, &parts); err != nil {
+			return fmt.Errorf("message content parts: %w", err)
+		}
+		texts := make([]string, 0, len(parts))
+		for _, p := range parts {
+			if p.Type == "text" && p.Text != nil {
+				texts = append(texts, *p.Text)
+			}
+		}
+		m.Content = strings.Join(texts, "\n")
+		return nil
+	}
+	return fmt.Errorf("message content must be a string or an array of parts, not %.20s", content)
+}
