@@ -31,10 +31,15 @@ type fleetCase struct {
 
 // startFleet starts one simulated engine per plan engine, points the plan at them and
 // serves the router on a free port. The simulator runs at a hundredth of real time.
-func startFleet(t *testing.T, p *plan.Plan) *fleetCase {
+func startFleet(t testing.TB, p *plan.Plan) *fleetCase {
+	return startScaledFleet(t, p, 0.01)
+}
+
+// startScaledFleet is startFleet with the simulator's time scale; 0 never sleeps.
+func startScaledFleet(t testing.TB, p *plan.Plan, timeScale float64) *fleetCase {
 	t.Helper()
 	cfg := sim.DefaultConfig()
-	cfg.TimeScale = 0.01
+	cfg.TimeScale = timeScale
 	specs, err := sim.SpecsFromPlan(p, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +126,7 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
