@@ -1,25 +1,92 @@
 package compiler
 
-import "cuelang.org/go/cue"
+import (
+	"fmt"
+
+	"cuelang.org/go/cue"
+)
+
+// Dropped is an option of the legacy sgl-router that the target design removed on purpose
+// (spec §7). The config compiler and the legacy command-line migrator (compiler/legacy)
+// both reject it, and both explain why with Message, so an operator reads the same
+// reasons whichever way the option reaches the router.
+type Dropped int
+
+// The dropped options. SessionPressureGuard is not an option of its own but a rejected
+// use of one: pressure-guard tuning under session_aware, which lost its pressure escape.
+const (
+	FusedScore Dropped = iota
+	ScorePolicy
+	Fuse
+	LegacyHostAffinity
+	StablePair
+	AffinityModeSoft
+	PrefixCacheFilter
+	PrefixCacheMinShare
+	SessionPressureGuard
+)
+
+// Vocabulary spells, in one configuration language, the replacements that the messages
+// of dropped options recommend.
+type Vocabulary struct {
+	// CacheAwareHitGate tells how to prefer prefix holders with the cache_aware policy and
+	// its minimum-hit gate.
+	CacheAwareHitGate string
+	// DecodePowerOfTwo tells how to give decode selection the power_of_two policy.
+	DecodePowerOfTwo string
+}
+
+// chooseOverScore is the advice for every part of the removed score composition.
+const chooseOverScore = "choose cache_aware (prefix affinity with a load fallback) or load_based (least load)"
+
+// Message explains that option, which is d as its user spelled it, is rejected and what to
+// use instead, with the replacements spelled by v.
+func (d Dropped) Message(option string, v Vocabulary) string {
+	switch d {
+	case FusedScore, ScorePolicy:
+		return option + " was dropped: " + chooseOverScore
+	case Fuse:
+		return option + " was dropped with the fused_score and score_policy policies: remove it and " + chooseOverScore
+	case LegacyHostAffinity:
+		return option + " was dropped: decode groups use power_of_two; " + v.DecodePowerOfTwo
+	case StablePair:
+		return option + " was dropped: policies return one engine and there is no backup engine to pair; remove it (session_aware reuses the admitted binding of a session)"
+	case AffinityModeSoft:
+		return option + " was dropped: only strict admitted-binding reuse remains, which session_aware always does; remove it"
+	case PrefixCacheFilter:
+		return option + " was dropped, and the cache-aware hit gate is not its equivalent: remove it; to prefer prefix holders " + v.CacheAwareHitGate
+	case PrefixCacheMinShare:
+		return option + " was dropped with the prefix_cache filter, and the cache-aware hit gate is not its equivalent: remove it; to prefer prefix holders " + v.CacheAwareHitGate
+	case SessionPressureGuard:
+		return option + " applies to cache_aware selection only: session_aware reuses admitted bindings regardless of pressure; remove it"
+	}
+	panic(fmt.Sprintf("internal error: unknown dropped option %d", int(d)))
+}
+
+// configVocabulary spells replacements in the configuration language.
+var configVocabulary = Vocabulary{
+	CacheAwareHitGate: "use policy type cache_aware with min_matched_tokens or min_match_ratio",
+	DecodePowerOfTwo:  `set type: "power_of_two"`,
+}
 
 // droppedFields maps an option the target design removed to the message that names what
 // replaces it. A dropped option is an error wherever it appears: it is never accepted and
 // ignored, so a config that uses one never half-loads.
 var droppedFields = map[string]func(v cue.Value) string{
 	"fuse": func(cue.Value) string {
-		return "fuse was dropped with the fused_score and score_policy policies: remove it and choose a policy type (cache_aware for prefix affinity with a load fallback, load_based for least load)"
+		return Fuse.Message("fuse", configVocabulary)
 	},
 	"stable_pair": func(cue.Value) string {
-		return "stable_pair was dropped: policies return one engine and there is no backup engine to pair; remove it (session_aware reuses the admitted binding of a session)"
+		return StablePair.Message("stable_pair", configVocabulary)
 	},
 	"affinity_mode": func(v cue.Value) string {
 		if s, err := v.String(); err == nil && s == "soft" {
-			return `affinity_mode "soft" was dropped: only strict admitted-binding reuse remains, which session_aware always does; remove affinity_mode`
+			return AffinityModeSoft.Message(`affinity_mode "soft"`, configVocabulary)
 		}
 		return "affinity_mode was removed: session_aware always reuses admitted bindings (the former strict mode); remove it"
 	},
 	"prefix_cache_min_share": func(cue.Value) string {
-		return "prefix_cache_min_share was dropped with the prefix_cache filter, and the cache-aware hit gate is not its equivalent: remove it; to prefer prefix holders use policy type cache_aware with min_matched_tokens or min_match_ratio"
+		return PrefixCacheMinShare.Message("prefix_cache_min_share", configVocabulary)
 	},
 	"filter":  filterMessage,
 	"filters": filterMessage,
@@ -32,17 +99,17 @@ func filterMessage(v cue.Value) string {
 	_ = v.Decode(&kinds)
 	for _, k := range kinds {
 		if k == "prefix_cache" {
-			return "the prefix_cache filter was dropped, and the cache-aware hit gate is not its equivalent: remove it; to prefer prefix holders use policy type cache_aware with min_matched_tokens or min_match_ratio"
+			return PrefixCacheFilter.Message("the prefix_cache filter", configVocabulary)
 		}
 	}
 	return "filters were replaced by admission caps: for the overloaded filter set policy.admission.max_inflight_requests and remove the filter"
 }
 
-// droppedPolicyTypes maps a removed policy type to its replacement.
-var droppedPolicyTypes = map[string]string{
-	"fused_score":          `policy type "fused_score" was dropped: choose cache_aware (prefix affinity with a load fallback) or load_based (least load)`,
-	"score_policy":         `policy type "score_policy" was dropped: choose cache_aware (prefix affinity with a load fallback) or load_based (least load)`,
-	"legacy_host_affinity": `policy type "legacy_host_affinity" was dropped: decode groups use power_of_two; set type: "power_of_two"`,
+// droppedPolicyTypes maps a removed policy type to its entry.
+var droppedPolicyTypes = map[string]Dropped{
+	"fused_score":          FusedScore,
+	"score_policy":         ScorePolicy,
+	"legacy_host_affinity": LegacyHostAffinity,
 }
 
 // checkDropped walks the whole user value and reports every dropped option at its
@@ -64,8 +131,8 @@ func checkDropped(v cue.Value, path []cue.Selector, errs *errorList) {
 			}
 			if label == "type" && len(path) > 0 && path[len(path)-1].String() == "policy" {
 				if s, err := fv.String(); err == nil {
-					if msg, ok := droppedPolicyTypes[s]; ok {
-						errs.at(fv.Pos(), cue.MakePath(fpath...), "%s", msg)
+					if d, ok := droppedPolicyTypes[s]; ok {
+						errs.at(fv.Pos(), cue.MakePath(fpath...), "%s", d.Message(fmt.Sprintf("policy type %q", s), configVocabulary))
 					}
 				}
 			}

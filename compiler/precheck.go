@@ -94,7 +94,7 @@ func checkTuning(group cue.Value, errs *errorList) {
 		}
 		v := it.Value()
 		if field == "pressure_guard" && typ == plan.SessionAware {
-			errs.at(v.Pos(), v.Path(), "pressure_guard applies to cache_aware selection only: session_aware reuses admitted bindings regardless of pressure; remove pressure_guard")
+			errs.at(v.Pos(), v.Path(), "%s", SessionPressureGuard.Message("pressure_guard", configVocabulary))
 			continue
 		}
 		errs.at(v.Pos(), v.Path(), "%s is %s tuning but this policy is %s: remove it, or set type: %q", field, owner, typ, owner)

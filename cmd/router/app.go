@@ -33,6 +33,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			validateCommand(),
 			compileCommand(),
 			schemaCommand(),
+			migrateCommand(),
 			explainCommand(),
 			serveCommand(),
 			simCommand(),

@@ -1,0 +1,202 @@
+package legacy
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/routerkit/router/compiler"
+)
+
+// cli is a parsed sgl-router command line (the era-3 grouped CLI of
+// reference/sglang-router.md §1.3). An optional flag that was not given is nil, so that
+// the migration can tell sgl-router's defaults from the operator's choices.
+type cli struct {
+	modelID      *string
+	host         *string
+	port         *int64
+	bucketConfig *string
+
+	// Workers. --worker-urls is sgl-router's static list; --prefill and --decode come from
+	// the classic router's PD mode, because a migration cannot ask workers for their role.
+	workerURLs []string
+	prefill    []prefillWorker
+	decode     []string
+
+	policy       *string
+	decodePolicy *string
+	filters      []string
+	maxInFlight  *int64
+
+	cachePrefixProvider  *string
+	kvIndexerEndpoint    *string
+	kvIndexerTimeoutMS   *int64
+	kvIndexerMaxInflight *int64
+	minMatchedTokens     *int64
+	minMatchRatio        *float64
+	candidateMinWorkers  *int64
+	candidateRatio       *float64
+	candidateMaxWorkers  *int64
+	switchMarginTokens   *int64
+	workerQueueLimit     *int64
+	saturationQueueFloor *int64
+	minLoadChoices       *int64
+
+	sessionIDHeader      *string
+	sessionIdleSecs      *int64
+	sessionEvictionSecs  *int64
+	affinityMode         *string
+	sessionAffinityMode  *string
+	routingKeyHeader     *string
+	stickyFallback       *string
+	stickyIdleSecs       *int64
+	stickyEvictionSecs   *int64
+	disablePressureGuard bool
+	pressureAbsTokens    *int64
+	pressureAbsMS        *float64
+	pressureRelThreshold *float64
+}
+
+// prefillWorker is one --prefill URL [BOOTSTRAP_PORT|none]; a nil port is "none" or absent.
+type prefillWorker struct {
+	url  string
+	port *int64
+}
+
+// sgl-router's value sets. Dropped values are not listed: they have messages of their own.
+var (
+	policies             = []string{"round_robin", "random", "power_of_two", "load_based", "session_aware", "cache_aware", "sticky"}
+	decodePolicies       = []string{"power_of_two"}
+	filterKinds          = []string{"overloaded"}
+	prefixProviders      = []string{"radix_tree", "indexer"}
+	affinityModes        = []string{"strict"}
+	sessionAffinityModes = []string{"bucket", "global-rebind", "global-preserve"}
+	stickyFallbacks      = []string{"round_robin", "random", "power_of_two", "load_based"}
+)
+
+// flagVocabulary spells the replacements of dropped options as sgl-router flags.
+var flagVocabulary = compiler.Vocabulary{
+	CacheAwareHitGate: "use --policy cache_aware with --cache-affinity-min-matched-tokens or --cache-affinity-min-match-ratio",
+	DecodePowerOfTwo:  "remove it: --decode-policy defaults to power_of_two",
+}
+
+// What the router configuration has no setting for, named for the flags that set it.
+const (
+	discovery = "Kubernetes service discovery (engines are listed statically: give them with --worker-urls, or --prefill and --decode)"
+	breaker   = "the circuit breaker"
+	sampling  = "fleet sampling overrides"
+	logging   = "logging"
+)
+
+// flags is the table of every legacy flag migrate knows, bound to the fields of c.
+func (c *cli) flags() []flagSpec {
+	dropped := func(d compiler.Dropped) *compiler.Dropped { return &d }
+	return []flagSpec{
+		// Model, tokenizer and sampling.
+		{name: "--model-id", arity: oneValue, set: text(&c.modelID)},
+		{name: "--tokenizer-path", arity: oneValue, unsupported: "the tokenizer"},
+		{name: "--disable-input-ids-forwarding", arity: switchFlag, unsupported: "input_ids forwarding"},
+		{name: "--override-sampling-params", arity: oneValue, unsupported: sampling},
+		{name: "--sampling-param-conflict", arity: oneValue, unsupported: sampling},
+
+		// Server, timeouts and logging.
+		{name: "--host", arity: oneValue, set: text(&c.host)},
+		{name: "--port", arity: oneValue, set: c.setPort},
+		{name: "--shutdown-drain-secs", arity: oneValue, unsupported: "the pre-shutdown drain that keeps serving with /readyz 503 (shutdown_grace_secs is a different setting: how long in-flight requests may finish)"},
+		{name: "--termination-grace-secs", arity: oneValue, unsupported: "the startup check of the pod's termination grace period"},
+		{name: "--request-timeout-secs", arity: oneValue, unsupported: "upstream request timeouts"},
+		{name: "--stale-request-timeout-secs", arity: oneValue, unsupported: "the stale in-flight request janitor"},
+		{name: "--log-level", arity: oneValue, unsupported: logging},
+		{name: "--log-format", arity: oneValue, unsupported: logging},
+
+		// Workers.
+		{name: "--worker-urls", arity: someValues, repeat: true, set: texts(&c.workerURLs)},
+		{name: "--prefill", arity: prefillValues, repeat: true, set: c.addPrefill},
+		{name: "--decode", arity: oneValue, repeat: true, set: texts(&c.decode)},
+		{name: "--service-discovery", arity: switchFlag, unsupported: discovery},
+		{name: "--service-discovery-namespace", arity: oneValue, unsupported: discovery},
+		{name: "--selector", arity: someValues, repeat: true, unsupported: discovery},
+		{name: "--prefill-selector", arity: someValues, repeat: true, unsupported: discovery},
+		{name: "--decode-selector", arity: someValues, repeat: true, unsupported: discovery},
+
+		// Routing policies, admission and circuit breaker.
+		{name: "--policy", arity: oneValue, set: oneOf(policies, map[string]compiler.Dropped{"fused_score": compiler.FusedScore, "score_policy": compiler.ScorePolicy}, text(&c.policy))},
+		{name: "--decode-policy", arity: oneValue, set: oneOf(decodePolicies, map[string]compiler.Dropped{"legacy_host_affinity": compiler.LegacyHostAffinity}, text(&c.decodePolicy))},
+		{name: "--bucket-config", arity: oneValue, set: text(&c.bucketConfig)},
+		{name: "--fuse", arity: commaList, repeat: true, dropped: dropped(compiler.Fuse)},
+		{name: "--filter", arity: commaList, repeat: true, set: oneOf(filterKinds, map[string]compiler.Dropped{"prefix_cache": compiler.PrefixCacheFilter}, texts(&c.filters))},
+		{name: "--max-in-flight", arity: oneValue, set: count(&c.maxInFlight)},
+		{name: "--prefix-cache-min-share", arity: oneValue, dropped: dropped(compiler.PrefixCacheMinShare)},
+		{name: "--cb-threshold", arity: oneValue, unsupported: breaker},
+		{name: "--cb-cool-down-secs", arity: oneValue, unsupported: breaker},
+
+		// Cache-aware routing.
+		{name: "--cache-prefix-provider", arity: oneValue, set: oneOf(prefixProviders, nil, text(&c.cachePrefixProvider))},
+		{name: "--kv-indexer-endpoint", arity: oneValue, set: text(&c.kvIndexerEndpoint)},
+		{name: "--kv-indexer-query-timeout-ms", arity: oneValue, set: count(&c.kvIndexerTimeoutMS)},
+		{name: "--kv-indexer-query-max-inflight", arity: oneValue, set: count(&c.kvIndexerMaxInflight)},
+		{name: "--cache-affinity-min-matched-tokens", arity: oneValue, set: count(&c.minMatchedTokens)},
+		{name: "--cache-affinity-min-match-ratio", arity: oneValue, set: number(&c.minMatchRatio)},
+		{name: "--cache-candidate-min-workers", arity: oneValue, set: count(&c.candidateMinWorkers)},
+		{name: "--cache-candidate-ratio", arity: oneValue, set: number(&c.candidateRatio)},
+		{name: "--cache-candidate-max-workers", arity: oneValue, set: count(&c.candidateMaxWorkers)},
+		{name: "--cache-switch-margin-tokens", arity: oneValue, set: count(&c.switchMarginTokens)},
+		{name: "--worker-queue-limit", arity: oneValue, set: count(&c.workerQueueLimit)},
+		{name: "--saturation-queue-floor", arity: oneValue, set: count(&c.saturationQueueFloor)},
+		{name: "--min-load-choices", arity: oneValue, set: count(&c.minLoadChoices)},
+
+		// Session affinity, sticky routing and pressure guards.
+		{name: "--session-id-header", arity: oneValue, set: text(&c.sessionIDHeader)},
+		{name: "--session-idle-secs", arity: oneValue, set: count(&c.sessionIdleSecs)},
+		{name: "--session-eviction-interval-secs", arity: oneValue, set: count(&c.sessionEvictionSecs)},
+		{name: "--stable-pair", arity: switchFlag, dropped: dropped(compiler.StablePair)},
+		{name: "--affinity-mode", arity: oneValue, set: oneOf(affinityModes, map[string]compiler.Dropped{"soft": compiler.AffinityModeSoft}, text(&c.affinityMode))},
+		{name: "--session-affinity-mode", arity: oneValue, set: oneOf(sessionAffinityModes, nil, text(&c.sessionAffinityMode))},
+		{name: "--routing-key-header", arity: oneValue, set: text(&c.routingKeyHeader)},
+		{name: "--sticky-fallback-policy", arity: oneValue, set: oneOf(stickyFallbacks, nil, text(&c.stickyFallback))},
+		{name: "--sticky-idle-secs", arity: oneValue, set: count(&c.stickyIdleSecs)},
+		{name: "--sticky-eviction-interval-secs", arity: oneValue, set: count(&c.stickyEvictionSecs)},
+		{name: "--disable-pressure-guard", arity: switchFlag, set: switchOn(&c.disablePressureGuard)},
+		{name: "--pressure-abs-threshold-tokens", arity: oneValue, set: count(&c.pressureAbsTokens)},
+		{name: "--pressure-abs-threshold-ms", arity: oneValue, set: number(&c.pressureAbsMS)},
+		{name: "--pressure-rel-threshold", arity: oneValue, set: number(&c.pressureRelThreshold)},
+	}
+}
+
+// setPort reads --port as sgl-router does: a 16-bit port number.
+func (c *cli) setPort(_ string, vs []string) error {
+	n, err := strconv.ParseUint(vs[0], 10, 16)
+	if err != nil {
+		return fmt.Errorf("invalid value %q for --port: not a port number (0-65535)", vs[0])
+	}
+	p := int64(n)
+	c.port = &p
+	return nil
+}
+
+// addPrefill reads one --prefill URL [BOOTSTRAP_PORT|none].
+func (c *cli) addPrefill(_ string, vs []string) error {
+	w := prefillWorker{url: vs[0]}
+	if len(vs) == 2 && vs[1] != "none" {
+		n, err := strconv.ParseUint(vs[1], 10, 16)
+		if err != nil || n == 0 {
+			return fmt.Errorf("invalid bootstrap port %q for --prefill %s: give a port number (1-65535) or none", vs[1], vs[0])
+		}
+		p := int64(n)
+		w.port = &p
+	}
+	c.prefill = append(c.prefill, w)
+	return nil
+}
+
+// pdMode reports whether the command line lists prefill/decode workers.
+func (c *cli) pdMode() bool {
+	return len(c.prefill) > 0 || len(c.decode) > 0
+}
+
+// policyType is the --policy of plain and prefill selection, with sgl-router's default.
+func (c *cli) policyType() string {
+	if c.policy == nil {
+		return "round_robin"
+	}
+	return *c.policy
+}

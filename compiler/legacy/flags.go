@@ -1,0 +1,221 @@
+package legacy
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/routerkit/router/compiler"
+)
+
+// arity is how many values a legacy flag takes, following sgl-router's clap definitions.
+type arity int
+
+const (
+	switchFlag    arity = iota // --stable-pair
+	oneValue                   // --policy VALUE, or --policy=VALUE
+	someValues                 // --worker-urls URL...: one or more, up to the next flag
+	commaList                  // --filter a,b: one value split on commas
+	prefillValues              // --prefill URL [BOOTSTRAP_PORT|none]
+)
+
+// flagSpec describes one legacy flag: how to read it and what becomes of it. Exactly one
+// of set, dropped and unsupported says what happens to its values.
+type flagSpec struct {
+	name  string
+	arity arity
+	// repeat allows the flag more than once; its values accumulate, as clap's Vec options do.
+	repeat bool
+	// set stores the flag's values in the parsed command line, or says why they are invalid.
+	set setter
+	// dropped marks an option the target design removed.
+	dropped *compiler.Dropped
+	// unsupported names what the flag configures, which the router configuration has no
+	// setting for.
+	unsupported string
+}
+
+// setter stores the values of one occurrence of flag.
+type setter func(flag string, values []string) error
+
+// parse reads args against specs. It reports every problem it finds rather than stopping
+// at the first, so that one edit fixes a command line.
+func parse(args []string, specs []flagSpec) Errors {
+	var errs Errors
+	for _, arg := range args {
+		if !utf8.ValidString(arg) {
+			errs.addf("argument %q is not valid UTF-8, which sgl-router refuses", arg)
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	seen := map[string]bool{}
+	for i := 0; i < len(args); {
+		arg := args[i]
+		i++
+		if !strings.HasPrefix(arg, "--") || arg == "--" {
+			errs.addf("unexpected argument %q: sgl-router takes only --flags", arg)
+			continue
+		}
+		name, inline, hasInline := strings.Cut(arg, "=")
+		j := slices.IndexFunc(specs, func(s flagSpec) bool { return s.name == name })
+		if j < 0 {
+			errs.addf("unknown flag %s: it is not an sgl-router flag that migrate knows, so it cannot be carried over", name)
+			for i < len(args) && !isFlag(args[i]) {
+				i++ // its values, whatever they are
+			}
+			continue
+		}
+		spec := specs[j]
+		if seen[name] && !spec.repeat {
+			errs.addf("%s is given more than once: sgl-router accepts it once", name)
+		}
+		seen[name] = true
+		values, next, err := takeValues(spec, args, i, inline, hasInline)
+		i = next
+		switch {
+		case spec.dropped != nil:
+			errs.addf("%s", spec.dropped.Message(name, flagVocabulary))
+		case spec.unsupported != "":
+			errs.addf("%s cannot be migrated: the router configuration has no setting for %s; remove it from the command line (its value is not carried over)", name, spec.unsupported)
+		case err != nil:
+			errs = append(errs, err)
+		default:
+			if err := spec.set(name, values); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errs
+}
+
+// takeValues reads the values of one occurrence of spec, whose name was args[i-1], and
+// returns them with the index of the next unread argument.
+func takeValues(spec flagSpec, args []string, i int, inline string, hasInline bool) ([]string, int, error) {
+	next := func() (string, bool) {
+		if hasInline {
+			hasInline = false
+			return inline, true
+		}
+		if i < len(args) && !isFlag(args[i]) {
+			i++
+			return args[i-1], true
+		}
+		return "", false
+	}
+	switch spec.arity {
+	case switchFlag:
+		if hasInline {
+			return nil, i, fmt.Errorf("%s takes no value, got %q", spec.name, inline)
+		}
+		return nil, i, nil
+	case oneValue, commaList:
+		v, ok := next()
+		if !ok {
+			return nil, i, fmt.Errorf("%s needs a value", spec.name)
+		}
+		if spec.arity == commaList {
+			return strings.Split(v, ","), i, nil
+		}
+		return []string{v}, i, nil
+	case someValues:
+		var vs []string
+		for v, ok := next(); ok; v, ok = next() {
+			vs = append(vs, v)
+		}
+		if len(vs) == 0 {
+			return nil, i, fmt.Errorf("%s needs at least one value", spec.name)
+		}
+		return vs, i, nil
+	case prefillValues:
+		url, ok := next()
+		if !ok {
+			return nil, i, fmt.Errorf("%s needs a worker URL and an optional bootstrap port: %s URL [BOOTSTRAP_PORT|none]", spec.name, spec.name)
+		}
+		if port, ok := next(); ok {
+			return []string{url, port}, i, nil
+		}
+		return []string{url}, i, nil
+	}
+	panic(fmt.Sprintf("internal error: unknown arity %d", spec.arity))
+}
+
+// isFlag reports whether an argument starts a new flag rather than being a value. As in
+// clap, a value that starts with "-" must be attached with "=": --ratio=-1.
+func isFlag(arg string) bool {
+	return strings.HasPrefix(arg, "-") && arg != "-"
+}
+
+// The setters below bind a flag's values to a field of the parsed command line, with
+// sgl-router's value validation: an optional flag stays nil until it is given.
+
+func text(p **string) setter {
+	return func(_ string, vs []string) error {
+		*p = &vs[0]
+		return nil
+	}
+}
+
+func texts(p *[]string) setter {
+	return func(_ string, vs []string) error {
+		*p = append(*p, vs...)
+		return nil
+	}
+}
+
+func switchOn(p *bool) setter {
+	return func(string, []string) error {
+		*p = true
+		return nil
+	}
+}
+
+// count parses a non-negative integer (sgl-router's u64 and usize flags), bounded by what
+// the configuration's 64-bit integers hold.
+func count(p **int64) setter {
+	return func(flag string, vs []string) error {
+		n, err := strconv.ParseInt(vs[0], 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("invalid value %q for %s: not a non-negative integer", vs[0], flag)
+		}
+		*p = &n
+		return nil
+	}
+}
+
+func number(p **float64) setter {
+	return func(flag string, vs []string) error {
+		f, err := strconv.ParseFloat(vs[0], 64)
+		if err != nil {
+			return fmt.Errorf("invalid value %q for %s: not a number", vs[0], flag)
+		}
+		*p = &f
+		return nil
+	}
+}
+
+// oneOf lets set store the values only when each is one of values. A value the target
+// design dropped is rejected with the shared explanation of what to use instead.
+func oneOf(values []string, dropped map[string]compiler.Dropped, set setter) setter {
+	return func(flag string, vs []string) error {
+		for _, v := range vs {
+			if d, ok := dropped[v]; ok {
+				return fmt.Errorf("%s", d.Message(flag+" "+v, flagVocabulary))
+			}
+			if !slices.Contains(values, v) {
+				return fmt.Errorf("invalid value %q for %s: possible values are %s", v, flag, strings.Join(values, ", "))
+			}
+		}
+		return set(flag, vs)
+	}
+}
+
+// isFinite reports whether f is neither infinite nor NaN; sgl-router rejects both for its
+// ratio and threshold flags.
+func isFinite(f float64) bool {
+	return !math.IsInf(f, 0) && !math.IsNaN(f)
+}

@@ -1,0 +1,131 @@
+// Package legacy migrates an sgl-router command line, and its --bucket-config file, into a
+// router configuration in CUE.
+//
+// It reads the experimental sgl-router's grouped CLI (reference/sglang-router.md §1.3),
+// with one addition: a migration cannot ask workers for their role, so prefill/decode
+// workers are given as in the classic router's PD mode, --prefill URL [BOOTSTRAP_PORT|none]
+// and --decode URL, and plain workers with --worker-urls. Every flag keeps its meaning,
+// default, unit and validation; a command line sgl-router refused is refused here. A flag
+// the target design dropped, a flag migrate does not know and a setting the configuration
+// cannot express are errors: nothing is silently dropped or approximated.
+//
+// The result is formatted by CUE's formatter, carries a comment on every value naming the
+// flag it came from, and is compiled before it is returned, so a migration never yields a
+// configuration that `router validate` would refuse.
+package legacy
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/routerkit/router/compiler"
+	"github.com/routerkit/router/runtime/plan"
+)
+
+// Input is what to migrate.
+type Input struct {
+	// Args is the legacy command line without the program name.
+	Args []string
+	// BucketConfig is the path of a legacy bucket file; it may be given in Args instead.
+	BucketConfig string
+	// Pairs are PREFILL_BUCKET=DECODE_BUCKET associations of the bucket file's buckets.
+	Pairs []string
+}
+
+// Errors is every reason an input cannot be migrated. Migrate reports all it finds in one
+// pass over each stage (flags, then their combinations, then the bucket file), so that a
+// command line is fixed in few rounds.
+type Errors []error
+
+func (es Errors) Error() string {
+	if len(es) == 1 {
+		return es[0].Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d problems:", len(es))
+	for _, e := range es {
+		b.WriteString("\n  ")
+		b.WriteString(e.Error())
+	}
+	return b.String()
+}
+
+// addf adds a problem.
+func (es *Errors) addf(format string, args ...any) {
+	*es = append(*es, fmt.Errorf(format, args...))
+}
+
+// check adds a problem when ok is false. Its arguments are evaluated either way, so they
+// must not dereference what ok guards.
+func (es *Errors) check(ok bool, format string, args ...any) {
+	if !ok {
+		es.addf(format, args...)
+	}
+}
+
+// Migrate translates in into CUE source and the plan it compiles to. The error is Errors
+// when the input cannot be migrated, and a plain error when the bucket file cannot be read
+// or, which would be a bug, the generated configuration does not compile.
+func Migrate(in Input) ([]byte, *plan.Plan, error) {
+	c := &cli{}
+	if errs := parse(in.Args, c.flags()); len(errs) > 0 {
+		return nil, nil, errs
+	}
+	if errs := append(c.legacyRules(), c.targetRules()...); len(errs) > 0 {
+		return nil, nil, errs
+	}
+	t := newTranslator(c)
+	buckets, bucketsFrom, err := t.buckets(in)
+	if err != nil {
+		return nil, nil, err
+	}
+	src, err := render(header(in, c), t.config(buckets, bucketsFrom))
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := compiler.CompileSources([]compiler.Source{{Name: "migrated.cue", Data: src}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("internal error: the migrated configuration does not compile:\n%v\n%s", err, src)
+	}
+	return src, p, nil
+}
+
+// buckets translates the bucket file, wherever it was named, or makes sgl-router's single
+// implicit bucket when there is none.
+func (t *translator) buckets(in Input) ([]*node, string, error) {
+	path := in.BucketConfig
+	if t.c.bucketConfig != nil {
+		if path != "" {
+			return nil, "", Errors{fmt.Errorf("--bucket-config is given to migrate and in the sgl-router command line: give it once")}
+		}
+		path = *t.c.bucketConfig
+	}
+	pairs, errs := parsePairs(in.Pairs)
+	if path == "" {
+		errs.check(len(pairs) == 0, "--pair joins the buckets of a bucket file, and there is no --bucket-config")
+		if len(errs) > 0 {
+			return nil, "", errs
+		}
+		return []*node{t.implicitBucket()}, "no --bucket-config: sgl-router routes with one bucket of every worker", nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("reading bucket config: %w", err)
+	}
+	f, err := parseBucketFile(path, data)
+	if err != nil {
+		return nil, "", Errors{err}
+	}
+	if errs = append(errs, f.legacyRules()...); len(errs) > 0 {
+		return nil, "", errs
+	}
+	if errs = f.targetRules(); len(errs) > 0 {
+		return nil, "", errs
+	}
+	buckets, errs := t.fileBuckets(f, pairs)
+	if len(errs) > 0 {
+		return nil, "", errs
+	}
+	return buckets, "--bucket-config " + path, nil
+}

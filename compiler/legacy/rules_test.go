@@ -1,0 +1,210 @@
+package legacy
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// rejected migrates args, expects Errors, and returns their text.
+func rejected(t *testing.T, args []string) string {
+	t.Helper()
+	src, p, err := Migrate(Input{Args: args})
+	if src != nil || p != nil {
+		t.Errorf("a rejected command line must yield no configuration")
+	}
+	var errs Errors
+	if !errors.As(err, &errs) || len(errs) == 0 {
+		t.Fatalf("want Errors, got %v", err)
+	}
+	for _, e := range errs {
+		if msg := e.Error(); msg[0] >= 'A' && msg[0] <= 'Z' {
+			t.Errorf("messages start lowercase: %q", msg)
+		}
+	}
+	return err.Error()
+}
+
+func with(base []string, extra ...string) []string {
+	return append(append([]string{}, base...), extra...)
+}
+
+// The options the target design dropped (spec §7) are rejected, naming the option and
+// what to use instead.
+func TestDroppedOptions(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"policy fused_score", with(plainFleet, "--policy", "fused_score"),
+			[]string{"--policy fused_score was dropped", "cache_aware", "load_based"}},
+		{"policy score_policy", with(plainFleet, "--policy", "score_policy"),
+			[]string{"--policy score_policy was dropped", "cache_aware", "load_based"}},
+		{"fuse terms", with(plainFleet, "--fuse", "prefix_cache=2.0,load_based=0.3"),
+			[]string{"--fuse was dropped with the fused_score and score_policy policies", "cache_aware"}},
+		{"decode policy legacy_host_affinity", with(pdFleet, "--decode-policy", "legacy_host_affinity"),
+			[]string{"--decode-policy legacy_host_affinity was dropped", "power_of_two"}},
+		{"stable pair", with(plainFleet, "--policy", "session_aware", "--stable-pair"),
+			[]string{"--stable-pair was dropped", "no backup engine"}},
+		{"affinity mode soft", with(plainFleet, "--policy", "session_aware", "--affinity-mode", "soft"),
+			[]string{"--affinity-mode soft was dropped", "strict admitted-binding reuse"}},
+		{"prefix_cache filter", with(plainFleet, "--filter", "prefix_cache", "--prefix-cache-min-share", "0.6"),
+			[]string{"--filter prefix_cache was dropped", "not its equivalent", "--cache-affinity-min-matched-tokens"}},
+		{"prefix_cache filter among others", with(plainFleet, "--filter", "overloaded,prefix_cache", "--max-in-flight", "4"),
+			[]string{"--filter prefix_cache was dropped"}},
+		{"prefix cache min share", with(plainFleet, "--prefix-cache-min-share", "0.6"),
+			[]string{"--prefix-cache-min-share was dropped with the prefix_cache filter", "--cache-affinity-min-match-ratio"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := rejected(t, tt.args)
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("want %q in:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
+
+// sgl-router refused these command lines at startup (its into_config rules); so does
+// the migration, with the same reasons.
+func TestLegacyRules(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"model id is required", []string{"--worker-urls", "http://x"}, "--model-id is required"},
+		{"no workers", []string{"--model-id", "m"}, "no workers"},
+		{"plain and PD workers", with(plainFleet, "--prefill", "http://p", "--decode", "http://d"), "cannot be combined with --prefill"},
+		{"prefill without decode", []string{"--model-id", "m", "--prefill", "http://p"}, "--prefill needs --decode"},
+		{"decode without prefill", []string{"--model-id", "m", "--decode", "http://d"}, "--decode needs --prefill"},
+		{"schemeless worker", []string{"--model-id", "m", "--worker-urls", "10.0.0.1:30000"}, "10.0.0.1:30000"},
+		{"non-http worker", []string{"--model-id", "m", "--worker-urls", "ws://x:30000"}, `unsupported scheme "ws"`},
+		{"duplicate worker after trailing-slash normalization", with(plainFleet, "--worker-urls", "http://10.0.0.1:30000/"), "duplicate worker URL"},
+		{"bad bootstrap port", []string{"--model-id", "m", "--prefill", "http://p", "x", "--decode", "http://d"}, `invalid bootstrap port "x"`},
+
+		{"filter overloaded needs max in flight", with(plainFleet, "--filter", "overloaded"), "--max-in-flight and `--filter overloaded` require each other"},
+		{"max in flight needs filter overloaded", with(plainFleet, "--max-in-flight", "64"), "require each other"},
+		{"max in flight zero", with(plainFleet, "--filter", "overloaded", "--max-in-flight", "0"), "--max-in-flight must be greater than 0"},
+		{"filter listed twice", with(plainFleet, "--filter", "overloaded,overloaded", "--max-in-flight", "64"), "listed more than once"},
+		{"filter with sticky", with(plainFleet, "--policy", "sticky", "--filter", "overloaded", "--max-in-flight", "1"), "cannot be combined with --policy sticky"},
+		{"unknown filter", with(plainFleet, "--filter", "load_based"), `invalid value "load_based" for --filter`},
+
+		{"unknown policy", with(plainFleet, "--policy", "bogus_policy"), `invalid value "bogus_policy" for --policy`},
+		{"cache_aware_zmq was removed by sgl-router", with(plainFleet, "--policy", "cache_aware_zmq"), "cache_aware_zmq"},
+		{"cache tuning needs cache_aware", with(plainFleet, "--policy", "power_of_two", "--cache-affinity-min-matched-tokens", "512"), "cache candidate tuning flags require --policy cache_aware"},
+		{"queue limit needs cache_aware", with(plainFleet, "--worker-queue-limit", "4"), "cache candidate tuning flags require --policy cache_aware"},
+		{"min load choices needs cache_aware", with(plainFleet, "--policy", "power_of_two", "--min-load-choices", "3"), "cache candidate tuning flags require --policy cache_aware"},
+		{"queue limit zero, whatever the policy", with(plainFleet, "--worker-queue-limit", "0"), "--worker-queue-limit must be at least 1"},
+		{"floor without limit", with(plainFleet, "--policy", "cache_aware", "--saturation-queue-floor", "2"), "--saturation-queue-floor requires --worker-queue-limit"},
+		{"floor above limit", with(plainFleet, "--policy", "cache_aware", "--worker-queue-limit", "4", "--saturation-queue-floor", "5"), "must be at most --worker-queue-limit"},
+		{"floor zero", with(plainFleet, "--policy", "cache_aware", "--worker-queue-limit", "4", "--saturation-queue-floor", "0"), "--saturation-queue-floor must be at least 1"},
+		{"min load choices zero", with(plainFleet, "--policy", "cache_aware", "--min-load-choices", "0"), "--min-load-choices must be at least 1"},
+		{"match ratio above one", with(plainFleet, "--policy", "cache_aware", "--cache-affinity-min-match-ratio", "1.1"), "--cache-affinity-min-match-ratio must be finite and in [0, 1]"},
+		{"match ratio NaN", with(plainFleet, "--policy", "cache_aware", "--cache-affinity-min-match-ratio", "NaN"), "--cache-affinity-min-match-ratio must be finite"},
+		{"negative candidate ratio", with(plainFleet, "--policy", "cache_aware", "--cache-candidate-ratio=-0.1"), "--cache-candidate-ratio must be finite and in [0, 1]"},
+		{"candidate min above max", with(plainFleet, "--policy", "cache_aware", "--cache-candidate-min-workers", "9", "--cache-candidate-max-workers", "8"), "min must not exceed max"},
+		{"candidate min above the default max", with(plainFleet, "--policy", "cache_aware", "--cache-candidate-min-workers", "40"), "min must not exceed max"},
+		{"candidate max zero", with(plainFleet, "--policy", "cache_aware", "--cache-candidate-max-workers", "0"), "must be positive"},
+		{"prefix provider needs cache_aware", with(plainFleet, "--cache-prefix-provider", "radix_tree"), "--cache-prefix-provider requires --policy cache_aware"},
+		{"indexer endpoint needs cache_aware", with(plainFleet, "--kv-indexer-endpoint", "http://indexer:50051"), "--kv-indexer-endpoint requires --policy cache_aware"},
+		{"indexer endpoint with radix_tree", with(plainFleet, "--policy", "cache_aware", "--cache-prefix-provider", "radix_tree", "--kv-indexer-endpoint", "http://i:1"), "requires --cache-prefix-provider indexer"},
+		{"indexer provider needs endpoint", with(plainFleet, "--policy", "cache_aware", "--cache-prefix-provider", "indexer"), "--cache-prefix-provider indexer requires --kv-indexer-endpoint"},
+		{"indexer timeout needs endpoint", with(plainFleet, "--policy", "cache_aware", "--kv-indexer-query-timeout-ms", "75"), "--kv-indexer-query-timeout-ms requires --kv-indexer-endpoint"},
+		{"indexer timeout zero", with(plainFleet, "--policy", "cache_aware", "--kv-indexer-endpoint", "http://i:1", "--kv-indexer-query-timeout-ms", "0"), "must be greater than zero"},
+		{"indexer inflight zero", with(plainFleet, "--policy", "cache_aware", "--kv-indexer-endpoint", "http://i:1", "--kv-indexer-query-max-inflight", "0"), "--kv-indexer-query-max-inflight must be greater than zero"},
+		{"indexer inflight needs endpoint", with(plainFleet, "--policy", "cache_aware", "--kv-indexer-query-max-inflight", "17"), "--kv-indexer-query-max-inflight requires --kv-indexer-endpoint"},
+
+		{"pressure tuning needs an affinity policy", with(plainFleet, "--policy", "power_of_two", "--pressure-rel-threshold", "2"), "pressure guard tuning requires --policy session_aware or cache_aware"},
+		{"disable pressure guard needs an affinity policy", with(plainFleet, "--disable-pressure-guard"), "--disable-pressure-guard requires --policy session_aware or cache_aware"},
+		{"pressure rel threshold must exceed one", with(plainFleet, "--policy", "cache_aware", "--pressure-rel-threshold", "1"), "--pressure-rel-threshold must be finite and greater than 1"},
+		{"pressure ms must be non-negative", with(plainFleet, "--policy", "cache_aware", "--pressure-abs-threshold-ms=-1"), "--pressure-abs-threshold-ms must be finite and non-negative"},
+
+		{"session flags need session_aware", with(plainFleet, "--session-id-header", "x-s"), "require --policy session_aware"},
+		{"affinity mode needs session_aware", with(plainFleet, "--policy", "cache_aware", "--affinity-mode", "strict"), "require --policy session_aware"},
+		{"invalid session header", with(plainFleet, "--policy", "session_aware", "--session-id-header", "bad header"), "not a valid HTTP header name"},
+		{"session idle zero", with(plainFleet, "--policy", "session_aware", "--session-idle-secs", "0"), "--session-idle-secs must be greater than 0"},
+		{"session eviction zero", with(plainFleet, "--policy", "session_aware", "--session-eviction-interval-secs", "0"), "--session-eviction-interval-secs must be greater than 0"},
+		{"unknown session affinity mode", with(plainFleet, "--policy", "session_aware", "--session-affinity-mode", "global"), `invalid value "global"`},
+
+		{"sticky flags need sticky", with(plainFleet, "--routing-key-header", "x-session-id"), "require --policy sticky"},
+		{"invalid routing key header", with(plainFleet, "--policy", "sticky", "--routing-key-header", "bad header"), "not a valid HTTP header name"},
+		{"cache_aware is no sticky fallback", with(plainFleet, "--policy", "sticky", "--sticky-fallback-policy", "cache_aware"), `invalid value "cache_aware" for --sticky-fallback-policy`},
+		{"sticky is no sticky fallback", with(plainFleet, "--policy", "sticky", "--sticky-fallback-policy", "sticky"), `invalid value "sticky"`},
+		{"sticky eviction zero", with(plainFleet, "--policy", "sticky", "--sticky-eviction-interval-secs", "0"), "--sticky-eviction-interval-secs must be greater than 0"},
+		{"sticky idle zero", with(plainFleet, "--policy", "sticky", "--sticky-idle-secs", "0"), "--sticky-idle-secs must be greater than 0"},
+
+		{"a number that is not one", with(plainFleet, "--policy", "cache_aware", "--cache-switch-margin-tokens", "lots"), `invalid value "lots" for --cache-switch-margin-tokens`},
+		{"a negative count", with(plainFleet, "--filter", "overloaded", "--max-in-flight=-1"), "not a non-negative integer"},
+		{"port out of range", with(plainFleet, "--port", "70000"), `invalid value "70000" for --port`},
+		{"a flag given twice", with(plainFleet, "--policy", "random", "--policy", "random"), "--policy is given more than once"},
+		{"a switch with a value", with(plainFleet, "--policy", "cache_aware", "--disable-pressure-guard=true"), "--disable-pressure-guard takes no value"},
+		{"a missing value", with(plainFleet, "--policy"), "--policy needs a value"},
+		{"a positional argument", with([]string{"extra"}, plainFleet...), `unexpected argument "extra"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := rejected(t, tt.args); !strings.Contains(got, tt.want) {
+				t.Errorf("want %q in:\n%s", tt.want, got)
+			}
+		})
+	}
+}
+
+// What sgl-router accepted but the configuration cannot express is an error, never
+// dropped: flags outside the routing configuration, global session modes, and values the
+// configuration's stricter bounds refuse.
+func TestInexpressibleSettings(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown flag", with(plainFleet, "--chat-routing", "reorg"), "unknown flag --chat-routing"},
+		{"tokenizer", with(plainFleet, "--tokenizer-path", "/models/tokenizer.json"), "--tokenizer-path cannot be migrated"},
+		{"input ids forwarding", with(plainFleet, "--disable-input-ids-forwarding"), "--disable-input-ids-forwarding cannot be migrated"},
+		{"sampling overrides", with(plainFleet, "--override-sampling-params", `{"temperature": 1}`), "--override-sampling-params cannot be migrated"},
+		{"sampling conflict", with(plainFleet, "--sampling-param-conflict", "allow"), "--sampling-param-conflict cannot be migrated"},
+		{"shutdown drain", with(plainFleet, "--shutdown-drain-secs", "30"), "--shutdown-drain-secs cannot be migrated"},
+		{"termination grace", with(plainFleet, "--termination-grace-secs", "60"), "--termination-grace-secs cannot be migrated"},
+		{"request timeout", with(plainFleet, "--request-timeout-secs", "300"), "--request-timeout-secs cannot be migrated"},
+		{"stale request timeout", with(plainFleet, "--stale-request-timeout-secs", "600"), "--stale-request-timeout-secs cannot be migrated"},
+		{"log level", with(plainFleet, "--log-level", "info"), "--log-level cannot be migrated"},
+		{"log format", with(plainFleet, "--log-format=json"), "--log-format cannot be migrated"},
+		{"service discovery", []string{"--model-id", "m", "--service-discovery", "--selector", "app=sglang", "zone=a"}, "--service-discovery cannot be migrated"},
+		{"discovery namespace", with(plainFleet, "--service-discovery-namespace", "prod"), "--service-discovery-namespace cannot be migrated"},
+		{"PD selectors", with(plainFleet, "--prefill-selector", "role=p", "--decode-selector", "role=d"), "--decode-selector cannot be migrated"},
+		{"circuit breaker", with(plainFleet, "--cb-threshold", "5", "--cb-cool-down-secs", "10"), "--cb-cool-down-secs cannot be migrated"},
+		{"global session mode", with(plainFleet, "--policy", "session_aware", "--session-affinity-mode", "global-rebind"), "--session-affinity-mode global-rebind cannot be migrated"},
+		{"session-only pressure guard", with(plainFleet, "--policy", "session_aware", "--disable-pressure-guard"), "--disable-pressure-guard applies to cache_aware selection only"},
+		{"session-only pressure tuning", with(plainFleet, "--policy", "session_aware", "--pressure-abs-threshold-tokens", "2048"), "--pressure-abs-threshold-tokens applies to cache_aware selection only"},
+		{"zero pressure ms", with(plainFleet, "--policy", "cache_aware", "--pressure-abs-threshold-ms", "0"), "--pressure-abs-threshold-ms 0 cannot be migrated"},
+		{"zero candidate ratio", with(plainFleet, "--policy", "cache_aware", "--cache-candidate-ratio", "0"), "--cache-candidate-ratio 0 cannot be migrated"},
+		{"indexer endpoint without scheme", with(plainFleet, "--policy", "cache_aware", "--kv-indexer-endpoint", "indexer:50051"), "explicit scheme"},
+		{"a host that is no host", with(plainFleet, "--host", "a]b"), `--host "a]b" is not a host name or IP address`},
+		{"decode policy without decode workers", with(plainFleet, "--decode-policy", "power_of_two"), "--decode-policy selects decode workers"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := rejected(t, tt.args); !strings.Contains(got, tt.want) {
+				t.Errorf("want %q in:\n%s", tt.want, got)
+			}
+		})
+	}
+}
+
+// Every problem of a stage is reported at once, so one edit fixes the command line.
+func TestAllProblemsAtOnce(t *testing.T) {
+	got := rejected(t, with(plainFleet, "--fuse", "random", "--stable-pair", "--log-level", "debug", "--bogus", "value"))
+	for _, want := range []string{"4 problems:", "--fuse", "--stable-pair", "--log-level", "unknown flag --bogus"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("want %q in:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, `"value"`) {
+		t.Errorf("the values of an unknown flag are not extra problems:\n%s", got)
+	}
+}

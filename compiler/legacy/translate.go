@@ -1,0 +1,215 @@
+package legacy
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+)
+
+// worker is one worker of the legacy command line with the engine it becomes.
+type worker struct {
+	flag string // --worker-urls, --prefill or --decode
+	url  string
+	role string // plain, prefill or decode
+	port *int64 // the bootstrap port of a --prefill worker
+	id   string // the engine id the configuration gives it
+}
+
+// workers lists the command line's workers in the order given. sgl-router names workers by
+// URL; engine ids cannot contain a URL's slashes, so each gets a short id by role and
+// position, and its URL stays beside it.
+func (c *cli) workers() []worker {
+	var ws []worker
+	for i, u := range c.workerURLs {
+		ws = append(ws, worker{flag: "--worker-urls", url: u, role: "plain", id: fmt.Sprintf("worker-%d", i+1)})
+	}
+	for i, p := range c.prefill {
+		ws = append(ws, worker{flag: "--prefill", url: p.url, role: stagePrefill, port: p.port, id: fmt.Sprintf("prefill-%d", i+1)})
+	}
+	for i, u := range c.decode {
+		ws = append(ws, worker{flag: "--decode", url: u, role: stageDecode, id: fmt.Sprintf("decode-%d", i+1)})
+	}
+	return ws
+}
+
+// translator builds the target configuration from a command line that passed every rule.
+type translator struct {
+	c       *cli
+	workers map[string]worker // by normalized URL
+}
+
+func newTranslator(c *cli) *translator {
+	t := &translator{c: c, workers: map[string]worker{}}
+	for _, w := range c.workers() {
+		t.workers[normalizeURL(w.url)] = w
+	}
+	return t
+}
+
+// config is the whole configuration, given its buckets.
+func (t *translator) config(buckets []*node, bucketsFrom string) *node {
+	c := t.c
+	root := &node{}
+	if c.host != nil || c.port != nil {
+		host, port := "127.0.0.1", int64(30000)
+		from := "sgl-router's default --host 127.0.0.1 with --port"
+		switch {
+		case c.host != nil && c.port != nil:
+			host, port, from = *c.host, *c.port, "--host and --port"
+		case c.host != nil:
+			host, from = *c.host, "--host with sgl-router's default --port 30000"
+		default:
+			port = *c.port
+		}
+		root.set("listen", net.JoinHostPort(host, strconv.FormatInt(port, 10)), from)
+	}
+	var engines []*node
+	for _, w := range c.workers() {
+		engines = append(engines, t.engine(w))
+	}
+	root.set("engines", engines, "")
+	model := &node{}
+	root.child("models").set(*c.modelID, model, "--model-id")
+	setGiven(model, "session_id_header", c.sessionIDHeader, "--session-id-header")
+	setGiven(model, "session_idle_secs", c.sessionIdleSecs, "--session-idle-secs")
+	setGiven(model, "session_eviction_interval_secs", c.sessionEvictionSecs, "--session-eviction-interval-secs")
+	setGiven(model, "routing_key_header", c.routingKeyHeader, "--routing-key-header")
+	setGiven(model, "sticky_idle_secs", c.stickyIdleSecs, "--sticky-idle-secs")
+	setGiven(model, "sticky_eviction_interval_secs", c.stickyEvictionSecs, "--sticky-eviction-interval-secs")
+	model.set("buckets", buckets, bucketsFrom)
+	return root
+}
+
+func (t *translator) engine(w worker) *node {
+	e := &node{}
+	e.set("id", w.id, "named by router migrate; sgl-router knew it by URL")
+	e.set("url", normalizeURL(w.url), w.flag)
+	e.set("model", *t.c.modelID, "--model-id")
+	role := w.flag
+	if w.role == stagePrefill && w.port == nil {
+		role += " without a bootstrap port: SGLang's default 8998 applies"
+	}
+	e.set("role", w.role, role)
+	if w.port != nil {
+		e.set("bootstrap_port", *w.port, "--prefill "+w.url+" "+strconv.FormatInt(*w.port, 10))
+	}
+	return e
+}
+
+// setGiven sets an optional flag's value when it was given; unset flags keep sgl-router's
+// defaults, which are the configuration's defaults too.
+func setGiven[T any](n *node, label string, v *T, from string) {
+	if v != nil {
+		n.set(label, *v, from)
+	}
+}
+
+// admissionCap is one hard admission cap a legacy flag or bucket field configured.
+type admissionCap struct {
+	field string
+	value int64
+	from  string
+}
+
+// group is an engine group: its members (nil: every engine of its role) and policy.
+func group(members []string, membersFrom string, policy *node) *node {
+	g := &node{}
+	if members != nil {
+		g.set("worker_ids", members, membersFrom)
+	}
+	g.set("policy", policy, "")
+	return g
+}
+
+// selectionPolicy is the policy of a plain or prefill group: --policy with its tuning, and
+// the group's admission caps.
+func (t *translator) selectionPolicy(caps []admissionCap) *node {
+	c := t.c
+	p := &node{}
+	from := "sgl-router's default --policy"
+	if c.policy != nil {
+		from = "--policy " + *c.policy
+	}
+	p.set("type", c.policyType(), from)
+	if c.maxInFlight != nil {
+		caps = append([]admissionCap{{"max_inflight_requests", *c.maxInFlight, "--filter overloaded --max-in-flight"}}, caps...)
+	}
+	if len(caps) > 0 {
+		a := p.child("admission")
+		for _, cp := range caps {
+			a.set(cp.field, cp.value, cp.from)
+		}
+	}
+	switch c.policyType() {
+	case "sticky":
+		setGiven(p, "fallback", c.stickyFallback, "--sticky-fallback-policy")
+	case "cache_aware":
+		t.cacheTuning(p)
+	}
+	return p
+}
+
+// cacheTuning sets the cache_aware tuning flags that were given.
+func (t *translator) cacheTuning(p *node) {
+	c := t.c
+	setGiven(p, "min_matched_tokens", c.minMatchedTokens, "--cache-affinity-min-matched-tokens")
+	setGiven(p, "min_match_ratio", c.minMatchRatio, "--cache-affinity-min-match-ratio")
+	setGiven(p, "candidate_min_workers", c.candidateMinWorkers, "--cache-candidate-min-workers")
+	setGiven(p, "candidate_ratio", c.candidateRatio, "--cache-candidate-ratio")
+	setGiven(p, "candidate_max_workers", c.candidateMaxWorkers, "--cache-candidate-max-workers")
+	setGiven(p, "switch_margin_tokens", c.switchMarginTokens, "--cache-switch-margin-tokens")
+	setGiven(p, "worker_queue_limit", c.workerQueueLimit, "--worker-queue-limit")
+	setGiven(p, "saturation_queue_floor", c.saturationQueueFloor, "--saturation-queue-floor")
+	setGiven(p, "min_load_choices", c.minLoadChoices, "--min-load-choices")
+	if c.disablePressureGuard || c.pressureAbsTokens != nil || c.pressureAbsMS != nil || c.pressureRelThreshold != nil {
+		g := p.child("pressure_guard")
+		if c.disablePressureGuard {
+			g.set("enabled", false, "--disable-pressure-guard")
+		}
+		setGiven(g, "abs_threshold_tokens", c.pressureAbsTokens, "--pressure-abs-threshold-tokens")
+		setGiven(g, "abs_threshold_ms", c.pressureAbsMS, "--pressure-abs-threshold-ms")
+		setGiven(g, "rel_threshold", c.pressureRelThreshold, "--pressure-rel-threshold")
+	}
+	switch {
+	case c.prefixProvider() == "indexer":
+		s := p.child("prefix_source")
+		from := "--cache-prefix-provider indexer"
+		if c.cachePrefixProvider == nil {
+			from = "sgl-router's default --cache-prefix-provider with --kv-indexer-endpoint"
+		}
+		s.set("type", "remote_indexer", from)
+		s.set("endpoint", *c.kvIndexerEndpoint, "--kv-indexer-endpoint")
+		setGiven(s, "query_timeout_ms", c.kvIndexerTimeoutMS, "--kv-indexer-query-timeout-ms")
+		setGiven(s, "max_inflight_queries", c.kvIndexerMaxInflight, "--kv-indexer-query-max-inflight")
+	case c.cachePrefixProvider != nil:
+		p.child("prefix_source").set("type", "local_index", "--cache-prefix-provider radix_tree")
+	}
+}
+
+// decodeSelection is the policy of a decode group: --decode-policy, whose only remaining
+// value is power_of_two.
+func (t *translator) decodeSelection() *node {
+	p := &node{}
+	from := "sgl-router's default --decode-policy"
+	if t.c.decodePolicy != nil {
+		from = "--decode-policy " + *t.c.decodePolicy
+	}
+	p.set("type", "power_of_two", from)
+	return p
+}
+
+// implicitBucket is the one bucket sgl-router routes with when no --bucket-config is
+// given: every worker of each role, no length bounds. It keeps sgl-router's name for it.
+func (t *translator) implicitBucket() *node {
+	b := &node{}
+	b.set("id", "global", "sgl-router's name for that bucket")
+	groups := b.child("groups")
+	if t.c.pdMode() {
+		pd := groups.child("pd")
+		pd.set("prefill", group(nil, "", t.selectionPolicy(nil)), "")
+		pd.set("decode", group(nil, "", t.decodeSelection()), "")
+	} else {
+		groups.set("plain", group(nil, "", t.selectionPolicy(nil)), "")
+	}
+	return b
+}
