@@ -28,6 +28,9 @@ func TestScripts(t *testing.T) {
 		UpdateScripts:       os.Getenv("ROUTER_UPDATE") != "",
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("CONFIG", configDir)
+			// A race-enabled binary sleeps a second at exit by default; scripts run the
+			// router dozens of times.
+			env.Setenv("GORACE", "atexit_sleep_ms=0")
 			return nil
 		},
 	})
