@@ -21,10 +21,11 @@ lint:
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 
-# A short fuzzing run of the compiler; FUZZTIME=5m for a longer one.
+# A short fuzzing run of the compiler and the migrator; FUZZTIME=5m for a longer one.
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./compiler -run '^$$' -fuzz FuzzCompile -fuzztime $(FUZZTIME)
+	$(GO) test ./compiler/legacy -run '^$$' -fuzz FuzzMigrate -fuzztime $(FUZZTIME)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
