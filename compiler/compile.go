@@ -48,7 +48,14 @@ func Compile(files []string) (*plan.Plan, error) {
 }
 
 // CompileSources compiles in-memory files; the extension of each name selects its format.
-func CompileSources(srcs []Source) (*plan.Plan, error) {
+func CompileSources(srcs []Source) (p *plan.Plan, err error) {
+	// The CUE library has panicked on malformed input (found by FuzzCompile: its YAML
+	// decoder indexes past a line table). A config, however broken, gets an error.
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("the CUE library failed on this configuration (%v): check the files for malformed syntax; this is a bug in cuelang.org/go worth reporting", r)
+		}
+	}()
 	ctx := cuecontext.New()
 	var errs errorList
 	var user cue.Value
@@ -91,7 +98,7 @@ func CompileSources(srcs []Source) (*plan.Plan, error) {
 		errs.addCUE(err)
 		return nil, errs.result()
 	}
-	p := f.plan()
+	p = f.plan()
 	check(p, user, &errs)
 	if err := errs.result(); err != nil {
 		return nil, err
