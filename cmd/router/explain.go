@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/decision"
 	"github.com/routerkit/router/runtime/engine"
+	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
 	"github.com/routerkit/router/runtime/state/load"
@@ -46,6 +46,8 @@ invalid), 2 usage error.`,
 			&cli.StringFlag{Name: "load", Usage: "load fixture `FILE` (YAML or JSON)"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed for random choices, to make them repeatable"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of text"},
+			&cli.StringFlag{Name: "router", Usage: "explain against a running router's live state at `URL` (POST /admin/explain)"},
+			&cli.StringFlag{Name: "token", Usage: "admin bearer token for --router", EnvVars: []string{"ROUTER_ADMIN_TOKEN"}},
 		},
 		Action: runExplain,
 	}
@@ -53,11 +55,14 @@ invalid), 2 usage error.`,
 
 func runExplain(c *cli.Context) error {
 	files := c.StringSlice("config")
+	remote := c.String("router")
 	switch {
 	case c.NArg() > 0:
 		return usageError("explain takes no arguments; pass config files with --config FILE")
-	case len(files) == 0:
-		return usageError("explain needs a config: --config FILE")
+	case remote != "" && (len(files) > 0 || c.IsSet("load") || c.IsSet("seed")):
+		return usageError("--router explains against a running router's live state; it takes no --config, --load or --seed")
+	case remote == "" && len(files) == 0:
+		return usageError("explain needs a config (--config FILE) or a running router (--router URL)")
 	case !c.IsSet("input-tokens"):
 		return usageError("explain needs the prompt length: --input-tokens N")
 	case c.Int64("input-tokens") < 0:
@@ -65,38 +70,71 @@ func runExplain(c *cli.Context) error {
 	case c.IsSet("max-tokens") && c.Int64("max-tokens") < 0:
 		return usageError("--max-tokens must not be negative")
 	}
-	p, err := compiler.Compile(files)
+	var (
+		x   *explain.Explanation
+		err error
+	)
+	if remote != "" {
+		x, err = explainRemote(c, remote)
+	} else {
+		x, err = explainLocal(c, files)
+	}
 	if err != nil {
 		return err
 	}
+	if c.Bool("json") {
+		if err := x.WriteJSON(c.App.Writer); err != nil {
+			return err
+		}
+	} else {
+		x.WriteText(c.App.Writer)
+	}
+	if x.Error != nil {
+		return cli.Exit(fmt.Sprintf("routing failed: %d %s", x.Error.Status, x.Error.Code), exitFailure)
+	}
+	return nil
+}
+
+// explainLocal runs the serving selection code against the config and a load fixture.
+func explainLocal(c *cli.Context, files []string) (*explain.Explanation, error) {
+	p, err := compiler.Compile(files)
+	if err != nil {
+		return nil, err
+	}
 	m, err := explainModel(p, c.String("model"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 
 	// One instant for the whole explanation: fixture ages and freshness checks agree.
 	now := time.Now()
 	reg, err := engine.FromPlan(p.Engines)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	table := load.NewTable(p.Engines, func() time.Time { return now })
 	if path := c.String("load"); path != "" {
 		fx, err := fixture.Read(path)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := fx.Apply(reg, table, now); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	deps := policy.Deps{Load: table}
+	var rnd policy.Rand
 	if c.IsSet("seed") {
-		deps.Rand = policy.NewSeededRand(c.Uint64("seed"))
+		rnd = policy.NewSeededRand(c.Uint64("seed"))
+	}
+	// Shared state as serving builds it, but nothing feeds it: the prefix index stays
+	// empty (explain has no prompt to hash anyway) and a dry run writes no binding.
+	deps, err := policy.NewDeps(p, table, rnd, func() time.Time { return now })
+	if err != nil {
+		return nil, err
 	}
 	resolver, err := bucket.NewResolver(*m, reg, deps)
 	if err != nil {
-		return err
+		return nil, err
 	}
 
 	facts := &policy.Facts{
@@ -112,22 +150,11 @@ func runExplain(c *cli.Context) error {
 		facts.PeakKnown = err == nil
 	}
 	if err == nil {
-		sel, err = resolver.Route(decision.NewContext(c.Context, trace), facts)
+		// A dry run: explaining a request must not bind its session or routing key.
+		sel, err = resolver.Route(policy.WithDryRun(decision.NewContext(c.Context, trace)), facts)
 	}
 
-	out := newExplanation(facts, trace, sel, err, reg, table, now)
-	if c.Bool("json") {
-		if werr := out.writeJSON(c.App.Writer); werr != nil {
-			return werr
-		}
-	} else {
-		out.writeText(c.App.Writer)
-	}
-	var routeErr *bucket.Error
-	if errors.As(err, &routeErr) {
-		return cli.Exit(fmt.Sprintf("routing failed: %d %s", routeErr.Status(), routeErr.Code()), exitFailure)
-	}
-	return err
+	return explain.New(facts, trace, sel, err, reg, table, now), nil
 }
 
 // explainModel returns the named model, or the only one when name is empty.

@@ -36,7 +36,7 @@ type memberCache struct {
 }
 
 func newGroup(model, bucketID string, stage plan.Role, pg plan.Group, reg *engine.Registry, deps policy.Deps) (*Group, error) {
-	p, err := policy.New(pg.Policy, deps)
+	p, err := policy.New(model, pg.Policy, deps)
 	if err != nil {
 		return nil, fmt.Errorf("%s group: %w", stage, err)
 	}

@@ -20,6 +20,8 @@ import (
 type Resolver struct {
 	model   string
 	buckets []*Bucket // in try order
+	// prefix is set when a group uses cache_aware, whose prefix lookups a pass memoizes.
+	prefix bool
 }
 
 // Bucket is a token-length class with its engine groups: one plain group, or a complete
@@ -52,6 +54,9 @@ func NewResolver(m plan.Model, reg *engine.Registry, deps policy.Deps) (*Resolve
 			return nil, fmt.Errorf("model %s: bucket %s: %w", m.Name, pb.ID, err)
 		}
 		r.buckets = append(r.buckets, b)
+		for _, g := range []*Group{b.plain, b.prefill} {
+			r.prefix = r.prefix || g != nil && g.policyType == plan.CacheAware
+		}
 	}
 	slices.SortStableFunc(r.buckets, func(a, b *Bucket) int {
 		return cmp.Or(cmp.Compare(a.capacity, b.capacity), cmp.Compare(a.rank, b.rank), cmp.Compare(a.id, b.id))

@@ -45,8 +45,14 @@ func (b *Bucket) PickEngines(ctx context.Context, facts *policy.Facts) (Selectio
 // AdmissionRejected advance to the next bucket, where every required engine is picked
 // again; any other failure stops the pass. Failures are returned as *Error, which maps
 // them to an HTTP status and code. A decision.Trace in ctx receives the whole pass.
+//
+// When the model has a cache-aware group, the pass memoizes prefix lookups, so that every
+// bucket and stage it tries queries each prefix source at most once.
 func (r *Resolver) Route(ctx context.Context, facts *policy.Facts) (Selection, error) {
 	rec := decision.FromContext(ctx)
+	if r.prefix {
+		ctx = policy.WithPrefixMemo(ctx)
+	}
 	if err := validate(facts.InputTokens, facts.ExpectedPeak, facts.PeakKnown); err != nil {
 		return Selection{}, classify(err)
 	}

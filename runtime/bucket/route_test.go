@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/routerkit/router/runtime/engine"
@@ -170,5 +172,60 @@ func TestRouteTrace(t *testing.T) {
 	}
 	if v := large.Groups[1].Admission; len(v) != 1 || !v[0].Admitted || v[0].Engine != "D2" {
 		t.Errorf("large decode admission = %+v", v)
+	}
+}
+
+func TestRouteMemoizesPrefixLookups(t *testing.T) {
+	var queries atomic.Int64
+	indexer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		queries.Add(1)
+		w.Write([]byte(`{"matches": {"http://p1": 100}}`))
+	}))
+	defer indexer.Close()
+
+	engines := []plan.Engine{
+		{ID: "P1", URL: "http://p1", Model: model, Role: plan.RolePrefill, DPSize: 1},
+		{ID: "P2", URL: "http://p2", Model: model, Role: plan.RolePrefill, DPSize: 1},
+		{ID: "D1", URL: "http://d1", Model: model, Role: plan.RoleDecode, DPSize: 1},
+	}
+	cache := func(inflightCap int64) plan.Policy {
+		return plan.Policy{Type: plan.CacheAware, Admission: plan.Admission{MaxInflightRequests: inflightCap},
+			PrefixSource: &plan.PrefixSource{Type: "remote_indexer", Endpoint: indexer.URL}}
+	}
+	bucket := func(id string, maxInput *int64, prefill []string, p plan.Policy) plan.Bucket {
+		return plan.Bucket{ID: id, Limits: plan.Limits{Max: maxInput}, Groups: plan.Groups{PD: &plan.PDGroups{
+			Prefill: plan.Group{WorkerIDs: prefill, Policy: p}, Decode: plan.Group{Policy: rr}}}}
+	}
+	m := plan.Model{Name: model, Buckets: []plan.Bucket{
+		bucket("small", i64(4096), []string{"P1"}, cache(1)),
+		bucket("large", nil, []string{"P1", "P2"}, cache(2)),
+	}}
+	e := newEnv(t, engines...)
+	deps, err := policy.NewDeps(&plan.Plan{Engines: engines, Models: []plan.Model{m}}, e.table, policy.NewSeededRand(1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewResolver(m, e.reg, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.w("P1").AddInflight(1) // at the small bucket's cap: that attempt fails after its lookup
+
+	f := &policy.Facts{Model: model, InputTokens: 2048, TokenIDs: make([]uint32, 2048)}
+	sel, err := r.Route(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sel.Bucket.ID() != "large" || sel.Prefill.Engine != e.w("P1") {
+		t.Fatalf("selection = bucket %s, prefill %s; want large, P1 (the prefix holder)", sel.Bucket.ID(), sel.Prefill.Engine.ID())
+	}
+	if n := queries.Load(); n != 1 {
+		t.Fatalf("%d indexer queries for one request over two buckets, want 1", n)
+	}
+	if _, err := r.Route(context.Background(), f); err != nil {
+		t.Fatal(err)
+	}
+	if n := queries.Load(); n != 2 {
+		t.Fatalf("%d indexer queries after a second request, want 2: the memo is per request", n)
 	}
 }

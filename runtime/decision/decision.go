@@ -50,9 +50,15 @@ type Group struct {
 	// Observed lists the engines whose load the policy read, with what it read.
 	Observed  []Observation `json:"observed"`
 	Admission []Verdict     `json:"admission"`
-	Pick      string        `json:"pick,omitempty"`
-	Reason    string        `json:"reason,omitempty"`
-	Error     string        `json:"error,omitempty"`
+	// Prefix is the cache-aware policy's prefix lookup; nil for other policies.
+	Prefix *Prefix `json:"prefix,omitempty"`
+	// Notes are the policy's intermediate decisions, in order: affinity bindings reused,
+	// written or skipped, cache gates applied, fallbacks taken. They say why the pick is
+	// what it is when Reason alone does not.
+	Notes  []string `json:"notes,omitempty"`
+	Pick   string   `json:"pick,omitempty"`
+	Reason string   `json:"reason,omitempty"`
+	Error  string   `json:"error,omitempty"`
 }
 
 // Candidate is a healthy member of a group at pick time.
@@ -77,6 +83,39 @@ type Verdict struct {
 	Limit    string `json:"limit,omitempty"`
 	Value    int64  `json:"value,omitempty"`
 	Cap      int64  `json:"cap,omitempty"`
+}
+
+// Prefix is a prefix-ownership lookup as the cache-aware policy saw it. A confirmed miss
+// and an unavailable backend both lead to the load fallback; Outcome keeps them apart.
+type Prefix struct {
+	// Source is "local_index" or "remote_indexer".
+	Source string `json:"source"`
+	// Outcome is one of the Prefix* constants.
+	Outcome string `json:"outcome"`
+	// Detail says why the backend was unavailable.
+	Detail string `json:"detail,omitempty"`
+	// Matches are the group's candidates holding a prefix of the request, in candidate
+	// order, with the prefix length in tokens.
+	Matches []PrefixMatch `json:"matches,omitempty"`
+}
+
+// Outcomes of a prefix lookup.
+const (
+	// PrefixHit: the source answered and some engine of the model holds a prefix. The
+	// group's candidates may still hold none.
+	PrefixHit = "hit"
+	// PrefixMiss: the source answered and no engine of the model holds a prefix.
+	PrefixMiss = "miss"
+	// PrefixUnavailable: the source could not answer (timeout, connection error, overload).
+	PrefixUnavailable = "unavailable"
+	// PrefixNoTokens: the request carries no token ids, so there was nothing to look up.
+	PrefixNoTokens = "no_tokens"
+)
+
+// PrefixMatch is one engine's cached prefix of the request.
+type PrefixMatch struct {
+	Engine string `json:"engine"`
+	Tokens int64  `json:"tokens"`
 }
 
 type contextKey struct{}
@@ -133,11 +172,20 @@ func (t *Trace) BeginGroup(stage plan.Role, policy plan.PolicyType, candidates [
 	a.Groups = append(a.Groups, g)
 }
 
-// Observe records the load a policy read for w; r is nil when unknown.
+// Observe records the load a policy read for w; r is nil when unknown. Reading the same
+// report of the same engine again within a group, as a policy does when a later step
+// looks at every candidate, adds nothing and is not recorded twice.
 func (t *Trace) Observe(w *engine.Worker, r *load.Report) {
-	if g := t.group(); g != nil {
-		g.Observed = append(g.Observed, Observation{Engine: w.ID(), Load: r, Inflight: w.Inflight()})
+	g := t.group()
+	if g == nil {
+		return
 	}
+	for _, o := range g.Observed {
+		if o.Engine == w.ID() && o.Load == r {
+			return
+		}
+	}
+	g.Observed = append(g.Observed, Observation{Engine: w.ID(), Load: r, Inflight: w.Inflight()})
 }
 
 // Admit records an admission verdict for w. For a rejection, limit names the cap and
@@ -145,6 +193,22 @@ func (t *Trace) Observe(w *engine.Worker, r *load.Report) {
 func (t *Trace) Admit(w *engine.Worker, admitted bool, limit string, value, limitCap int64) {
 	if g := t.group(); g != nil {
 		g.Admission = append(g.Admission, Verdict{Engine: w.ID(), Admitted: admitted, Limit: limit, Value: value, Cap: limitCap})
+	}
+}
+
+// PrefixLookup records the current group's prefix lookup.
+func (t *Trace) PrefixLookup(p Prefix) {
+	if g := t.group(); g != nil {
+		rec := p // copied here so that p does not escape, and a nil trace costs nothing
+		g.Prefix = &rec
+	}
+}
+
+// Note records an intermediate decision of the current group's policy. Build the message
+// only when the trace is not nil, so selection without a trace does not format strings.
+func (t *Trace) Note(msg string) {
+	if g := t.group(); g != nil {
+		g.Notes = append(g.Notes, msg)
 	}
 }
 

@@ -19,6 +19,8 @@ func TestNilTraceRecordsNothing(t *testing.T) {
 	tr.BeginGroup(plan.RolePlain, plan.Random, []*engine.Worker{w})
 	tr.Observe(w, nil)
 	tr.Admit(w, true, "", 0, 0)
+	tr.PrefixLookup(Prefix{Source: "local_index", Outcome: PrefixMiss})
+	tr.Note("n")
 	tr.EndGroup(w, "r", nil)
 	tr.EndAttempt(errors.New("x"))
 	if FromContext(context.Background()) != nil {
@@ -38,7 +40,11 @@ func TestTraceNestsRecordsUnderTheOpenGroup(t *testing.T) {
 	tr.BeginAttempt("small")
 	tr.BeginGroup(plan.RolePrefill, plan.PowerOfTwo, []*engine.Worker{a, b})
 	tr.Observe(b, nil)
+	tr.Observe(b, nil) // the same read again: recorded once
 	tr.Admit(b, false, "max_inflight_requests", 2, 2)
+	tr.PrefixLookup(Prefix{Source: "remote_indexer", Outcome: PrefixUnavailable, Detail: "timeout"})
+	tr.Note("first")
+	tr.Note("second")
 	tr.EndGroup(nil, "", errors.New("rejected"))
 	tr.EndAttempt(errors.New("bucket small: rejected"))
 	tr.BeginAttempt("large")
@@ -58,6 +64,15 @@ func TestTraceNestsRecordsUnderTheOpenGroup(t *testing.T) {
 	}
 	if len(g.Admission) != 1 || g.Admission[0] != (Verdict{Engine: "B", Limit: "max_inflight_requests", Value: 2, Cap: 2}) {
 		t.Errorf("admission = %+v", g.Admission)
+	}
+	if g.Prefix == nil || g.Prefix.Source != "remote_indexer" || g.Prefix.Outcome != PrefixUnavailable || g.Prefix.Detail != "timeout" {
+		t.Errorf("prefix = %+v", g.Prefix)
+	}
+	if len(g.Notes) != 2 || g.Notes[0] != "first" || g.Notes[1] != "second" {
+		t.Errorf("notes = %q", g.Notes)
+	}
+	if p := tr.Attempts[1].Groups[0]; p.Prefix != nil || p.Notes != nil {
+		t.Errorf("the second group inherited records of the first: %+v", p)
 	}
 	if g.Error != "rejected" || g.Pick != "" || tr.Attempts[0].Error != "bucket small: rejected" {
 		t.Errorf("failed attempt = %+v", tr.Attempts[0])

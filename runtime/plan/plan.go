@@ -83,7 +83,7 @@ type LoadSource struct {
 type KVEvents struct {
 	Endpoint string `json:"endpoint"`
 	Topic    string `json:"topic"`
-	// BlockSize is the engine's page size in tokens; 0 means "ask /server_info".
+	// BlockSize is the engine's page size in tokens; 0 means kv.DefaultBlockSize (16).
 	BlockSize int `json:"block_size,omitempty"`
 }
 

@@ -2,7 +2,8 @@
 // Policy contract, its typed outcomes, per-engine admission, and one file per policy.
 //
 // A policy is built once per group from the plan and reused across requests. It owns its
-// state handles (the load table, its randomness) and reads observations itself; callers
+// state handles (the load table, affinity bindings, its randomness) and reads
+// observations itself; callers
 // supply only the candidates and the request's facts. A policy never chooses another
 // bucket, never crosses the PD role boundary and never returns an engine outside the
 // candidates it was given.
@@ -14,6 +15,8 @@ import (
 
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/state/affinity"
+	"github.com/routerkit/router/runtime/state/kv"
 	"github.com/routerkit/router/runtime/state/load"
 )
 
@@ -59,7 +62,9 @@ type Pick struct {
 	Reason string
 }
 
-// Deps are the shared state handles policies may need. Build them once per router.
+// Deps are the shared state handles policies may need. Build them once per router with
+// NewDeps. The zero value works too, with the limitations each field describes, which
+// suits tests.
 type Deps struct {
 	// Load is the engine-reported load table. With a nil table every report is unknown:
 	// load-aware policies fall back to router-local in-flight counts and reported-metric
@@ -68,10 +73,21 @@ type Deps struct {
 	// Rand is the randomness source; nil uses a fast process-wide source. Inject a seeded
 	// source for repeatable choices.
 	Rand Rand
+	// Affinity holds every model's session and routing-key bindings. With nil, each
+	// session or sticky policy gets a private store with the default idle timeout that
+	// nothing sweeps: enough for tests and for dry runs, which write no binding.
+	Affinity *affinity.Stores
+	// KV is the local prefix index fed by KV events. With nil, every local lookup misses
+	// and cache-aware policies place every request by their load fallback.
+	KV *kv.Index
+	// Indexers are the remote prefix-indexer clients, one per prefix source, shared so
+	// that every policy using a source shares its in-flight limit. A cache-aware
+	// attachment with a remote_indexer source needs its client here.
+	Indexers map[plan.PrefixSource]*kv.Remote
 }
 
-// New builds the policy a plan attachment describes.
-func New(p plan.Policy, deps Deps) (Policy, error) {
+// New builds the policy a plan attachment of the model describes.
+func New(model string, p plan.Policy, deps Deps) (Policy, error) {
 	rnd := deps.Rand
 	if rnd == nil {
 		rnd = sharedRand{}
@@ -86,12 +102,54 @@ func New(p plan.Policy, deps Deps) (Policy, error) {
 		return NewPowerOfTwo(deps.Load, rnd, limits), nil
 	case plan.LoadBased:
 		return NewLeastLoad(deps.Load, rnd, limits), nil
-	case plan.SessionAware, plan.Sticky, plan.CacheAware:
-		return nil, &InvalidConfiguration{Msg: fmt.Sprintf(
-			"policy %s is not implemented yet; use round_robin, random, power_of_two or load_based", p.Type)}
+	case plan.SessionAware:
+		store, err := affinityStore(deps.Affinity, (*affinity.Stores).Session, model)
+		if err != nil {
+			return nil, err
+		}
+		return NewSessionAware(store, deps.Load, rnd, limits), nil
+	case plan.Sticky:
+		store, err := affinityStore(deps.Affinity, (*affinity.Stores).Sticky, model)
+		if err != nil {
+			return nil, err
+		}
+		return NewSticky(store, deps.Load, rnd, limits, p.Fallback)
+	case plan.CacheAware:
+		src, err := cacheSource(p.PrefixSource, deps)
+		if err != nil {
+			return nil, err
+		}
+		return NewCacheAware(src, deps.Load, rnd, limits, p), nil
 	default:
 		return nil, &InvalidConfiguration{Msg: fmt.Sprintf("unknown policy type %q", p.Type)}
 	}
+}
+
+// affinityStore returns the model's store from the shared stores, or a private one when
+// there are none.
+func affinityStore(stores *affinity.Stores, of func(*affinity.Stores, string) *affinity.Store, model string) (*affinity.Store, error) {
+	if stores == nil {
+		return affinity.NewStore(affinity.DefaultIdle, nil), nil
+	}
+	if s := of(stores, model); s != nil {
+		return s, nil
+	}
+	return nil, &InvalidConfiguration{Msg: fmt.Sprintf("no affinity store for model %q: the shared stores were built from another plan", model)}
+}
+
+// cacheSource returns the shared source a cache-aware attachment reads.
+func cacheSource(src *plan.PrefixSource, deps Deps) (CacheSource, error) {
+	if src == nil || src.Type == "" || src.Type == "local_index" {
+		return LocalIndex(deps.KV), nil
+	}
+	if src.Type != "remote_indexer" {
+		return nil, &InvalidConfiguration{Msg: fmt.Sprintf("unknown prefix source type %q", src.Type)}
+	}
+	r := deps.Indexers[*src]
+	if r == nil {
+		return nil, &InvalidConfiguration{Msg: fmt.Sprintf("no client for the remote prefix indexer %s: build Deps with NewDeps", src.Endpoint)}
+	}
+	return RemoteIndexer(r), nil
 }
 
 // noCandidates is the outcome every policy returns for an empty candidate set, before

@@ -107,8 +107,15 @@ func comparePressure(stage plan.Role, a *engine.Worker, ra *load.Report, b *engi
 // prompt: estimated queue time when both report it, then waiting uncached tokens, waiting
 // requests and running requests.
 func prefillPressure(a, b *load.Report) int {
+	return prefillPressureAt(a.HasQueueMS && b.HasQueueMS, a, b)
+}
+
+// prefillPressureAt is prefillPressure with the queue-time comparison on or off for a
+// whole set of engines. Sorting a set needs that: deciding per pair, as prefillPressure
+// does, is not transitive when only some engines report queue time.
+func prefillPressureAt(withQueue bool, a, b *load.Report) int {
 	queue := 0
-	if a.HasQueueMS && b.HasQueueMS {
+	if withQueue {
 		queue = cmp.Compare(a.QueueMS, b.QueueMS)
 	}
 	return cmp.Or(

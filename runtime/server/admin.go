@@ -1,8 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"sort"
@@ -14,7 +18,9 @@ import (
 
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/decision"
+	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/policy"
 	"github.com/routerkit/router/runtime/state/load"
 )
 
@@ -159,52 +165,72 @@ func sumBy(f *dto.MetricFamily, labels ...string) map[string]float64 {
 	return out
 }
 
-// Explanation is what POST /admin/explain returns: the selection pass for a request body
-// against live state, without dispatching.
-type Explanation struct {
-	Model        string            `json:"model"`
-	InputTokens  int64             `json:"input_tokens"`
-	ExpectedPeak *int64            `json:"expected_peak"`
-	Trace        *decision.Trace   `json:"trace"`
-	Bucket       *string           `json:"bucket"`
-	Picks        map[string]string `json:"picks"`
-	Error        *ExplainError     `json:"error"`
-}
-
-// ExplainError is a selection failure as serving would answer it.
-type ExplainError struct {
-	Code    string `json:"code"`
-	Status  int    `json:"status"`
-	Message string `json:"message"`
-}
-
-// explain runs selection for the posted chat request body, exactly as serving would, and
-// returns the trace. Nothing is dispatched and no in-flight count is taken.
+// explain runs selection for the posted request exactly as serving would, against live
+// state, and returns the shared explanation. The body is a chat request, or an
+// explain.Request giving the routing facts directly. It is a dry run: nothing is
+// dispatched, no in-flight count is taken and no affinity binding is written.
 func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
-	p, herr := s.prepare(w, r)
-	if herr != nil {
-		writeError(w, herr.status, herr.code, herr.msg)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, codeBodyTooLarge, err.Error())
+		return
+	}
+	var facts policy.Facts
+	var resolver *bucket.Resolver
+	if bytes.Contains(body, []byte(`"input_tokens"`)) {
+		resolver, facts, err = s.explainFacts(body)
+	} else {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		p, herr := s.prepare(w, r)
+		if herr != nil {
+			writeError(w, herr.status, herr.code, herr.msg)
+			return
+		}
+		resolver, facts = p.resolver, p.facts
+	}
+	if err != nil {
+		var he *httpError
+		var be *bucket.Error
+		switch {
+		case errors.As(err, &he):
+			writeError(w, he.status, he.code, he.msg)
+		case errors.As(err, &be):
+			writeError(w, be.Status(), be.Code(), be.Error())
+		default:
+			writeError(w, http.StatusBadRequest, codeInvalidRequest, err.Error())
+		}
 		return
 	}
 	trace := &decision.Trace{}
-	sel, err := p.resolver.Route(decision.NewContext(r.Context(), trace), &p.facts)
-	ex := Explanation{Model: p.model.Name, InputTokens: p.facts.InputTokens, Trace: trace, Picks: map[string]string{}}
-	if p.facts.PeakKnown {
-		ex.ExpectedPeak = &p.facts.ExpectedPeak
+	sel, err := resolver.Route(policy.WithDryRun(decision.NewContext(r.Context(), trace)), &facts)
+	writeJSON(w, http.StatusOK, explain.New(&facts, trace, sel, err, s.reg, s.table, time.Now()))
+}
+
+// explainFacts reads an explain.Request into the model's resolver and routing facts.
+func (s *Server) explainFacts(body []byte) (*bucket.Resolver, policy.Facts, error) {
+	var req explain.Request
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return nil, policy.Facts{}, fmt.Errorf("explain request: %w", err)
 	}
-	if err != nil {
-		ex.Error = &ExplainError{Code: bucket.CodeInternal, Status: http.StatusInternalServerError, Message: err.Error()}
-		if be, ok := err.(*bucket.Error); ok {
-			ex.Error.Code, ex.Error.Status = be.Code(), be.Status()
-		}
-	} else {
-		id := sel.Bucket.ID()
-		ex.Bucket = &id
-		for stage, pick := range picks(sel) {
-			ex.Picks[stage] = pick.Engine.ID()
-		}
+	if req.Model == "" && len(s.plan.Models) == 1 {
+		req.Model = s.plan.Models[0].Name
 	}
-	writeJSON(w, http.StatusOK, ex)
+	m := s.models[req.Model]
+	if m == nil {
+		return nil, policy.Facts{}, &httpError{http.StatusNotFound, codeModelNotFound,
+			fmt.Sprintf("model %q is not served by this router (served: %s)", req.Model, s.modelList)}
+	}
+	facts := policy.Facts{Model: req.Model, InputTokens: req.InputTokens, SessionKey: req.SessionID, RoutingKey: req.RoutingKey}
+	if req.MaxTokens != nil {
+		peak, err := bucket.ExpectedPeak(req.InputTokens, *req.MaxTokens)
+		if err != nil {
+			return nil, policy.Facts{}, err
+		}
+		facts.ExpectedPeak, facts.PeakKnown = peak, true
+	}
+	return m.resolver, facts, nil
 }
 
 // recent is a ring of the last decisions.

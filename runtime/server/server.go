@@ -14,6 +14,7 @@ import (
 	"net/http/httputil"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/routerkit/router/runtime/monitor"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
+	"github.com/routerkit/router/runtime/state/kv"
 	"github.com/routerkit/router/runtime/state/load"
 )
 
@@ -51,6 +53,7 @@ type Server struct {
 	models    map[string]*served
 	modelList string
 	monitor   *monitor.Monitor
+	deps      policy.Deps
 	metrics   *metrics
 	recent    *recent
 	proxy     *httputil.ReverseProxy
@@ -85,7 +88,11 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		metrics: newMetrics(),
 		started: time.Now(),
 	}
-	deps := policy.Deps{Load: s.table, Rand: opts.Rand}
+	deps, err := policy.NewDeps(p, s.table, opts.Rand, nil)
+	if err != nil {
+		return nil, fmt.Errorf("building policy state: %w", err)
+	}
+	s.deps = deps
 	names := make([]string, 0, len(p.Models))
 	for i := range p.Models {
 		m := &p.Models[i]
@@ -123,9 +130,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	monCtx, stopMonitor := context.WithCancel(context.Background())
 	defer stopMonitor()
 	s.monitor.CheckAll(ctx)
-	monDone := make(chan struct{})
-	go func() { s.monitor.Run(monCtx); close(monDone) }()
-	defer func() { stopMonitor(); <-monDone }()
+	// The background tasks feed shared state: engine health and load, the KV prefix
+	// index, and the sweeping of idle affinity bindings. They stop after the drain.
+	sub, err := kv.Subscribe(monCtx, s.plan, s.deps.KV, s.log)
+	if err != nil {
+		return fmt.Errorf("subscribing to KV events: %w", err)
+	}
+	var bg sync.WaitGroup
+	bg.Go(func() { s.monitor.Run(monCtx) })
+	bg.Go(func() { s.deps.Affinity.Run(monCtx) })
+	defer func() { stopMonitor(); bg.Wait(); sub.Wait() }()
 
 	srv := &http.Server{
 		Handler:           s.Handler(),

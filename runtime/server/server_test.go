@@ -13,6 +13,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/sim"
 )
@@ -204,19 +205,19 @@ func TestAdmissionExhaustion(t *testing.T) {
 	for _, id := range []string{"E1", "E2"} {
 		_ = fc.fleet.Engine(id).SetFaults(sim.Faults{Hang: true})
 	}
+	// Admission observes without reserving, so the two holding requests go one at a time:
+	// the first takes E1's slot, the second falls through to E2's.
 	ctx, release := contextWithCancel(t)
 	var wg sync.WaitGroup
-	for range 2 {
+	for _, id := range []string{"E1", "E2"} {
 		wg.Go(func() {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, fc.url+"/v1/chat/completions", strings.NewReader(chat("m", "hold", "")))
 			if resp, err := http.DefaultClient.Do(req); err == nil {
 				resp.Body.Close()
 			}
 		})
+		waitFor(t, id+" full", func() bool { return fc.srv.reg.Get(id).Inflight() == 1 })
 	}
-	waitFor(t, "both engines full", func() bool {
-		return fc.srv.reg.Get("E1").Inflight() == 1 && fc.srv.reg.Get("E2").Inflight() == 1
-	})
 	status, code, body := fc.post(t, chat("m", "one more", ""))
 	if status != 503 || code != "admission_rejected" || !strings.Contains(body, "short") || !strings.Contains(body, "long") {
 		t.Errorf("got %d %s: %s", status, code, body)
@@ -353,11 +354,11 @@ func TestAdminTokenAndExplain(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var ex Explanation
+	var ex explain.Explanation
 	if err := json.NewDecoder(resp.Body).Decode(&ex); err != nil {
 		t.Fatal(err)
 	}
-	if ex.Bucket == nil || *ex.Bucket != "short" || ex.Picks["plain"] != "E1" || len(ex.Trace.Attempts) != 1 {
+	if ex.Bucket == nil || *ex.Bucket != "short" || ex.Picks[plan.RolePlain] != "E1" || len(ex.Attempts) != 1 {
 		t.Errorf("explain: %+v", ex)
 	}
 	if n := len(fc.sent.bodies(p.Engines[0].URL)); n != 0 {

@@ -1,4 +1,10 @@
-package main
+// Package explain renders one selection pass for people and scripts: the ordered
+// compatible buckets and why the others were excluded, each attempt with its groups'
+// candidates and their load, the policies' picks and reasons, admission verdicts, and the
+// selection or the HTTP error serving would return. `router explain` builds it offline
+// from a load fixture and `router serve` from live state for POST /admin/explain, so both
+// print the same thing.
+package explain
 
 import (
 	"encoding/json"
@@ -16,47 +22,52 @@ import (
 	"github.com/routerkit/router/runtime/state/load"
 )
 
-// explanation is what `router explain` prints: the decision trace of one selection pass,
-// with each candidate's load as the fixture set it, and the outcome. Its JSON form is the
-// command's --json output.
-type explanation struct {
+// Explanation is the decision trace of one selection pass, with each candidate's load at
+// the time, and the outcome. Its JSON form is `router explain --json` and the body of
+// POST /admin/explain.
+type Explanation struct {
 	Model        string               `json:"model"`
 	InputTokens  int64                `json:"input_tokens"`
 	ExpectedPeak *int64               `json:"expected_peak"`
 	Resolved     []string             `json:"resolved"`
 	Excluded     []decision.Exclusion `json:"excluded"`
-	Attempts     []attemptView        `json:"attempts"`
+	Attempts     []Attempt            `json:"attempts"`
 	Bucket       *string              `json:"bucket"`
 	Picks        map[plan.Role]string `json:"picks"`
-	Error        *errorView           `json:"error"`
+	Error        *Error               `json:"error"`
 }
 
-type attemptView struct {
-	Bucket string      `json:"bucket"`
-	Groups []groupView `json:"groups"`
-	Error  string      `json:"error,omitempty"`
+// Attempt is one bucket's try at a complete selection.
+type Attempt struct {
+	Bucket string  `json:"bucket"`
+	Groups []Group `json:"groups"`
+	Error  string  `json:"error,omitempty"`
 }
 
-type groupView struct {
+// Group is one engine group's pick within an attempt.
+type Group struct {
 	Stage      plan.Role          `json:"stage"`
 	Policy     plan.PolicyType    `json:"policy"`
-	Candidates []candidateView    `json:"candidates"`
+	Candidates []Candidate        `json:"candidates"`
 	ReadLoad   []string           `json:"read_load"`
 	Admission  []decision.Verdict `json:"admission"`
+	Prefix     *decision.Prefix   `json:"prefix,omitempty"`
+	Notes      []string           `json:"notes,omitempty"`
 	Pick       string             `json:"pick,omitempty"`
 	Reason     string             `json:"reason,omitempty"`
 	Error      string             `json:"error,omitempty"`
 }
 
-type candidateView struct {
-	ID       string    `json:"id"`
-	Inflight int64     `json:"inflight"`
-	Load     *loadView `json:"load"` // null: unknown (missing, stale or rank-incomplete)
+// Candidate is a healthy group member and its load when the pass ran.
+type Candidate struct {
+	ID       string `json:"id"`
+	Inflight int64  `json:"inflight"`
+	Load     *Load  `json:"load"` // null: unknown (missing, stale or rank-incomplete)
 }
 
-// loadView is a report as explain shows it. The native-only fields are absent for a basic
+// Load is a report as explain shows it. The native-only fields are absent for a basic
 // report, whose publisher does not supply them.
-type loadView struct {
+type Load struct {
 	Native                bool   `json:"native"`
 	Running               int64  `json:"running"`
 	Waiting               int64  `json:"waiting"`
@@ -67,33 +78,37 @@ type loadView struct {
 	AgeMS                 int64  `json:"age_ms"`
 }
 
-type errorView struct {
+// Error is a failed pass as serving would answer it.
+type Error struct {
 	Code    string   `json:"code"`
 	Status  int      `json:"status"`
 	Message string   `json:"message"`
 	Reasons []string `json:"reasons,omitempty"`
 }
 
-func newExplanation(facts *policy.Facts, tr *decision.Trace, sel bucket.Selection, err error,
-	reg *engine.Registry, table *load.Table, now time.Time) *explanation {
-	x := &explanation{
+// New builds the explanation of a pass that ran with tr in its context and returned sel
+// and err. Candidate loads are read from table at now.
+func New(facts *policy.Facts, tr *decision.Trace, sel bucket.Selection, err error,
+	reg *engine.Registry, table *load.Table, now time.Time) *Explanation {
+	x := &Explanation{
 		Model:       facts.Model,
 		InputTokens: facts.InputTokens,
 		Resolved:    append([]string{}, tr.Resolved...),
 		Excluded:    append([]decision.Exclusion{}, tr.Excluded...),
-		Attempts:    []attemptView{},
+		Attempts:    []Attempt{},
 		Picks:       map[plan.Role]string{},
 	}
 	if facts.PeakKnown {
 		x.ExpectedPeak = &facts.ExpectedPeak
 	}
 	for _, a := range tr.Attempts {
-		av := attemptView{Bucket: a.Bucket, Groups: []groupView{}, Error: a.Error}
+		av := Attempt{Bucket: a.Bucket, Groups: []Group{}, Error: a.Error}
 		for _, g := range a.Groups {
-			gv := groupView{Stage: g.Stage, Policy: g.Policy, Candidates: []candidateView{}, ReadLoad: []string{},
-				Admission: append([]decision.Verdict{}, g.Admission...), Pick: g.Pick, Reason: g.Reason, Error: g.Error}
+			gv := Group{Stage: g.Stage, Policy: g.Policy, Candidates: []Candidate{}, ReadLoad: []string{},
+				Admission: append([]decision.Verdict{}, g.Admission...), Prefix: g.Prefix, Notes: g.Notes,
+				Pick: g.Pick, Reason: g.Reason, Error: g.Error}
 			for _, c := range g.Candidates {
-				gv.Candidates = append(gv.Candidates, candidateView{ID: c.ID, Inflight: c.Inflight,
+				gv.Candidates = append(gv.Candidates, Candidate{ID: c.ID, Inflight: c.Inflight,
 					Load: viewLoad(table.Load(reg.Get(c.ID), now), now)})
 			}
 			for _, o := range g.Observed {
@@ -106,7 +121,7 @@ func newExplanation(facts *policy.Facts, tr *decision.Trace, sel bucket.Selectio
 	var routeErr *bucket.Error
 	switch {
 	case errors.As(err, &routeErr):
-		x.Error = &errorView{Code: routeErr.Code(), Status: routeErr.Status(), Message: routeErr.Error(), Reasons: routeErr.Reasons}
+		x.Error = &Error{Code: routeErr.Code(), Status: routeErr.Status(), Message: routeErr.Error(), Reasons: routeErr.Reasons}
 	case err == nil:
 		id := sel.Bucket.ID()
 		x.Bucket = &id
@@ -119,24 +134,26 @@ func newExplanation(facts *policy.Facts, tr *decision.Trace, sel bucket.Selectio
 	return x
 }
 
-func viewLoad(r *load.Report, now time.Time) *loadView {
+func viewLoad(r *load.Report, now time.Time) *Load {
 	if r == nil {
 		return nil
 	}
-	v := &loadView{Native: r.Native, Running: r.Running, Waiting: r.Waiting, AgeMS: now.Sub(r.At).Milliseconds()}
+	v := &Load{Native: r.Native, Running: r.Running, Waiting: r.Waiting, AgeMS: now.Sub(r.At).Milliseconds()}
 	if r.Native {
 		v.WaitingUncachedTokens, v.UsedKVTokens, v.MaxKVTokens, v.MaxRunning = &r.WaitingUncachedTokens, &r.UsedKVTokens, &r.MaxKVTokens, &r.MaxRunning
 	}
 	return v
 }
 
-func (x *explanation) writeJSON(w io.Writer) error {
+// WriteJSON writes the explanation as indented JSON.
+func (x *Explanation) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(x)
 }
 
-func (x *explanation) writeText(w io.Writer) {
+// WriteText writes the explanation for a person, a line per step.
+func (x *Explanation) WriteText(w io.Writer) {
 	peak := "output budget unknown"
 	if x.ExpectedPeak != nil {
 		peak = fmt.Sprintf("expected peak %d tokens", *x.ExpectedPeak)
@@ -170,7 +187,7 @@ func (x *explanation) writeText(w io.Writer) {
 	fmt.Fprintf(w, "selected: bucket %s: %s\n", *x.Bucket, strings.Join(picks, ", "))
 }
 
-func (g *groupView) writeText(w io.Writer) {
+func (g *Group) writeText(w io.Writer) {
 	if len(g.Candidates) == 0 {
 		fmt.Fprintf(w, "  %s group (%s): no candidates\n", g.Stage, g.Policy)
 	} else {
@@ -181,6 +198,23 @@ func (g *groupView) writeText(w io.Writer) {
 	}
 	if len(g.ReadLoad) > 0 {
 		fmt.Fprintf(w, "    policy read load of: %s\n", strings.Join(g.ReadLoad, ", "))
+	}
+	if p := g.Prefix; p != nil {
+		fmt.Fprintf(w, "    prefix lookup (%s): %s", p.Source, p.Outcome)
+		if p.Detail != "" {
+			fmt.Fprintf(w, " (%s)", p.Detail)
+		}
+		for i, m := range p.Matches {
+			sep := ", "
+			if i == 0 {
+				sep = "; candidates holding a prefix: "
+			}
+			fmt.Fprintf(w, "%s%s %d tokens", sep, m.Engine, m.Tokens)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, n := range g.Notes {
+		fmt.Fprintf(w, "    note: %s\n", n)
 	}
 	for _, v := range g.Admission {
 		if v.Admitted {
@@ -196,7 +230,7 @@ func (g *groupView) writeText(w io.Writer) {
 	}
 }
 
-func (l *loadView) text() string {
+func (l *Load) text() string {
 	if l == nil {
 		return "load unknown"
 	}
@@ -206,4 +240,16 @@ func (l *loadView) text() string {
 			l.Running, l.Waiting, *l.WaitingUncachedTokens, *l.UsedKVTokens, *l.MaxKVTokens, *l.MaxRunning)
 	}
 	return fmt.Sprintf("%s, age %dms", s, l.AgeMS)
+}
+
+// Request asks a running router to explain a request given by its routing facts rather
+// than a chat body: the body of POST /admin/explain that `router explain --router` sends.
+// A body with input_tokens is read as a Request; any other body as a chat request.
+type Request struct {
+	// Model may be empty when the router serves one model.
+	Model       string `json:"model,omitempty"`
+	InputTokens int64  `json:"input_tokens"`
+	MaxTokens   *int64 `json:"max_tokens,omitempty"`
+	SessionID   string `json:"session_id,omitempty"`
+	RoutingKey  string `json:"routing_key,omitempty"`
 }

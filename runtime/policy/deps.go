@@ -1,0 +1,38 @@
+package policy
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/state/affinity"
+	"github.com/routerkit/router/runtime/state/kv"
+	"github.com/routerkit/router/runtime/state/load"
+)
+
+// NewDeps builds a router's shared policy state from its plan, once: the affinity stores
+// of every model, an empty local prefix index for the engines that publish KV events, and
+// one client per remote prefix indexer. table and rnd are used as given (nil rnd is the
+// fast process-wide source). clock is the affinity stores' time source, nil for time.Now.
+//
+// NewDeps starts nothing. A serving router also runs, for as long as it serves:
+//
+//	go deps.Affinity.Run(ctx)                      // sweeps idle bindings
+//	sub, err := kv.Subscribe(ctx, p, deps.KV, log) // feeds the prefix index
+//
+// and, when a worker leaves the registry, deps.Affinity.RemoveEngine(id) and
+// deps.KV.RemoveEngine(id). A remote indexer's endpoint scheme is checked here, so an
+// unsupported one fails at startup.
+func NewDeps(p *plan.Plan, table *load.Table, rnd Rand, clock func() time.Time) (Deps, error) {
+	indexers, err := kv.NewRemotes(p, &http.Client{})
+	if err != nil {
+		return Deps{}, err
+	}
+	return Deps{
+		Load:     table,
+		Rand:     rnd,
+		Affinity: affinity.FromPlan(p, clock),
+		KV:       kv.NewIndex(p),
+		Indexers: indexers,
+	}, nil
+}

@@ -1,0 +1,321 @@
+// Package kv tracks which engines hold which prefixes of their KV cache, for cache-aware
+// selection (spec §6, "Cache state"): the local prefix index, the ZMQ subscriptions that
+// feed it from the engines' KV events, and a client for a remote prefix indexer.
+//
+// The index stores prefix ownership and storage tiers, never KV tensors. Engines name
+// their cached pages by SGLang's chained block hash, which the router reproduces from a
+// request's token ids (token.BlockHashes), so a lookup hashes the prompt and walks the
+// chain: an engine holds a prefix of n blocks when it holds each of the first n hashes.
+package kv
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/token"
+)
+
+// DefaultBlockSize is the page size assumed for an engine whose plan sets no
+// kv_events.block_size. It is the simulator's default page size (sim.DefaultConfig) and a
+// common SGLang --page-size for prefix caching. The router does not yet read the page
+// size from /server_info: configure block_size for engines that use another one, since
+// hashes of differently sized pages never match.
+const DefaultBlockSize = 16
+
+// BlockSize returns the page size of an engine's KV events in tokens.
+func BlockSize(e plan.Engine) int {
+	if e.KVEvents != nil && e.KVEvents.BlockSize > 0 {
+		return e.KVEvents.BlockSize
+	}
+	return DefaultBlockSize
+}
+
+// Medium is a set of storage tiers holding a block. An engine that moves a page from GPU
+// to host memory publishes a removal for one tier and a store for the other; it still
+// holds the prefix, so ownership lasts while any tier holds the block.
+type Medium uint8
+
+// Storage tiers, as SGLang and vLLM name them in KV events.
+const (
+	MediumGPU Medium = 1 << iota
+	MediumCPU
+	MediumDisk
+	MediumExternal
+
+	allMedia = MediumGPU | MediumCPU | MediumDisk | MediumExternal
+)
+
+// parseMedium maps an event's medium name to its tier. An absent medium on a store means
+// GPU, the engines' default; on a removal it means every tier.
+func parseMedium(name string, absent Medium) Medium {
+	switch name {
+	case "":
+		return absent
+	case "GPU":
+		return MediumGPU
+	case "CPU", "CPU_PINNED":
+		return MediumCPU
+	case "DISK":
+		return MediumDisk
+	default:
+		return MediumExternal
+	}
+}
+
+// EventKind is the type of a KV event.
+type EventKind uint8
+
+// KV event kinds.
+const (
+	BlockStored EventKind = iota + 1
+	BlockRemoved
+	AllBlocksCleared
+)
+
+// Event is one decoded KV event of an engine rank. Hashes are the engine's block hashes;
+// Medium is the tier stored to or removed from.
+type Event struct {
+	Kind   EventKind
+	Hashes []int64
+	Medium Medium
+	// BlockSize is the page size the engine reported with a store, 0 when absent.
+	BlockSize int
+}
+
+// Match is an engine's cached prefix of a request: the number of leading blocks it holds.
+type Match struct {
+	Engine string
+	Blocks int
+}
+
+// owner is an (engine, DP rank) pair, numbered at construction. Ranks own blocks
+// separately because each rank has its own cache and publisher.
+type owner uint32
+
+type engineInfo struct {
+	id        string
+	model     string
+	blockSize int
+	ranks     []owner
+}
+
+// Index is the local prefix index: for each block hash, the engine ranks holding it. It is
+// safe for concurrent use: subscriptions write, picks read.
+type Index struct {
+	engines map[string]*engineInfo // fixed at construction
+	ownerOf []*engineInfo          // by owner
+	sizes   map[string][]int       // model -> distinct block sizes, fixed
+
+	mu     sync.RWMutex
+	blocks map[int64][]owner  // hash -> owners, each once
+	owned  []map[int64]Medium // by owner: the hashes it holds and their tiers
+}
+
+// NewIndex returns an empty index for the plan's engines that publish KV events (an
+// engine without kv_events never owns a block). A nil plan gives an index of no engines,
+// on which every lookup misses.
+func NewIndex(p *plan.Plan) *Index {
+	ix := &Index{engines: map[string]*engineInfo{}, sizes: map[string][]int{}, blocks: map[int64][]owner{}}
+	if p == nil {
+		return ix
+	}
+	for _, e := range p.Engines {
+		if e.KVEvents == nil {
+			continue
+		}
+		info := &engineInfo{id: e.ID, model: e.Model, blockSize: BlockSize(e)}
+		for range max(e.DPSize, 1) {
+			info.ranks = append(info.ranks, owner(len(ix.ownerOf)))
+			ix.ownerOf = append(ix.ownerOf, info)
+			ix.owned = append(ix.owned, map[int64]Medium{})
+		}
+		ix.engines[e.ID] = info
+		if !slices.Contains(ix.sizes[e.Model], info.blockSize) {
+			ix.sizes[e.Model] = append(ix.sizes[e.Model], info.blockSize)
+		}
+	}
+	return ix
+}
+
+// BlockSizes returns the distinct page sizes of the model's indexed engines, so a lookup
+// hashes a prompt once per size. The slice must not be modified.
+func (ix *Index) BlockSizes(model string) []int {
+	if ix == nil {
+		return nil
+	}
+	return ix.sizes[model]
+}
+
+// rank returns the owner of an engine's rank, or false if the index does not know it.
+func (ix *Index) rank(engineID string, rank int) (owner, bool) {
+	info := ix.engines[engineID]
+	if info == nil || rank < 0 || rank >= len(info.ranks) {
+		return 0, false
+	}
+	return info.ranks[rank], true
+}
+
+// Apply applies one rank's events in order and reports whether the index knows the rank.
+func (ix *Index) Apply(engineID string, rank int, events ...Event) bool {
+	o, ok := ix.rank(engineID, rank)
+	if !ok {
+		return false
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	for _, e := range events {
+		switch e.Kind {
+		case BlockStored:
+			for _, h := range e.Hashes {
+				ix.store(o, h, e.Medium)
+			}
+		case BlockRemoved:
+			for _, h := range e.Hashes {
+				ix.remove(o, h, e.Medium)
+			}
+		case AllBlocksCleared:
+			ix.clear(o)
+		}
+	}
+	return true
+}
+
+func (ix *Index) store(o owner, h int64, m Medium) {
+	held, ok := ix.owned[o][h]
+	ix.owned[o][h] = held | m
+	if !ok {
+		ix.blocks[h] = append(ix.blocks[h], o)
+	}
+}
+
+func (ix *Index) remove(o owner, h int64, m Medium) {
+	held, ok := ix.owned[o][h]
+	if !ok {
+		return
+	}
+	if left := held &^ m; left != 0 {
+		ix.owned[o][h] = left
+		return
+	}
+	delete(ix.owned[o], h)
+	ix.unlink(o, h)
+}
+
+// unlink removes o from h's owners.
+func (ix *Index) unlink(o owner, h int64) {
+	owners := ix.blocks[h]
+	i := slices.Index(owners, o)
+	if i < 0 {
+		return
+	}
+	owners[i] = owners[len(owners)-1]
+	owners = owners[:len(owners)-1]
+	if len(owners) == 0 {
+		delete(ix.blocks, h)
+	} else {
+		ix.blocks[h] = owners
+	}
+}
+
+func (ix *Index) clear(o owner) {
+	for h := range ix.owned[o] {
+		ix.unlink(o, h)
+	}
+	ix.owned[o] = map[int64]Medium{}
+}
+
+// ClearRank forgets everything an engine rank holds. A subscription calls it when it can
+// no longer vouch for the rank's state: on a sequence gap, a publisher restart or a
+// reconnect, events may have been lost, and ownership is unknown until the engine
+// stores blocks again.
+func (ix *Index) ClearRank(engineID string, rank int) {
+	if o, ok := ix.rank(engineID, rank); ok {
+		ix.mu.Lock()
+		ix.clear(o)
+		ix.mu.Unlock()
+	}
+}
+
+// RemoveEngine forgets everything the engine holds, for a worker that left the registry.
+func (ix *Index) RemoveEngine(engineID string) {
+	info := ix.engines[engineID]
+	if info == nil {
+		return
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	for _, o := range info.ranks {
+		ix.clear(o)
+	}
+}
+
+// Blocks returns how many blocks the engine's ranks hold in total.
+func (ix *Index) Blocks(engineID string) int {
+	info := ix.engines[engineID]
+	if info == nil {
+		return 0
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	n := 0
+	for _, o := range info.ranks {
+		n += len(ix.owned[o])
+	}
+	return n
+}
+
+// Lookup returns, for each engine of the given page size holding at least the first
+// block of ids, how many leading blocks it holds. An engine's prefix is its best rank's,
+// since the engine places the request on a rank itself. A nil index matches nothing.
+func (ix *Index) Lookup(ids []uint32, blockSize int) []Match {
+	if ix == nil || blockSize <= 0 || len(ids) < blockSize {
+		return nil
+	}
+	return ix.LookupHashes(token.BlockHashes(ids, blockSize), blockSize)
+}
+
+// LookupHashes is Lookup for a request already hashed with the page size.
+func (ix *Index) LookupHashes(hashes []int64, blockSize int) []Match {
+	if ix == nil || len(hashes) == 0 {
+		return nil
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	var buf [16]owner
+	alive := buf[:0]
+	for _, o := range ix.blocks[hashes[0]] {
+		if ix.ownerOf[o].blockSize == blockSize {
+			alive = append(alive, o)
+		}
+	}
+	var out []Match
+	record := func(o owner, blocks int) {
+		id := ix.ownerOf[o].id
+		for i := range out {
+			if out[i].Engine == id {
+				out[i].Blocks = max(out[i].Blocks, blocks)
+				return
+			}
+		}
+		out = append(out, Match{Engine: id, Blocks: blocks})
+	}
+	// Block i's hash chains over every earlier block, so a rank holding it holds the whole
+	// prefix up to it; walk while some rank holds every block so far.
+	for i := 1; i < len(hashes) && len(alive) > 0; i++ {
+		next := ix.blocks[hashes[i]]
+		kept := alive[:0]
+		for _, o := range alive {
+			if slices.Contains(next, o) {
+				kept = append(kept, o)
+			} else {
+				record(o, i)
+			}
+		}
+		alive = kept
+	}
+	for _, o := range alive {
+		record(o, len(hashes))
+	}
+	return out
+}

@@ -1,0 +1,149 @@
+package kv
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+func frames(seq uint64, payload []byte) [][]byte {
+	return [][]byte{[]byte("kv@E1@m"), binary.BigEndian.AppendUint64(nil, seq), payload}
+}
+
+func golden(t *testing.T, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := hex.DecodeString(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+const goldenH1, goldenH2 = -3488128144981237669, 5674439469042975057
+
+func TestDecodeGolden(t *testing.T) {
+	tests := []struct {
+		file string
+		want []Event
+	}{
+		// SGLang's positional encoding, as runtime/sim publishes it (its golden batch):
+		// two pages stored, the second removed, then everything cleared.
+		{file: "sglang_batch.hex", want: []Event{
+			{Kind: BlockStored, Hashes: []int64{goldenH1}, Medium: MediumGPU, BlockSize: 4},
+			{Kind: BlockStored, Hashes: []int64{goldenH2}, Medium: MediumGPU, BlockSize: 4},
+			{Kind: BlockRemoved, Hashes: []int64{goldenH2}, Medium: MediumGPU},
+			{Kind: AllBlocksCleared},
+		}},
+		// vLLM's map encoding with its extra fields, a hash sent as uint64, a CPU tier and
+		// an event type this router does not know, which is skipped.
+		{file: "vllm_map_batch.hex", want: []Event{
+			{Kind: BlockStored, Hashes: []int64{goldenH1}, Medium: MediumGPU, BlockSize: 4},
+			{Kind: BlockStored, Hashes: []int64{goldenH2}, Medium: MediumCPU, BlockSize: 4},
+			{Kind: BlockRemoved, Hashes: []int64{goldenH2}, Medium: MediumGPU},
+			{Kind: AllBlocksCleared},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			m, err := decodeMessage(frames(41, golden(t, tt.file)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.seq != 41 {
+				t.Fatalf("seq = %d", m.seq)
+			}
+			if !slices.EqualFunc(m.events, tt.want, func(a, b Event) bool {
+				return a.Kind == b.Kind && slices.Equal(a.Hashes, b.Hashes) && a.Medium == b.Medium && a.BlockSize == b.BlockSize
+			}) {
+				t.Fatalf("events = %+v\nwant     %+v", m.events, tt.want)
+			}
+		})
+	}
+}
+
+func encode(t *testing.T, v any) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := msgpack.NewEncoder(&buf).Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestDecodeTolerance(t *testing.T) {
+	digest := []byte{0xcf, 0x97, 0xad, 0xee, 0xdb, 0x59, 0xe0, 0x5b, 0xff, 0xff}
+	tests := []struct {
+		name    string
+		payload any
+		want    []Event
+	}{
+		{name: "dp_rank omitted, trailing fields omitted",
+			payload: []any{1.5, []any{[]any{"BlockStored", []any{int64(7)}, nil, []any{1, 2}}, []any{"BlockRemoved", []any{int64(7)}}}},
+			want:    []Event{{Kind: BlockStored, Hashes: []int64{7}, Medium: MediumGPU}, {Kind: BlockRemoved, Hashes: []int64{7}, Medium: allMedia}}},
+		{name: "nil dp_rank and small integers",
+			payload: []any{1.5, []any{[]any{"BlockStored", []any{int8(3), uint16(4)}, nil, []any{}, 16, nil, "DISK"}}, nil},
+			want:    []Event{{Kind: BlockStored, Hashes: []int64{3, 4}, Medium: MediumDisk, BlockSize: 16}}},
+		{name: "a raw digest is read from its first 8 bytes",
+			payload: []any{1.5, []any{map[string]any{"type": "BlockRemoved", "block_hashes": []any{digest}}}, 0},
+			want:    []Event{{Kind: BlockRemoved, Hashes: []int64{goldenH1}, Medium: allMedia}}},
+		{name: "no events", payload: []any{1.5, nil, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := decodeMessage(frames(0, encode(t, tt.payload)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.EqualFunc(m.events, tt.want, func(a, b Event) bool {
+				return a.Kind == b.Kind && slices.Equal(a.Hashes, b.Hashes) && a.Medium == b.Medium && a.BlockSize == b.BlockSize
+			}) {
+				t.Fatalf("events = %+v, want %+v", m.events, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	tooMany := make([]any, maxHashesPerEvent+1)
+	for i := range tooMany {
+		tooMany[i] = int64(i)
+	}
+	tests := []struct {
+		name   string
+		frames [][]byte
+		want   string
+	}{
+		{name: "two frames", frames: [][]byte{{}, make([]byte, 8)}, want: "want 3 frames"},
+		{name: "short sequence", frames: [][]byte{{}, make([]byte, 4), {0x90}}, want: "sequence frame has 4 bytes"},
+		{name: "not msgpack", frames: frames(0, []byte{0xc1}), want: "decoding payload"},
+		{name: "payload not an array", frames: frames(0, encode(t, map[string]any{"a": 1})), want: "decoding payload"},
+		{name: "payload too short", frames: frames(0, encode(t, []any{1.5})), want: "payload has 1 fields"},
+		{name: "events not an array", frames: frames(0, encode(t, []any{1.5, "x", 0})), want: "payload events are string"},
+		{name: "event of a scalar", frames: frames(0, encode(t, []any{1.5, []any{7}, 0})), want: "event 0: event is int8"},
+		{name: "empty event", frames: frames(0, encode(t, []any{1.5, []any{[]any{}}, 0})), want: "empty event array"},
+		{name: "untagged map", frames: frames(0, encode(t, []any{1.5, []any{map[string]any{"x": 1}}, 0})), want: "no type tag"},
+		{name: "hashes not an array", frames: frames(0, encode(t, []any{1.5, []any{[]any{"BlockStored", 5}}, 0})), want: "block_hashes is int8"},
+		{name: "hash of a string", frames: frames(0, encode(t, []any{1.5, []any{[]any{"BlockRemoved", []any{"x"}}}, 0})), want: "block hash 0 is string"},
+		{name: "short digest", frames: frames(0, encode(t, []any{1.5, []any{[]any{"BlockRemoved", []any{[]byte{1}}}}, 0})), want: "block hash 0 is []uint8"},
+		{name: "medium of a number", frames: frames(0, encode(t, []any{1.5, []any{[]any{"BlockRemoved", []any{1}, 3}}, 0})), want: "medium is int8"},
+		{name: "too many hashes", frames: frames(0, encode(t, []any{1.5, []any{[]any{"BlockRemoved", tooMany}}, 0})), want: "65537 block hashes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := decodeMessage(tt.frames)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
