@@ -37,6 +37,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			explainCommand(),
 			serveCommand(),
 			simCommand(),
+			topCommand(),
 		},
 	}
 	for _, c := range app.Commands {

@@ -1,0 +1,99 @@
+// Package tui is the terminal monitor behind `router top`: a bubbletea program that polls
+// a running router's GET /admin/state and shows its engines, buckets and recent routing
+// decisions.
+//
+// It talks to the router over HTTP only and never imports the server: the snapshot types
+// below are its own reading of the JSON, so a router one version ahead or behind still
+// renders. Polling goes through an injected FetchFunc and clock, so the model is a pure
+// function of the messages it receives and tests drive it through Update and View.
+package tui
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// State is one /admin/state snapshot as the monitor reads it. Counters (picks, rejections,
+// requests, fall-throughs) are cumulative totals since the router started; the monitor
+// turns them into rates from the difference between two polls.
+type State struct {
+	Time      time.Time  `json:"time"`
+	UptimeS   float64    `json:"uptime_s"`
+	Draining  bool       `json:"draining"`
+	Engines   []Engine   `json:"engines"`
+	Buckets   []Bucket   `json:"buckets"`
+	Decisions []Decision `json:"decisions"`
+}
+
+// Engine is one engine as the router sees it.
+type Engine struct {
+	ID       string   `json:"id"`
+	URL      string   `json:"url"`
+	Model    string   `json:"model"`
+	Role     string   `json:"role"`
+	Groups   []string `json:"groups"` // "bucket/stage"
+	Healthy  bool     `json:"healthy"`
+	Inflight int64    `json:"inflight"`
+	// Load is nil when the router holds no usable (fresh, complete) load report.
+	Load *Load `json:"load"`
+	// ReportAgeMS is the age of the usable report, negative when there is none.
+	ReportAgeMS float64 `json:"report_age_ms"`
+	Picks       float64 `json:"picks"`
+	Rejections  float64 `json:"admission_rejections"`
+	HealthError string  `json:"health_error"`
+	LoadError   string  `json:"load_error"`
+}
+
+// Load is an engine's last usable load report. The capacity fields mean something only
+// when Native is set: older ("basic") publishers report running and waiting only.
+type Load struct {
+	Running      int64 `json:"running"`
+	Waiting      int64 `json:"waiting"`
+	Native       bool  `json:"native"`
+	UsedKVTokens int64 `json:"used_kv_tokens"`
+	MaxKVTokens  int64 `json:"max_kv_tokens"`
+	MaxRunning   int64 `json:"max_running"`
+}
+
+// Bucket is one bucket's cumulative counters.
+type Bucket struct {
+	Model        string             `json:"model"`
+	ID           string             `json:"id"`
+	Requests     float64            `json:"requests"`
+	Fallthroughs float64            `json:"fallthroughs"`
+	ByStatus     map[string]float64 `json:"by_status"`
+}
+
+// Decision is one request's routing outcome: the bucket and engines per stage with the
+// policies' reasons, or the error it was answered with.
+type Decision struct {
+	Time         time.Time         `json:"time"`
+	Model        string            `json:"model"`
+	InputTokens  int64             `json:"input_tokens"`
+	Bucket       string            `json:"bucket"`
+	Engines      map[string]string `json:"engines"`
+	Reasons      map[string]string `json:"reasons"`
+	Fallthroughs int               `json:"fallthroughs"`
+	Status       int               `json:"status"`
+	Error        string            `json:"error"`
+	DurationMS   float64           `json:"duration_ms"`
+}
+
+// ErrMalformed marks a response that is not a snapshot: not JSON, a field of the wrong
+// type, or not an object at all.
+var ErrMalformed = errors.New("malformed snapshot")
+
+// Decode reads a snapshot. Unknown fields are ignored and missing ones stay zero, so
+// routers of other versions still render; anything else that is wrong is ErrMalformed.
+func Decode(data []byte) (*State, error) {
+	var st *State
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	if st == nil {
+		return nil, fmt.Errorf("%w: null instead of an object", ErrMalformed)
+	}
+	return st, nil
+}
