@@ -83,8 +83,8 @@ func serve(c *cli.Context) error {
 	return srv.Serve(ctx, ln)
 }
 
-// startDemoEngines starts one simulated engine per demo engine on a free port and points
-// the plan's engines at them.
+// startDemoEngines starts one simulated engine per demo engine on free ports (HTTP and
+// KV events) and points the plan's engines at them.
 func startDemoEngines(ctx context.Context, p *plan.Plan) (*sim.Fleet, error) {
 	specs, err := sim.SpecsFromPlan(p, sim.DefaultConfig())
 	if err != nil {
@@ -98,7 +98,12 @@ func startDemoEngines(ctx context.Context, p *plan.Plan) (*sim.Fleet, error) {
 		return nil, fmt.Errorf("demo engines: %w", err)
 	}
 	for i := range p.Engines {
-		p.Engines[i].URL = fleet.Engine(p.Engines[i].ID).URL()
+		e := &p.Engines[i]
+		se := fleet.Engine(e.ID)
+		e.URL = se.URL()
+		if e.KVEvents != nil {
+			e.KVEvents.Endpoint, e.KVEvents.Topic = se.KVEndpoints()[0], se.KVTopic()
+		}
 	}
 	return fleet, nil
 }
