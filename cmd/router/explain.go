@@ -30,7 +30,7 @@ selection or the error with the HTTP status serving would return.
 
 The load fixture (--load, YAML or JSON) gives engine state by id:
   engines: {D1: {running: 64, waiting: 3, max_kv_tokens: 1048576, inflight: 2, age_ms: 100}}
-Fields: healthy, running, waiting, waiting_uncached_tokens, used_kv_tokens,
+Fields: healthy, running, waiting, waiting_uncached_tokens, used_kv_tokens, total_kv_tokens,
 max_kv_tokens, max_running, inflight, age_ms, all optional. Engines not listed
 are healthy with unknown load.
 

@@ -73,6 +73,7 @@ type Load struct {
 	Waiting               int64  `json:"waiting"`
 	WaitingUncachedTokens *int64 `json:"waiting_uncached_tokens,omitempty"`
 	UsedKVTokens          *int64 `json:"used_kv_tokens,omitempty"`
+	TotalKVTokens         *int64 `json:"total_kv_tokens,omitempty"`
 	MaxKVTokens           *int64 `json:"max_kv_tokens,omitempty"`
 	MaxRunning            *int64 `json:"max_running,omitempty"`
 	AgeMS                 int64  `json:"age_ms"`
@@ -140,7 +141,8 @@ func viewLoad(r *load.Report, now time.Time) *Load {
 	}
 	v := &Load{Native: r.Native, Running: r.Running, Waiting: r.Waiting, AgeMS: now.Sub(r.At).Milliseconds()}
 	if r.Native {
-		v.WaitingUncachedTokens, v.UsedKVTokens, v.MaxKVTokens, v.MaxRunning = &r.WaitingUncachedTokens, &r.UsedKVTokens, &r.MaxKVTokens, &r.MaxRunning
+		v.WaitingUncachedTokens, v.UsedKVTokens, v.TotalKVTokens, v.MaxKVTokens, v.MaxRunning =
+			&r.WaitingUncachedTokens, &r.UsedKVTokens, &r.TotalKVTokens, &r.MaxKVTokens, &r.MaxRunning
 	}
 	return v
 }
@@ -236,8 +238,8 @@ func (l *Load) text() string {
 	}
 	s := fmt.Sprintf("basic report: running %d, waiting %d", l.Running, l.Waiting)
 	if l.Native {
-		s = fmt.Sprintf("native report: running %d, waiting %d, waiting uncached tokens %d, kv tokens %d/%d, max running %d",
-			l.Running, l.Waiting, *l.WaitingUncachedTokens, *l.UsedKVTokens, *l.MaxKVTokens, *l.MaxRunning)
+		s = fmt.Sprintf("native report: running %d, waiting %d, waiting uncached tokens %d, kv tokens %d/%d (%d with pending prefill), max running %d",
+			l.Running, l.Waiting, *l.WaitingUncachedTokens, *l.UsedKVTokens, *l.MaxKVTokens, *l.TotalKVTokens, *l.MaxRunning)
 	}
 	return fmt.Sprintf("%s, age %dms", s, l.AgeMS)
 }

@@ -31,6 +31,7 @@ func parseLoads(r io.Reader, at time.Time) ([]rankSample, error) {
 			NumWaitingReqs           *int64 `json:"num_waiting_reqs"`
 			NumWaitingUncachedTokens *int64 `json:"num_waiting_uncached_tokens"`
 			NumUsedTokens            *int64 `json:"num_used_tokens"`
+			NumTotalTokens           *int64 `json:"num_total_tokens"`
 			MaxTotalNumTokens        *int64 `json:"max_total_num_tokens"`
 			MaxRunningRequests       *int64 `json:"max_running_requests"`
 		} `json:"loads"`
@@ -52,6 +53,11 @@ func parseLoads(r io.Reader, at time.Time) ([]rankSample, error) {
 			s.Native = true
 			s.WaitingUncachedTokens = *l.NumWaitingUncachedTokens
 			s.UsedKVTokens = *l.NumUsedTokens
+			// num_total_tokens is used plus pending prefill; older engines lack it.
+			s.TotalKVTokens = s.UsedKVTokens + s.WaitingUncachedTokens
+			if l.NumTotalTokens != nil {
+				s.TotalKVTokens = *l.NumTotalTokens
+			}
 			s.MaxKVTokens = *l.MaxTotalNumTokens
 			if l.MaxRunningRequests != nil {
 				s.MaxRunning = *l.MaxRunningRequests

@@ -26,7 +26,7 @@ const (
 var limitMetric = map[string]string{
 	LimitRunning:        "reported running requests",
 	LimitWaiting:        "reported waiting requests",
-	LimitKVTokens:       "reported KV tokens",
+	LimitKVTokens:       "reported KV tokens (used plus pending prefill)",
 	LimitPendingPrefill: "reported pending prefill tokens",
 	LimitInflight:       "router in-flight requests",
 }
@@ -50,7 +50,7 @@ func (l Limits) Check(w *engine.Worker, stage plan.Role, r *load.Report) *Admiss
 			return rej
 		}
 		if r.Native {
-			if rej := reject(LimitKVTokens, r.UsedKVTokens, l.MaxKVTokens); rej != nil {
+			if rej := reject(LimitKVTokens, r.TotalKVTokens, l.MaxKVTokens); rej != nil {
 				return rej
 			}
 			if rej := reject(LimitPendingPrefill, r.WaitingUncachedTokens, l.MaxPendingPrefillTokens); rej != nil {

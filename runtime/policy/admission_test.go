@@ -9,9 +9,11 @@ import (
 )
 
 func TestAdmissionCheck(t *testing.T) {
-	nativeReport := func(running, waiting, uncached, usedKV int64) *load.Report {
+	// totalKV is used plus pending prefill, what the max_kv_tokens cap reads (spec §4:
+	// "reported total KV tokens"); used tokens are set lower so a cap on them would differ.
+	nativeReport := func(running, waiting, uncached, totalKV int64) *load.Report {
 		return &load.Report{Sample: load.Sample{Native: true, Running: running, Waiting: waiting,
-			WaitingUncachedTokens: uncached, UsedKVTokens: usedKV, MaxKVTokens: 1 << 20}}
+			WaitingUncachedTokens: uncached, UsedKVTokens: totalKV / 2, TotalKVTokens: totalKV, MaxKVTokens: 1 << 20}}
 	}
 	basic := &load.Report{Sample: load.Sample{Running: 1, Waiting: 1, UsedKVTokens: 999, WaitingUncachedTokens: 999}}
 	tests := []struct {

@@ -81,7 +81,7 @@ func (f *fleet) inflight(id string, n int64) { f.w(id).AddInflight(n) }
 // native returns a native sample with a valid capacity.
 func native(running, waiting, uncached, usedKV, maxKV int64) load.Sample {
 	return load.Sample{Native: true, Running: running, Waiting: waiting, WaitingUncachedTokens: uncached,
-		UsedKVTokens: usedKV, MaxKVTokens: maxKV, MaxRunning: 64}
+		UsedKVTokens: usedKV, TotalKVTokens: usedKV + uncached, MaxKVTokens: maxKV, MaxRunning: 64}
 }
 
 // traced returns a context whose trace has an open group, so policy observations and

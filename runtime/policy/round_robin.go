@@ -36,7 +36,12 @@ func (p *RoundRobin) Pick(ctx context.Context, engines []*engine.Worker, req *Re
 		return noCandidates(req)
 	}
 	rec := decision.FromContext(ctx)
-	start := p.next.Add(1) - 1
+	// A dry run reads the cursor without moving it: explaining a request must not change
+	// which engine the next served request gets.
+	start := p.next.Load()
+	if !DryRun(ctx) {
+		start = p.next.Add(1) - 1
+	}
 	now := p.load.Now()
 	var rejected []*AdmissionRejected
 	for k := range n {

@@ -34,6 +34,23 @@ func TestRoundRobinCursorPerInstance(t *testing.T) {
 	}
 }
 
+func TestRoundRobinDryRunKeepsTheCursor(t *testing.T) {
+	f := newFleet(t, plan.RolePlain, "A", "B")
+	p := NewRoundRobin(f.table, Limits{})
+	var got []string
+	for _, ctx := range []context.Context{context.Background(), WithDryRun(context.Background()), context.Background()} {
+		pick, err := p.Pick(ctx, f.workers, request(plan.RolePlain))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, pick.Engine.ID())
+	}
+	// The dry run shows the engine the next served request gets, and leaves it to it.
+	if want := "[A B B]"; sprint(got) != want {
+		t.Fatalf("serve, dry run, serve = %v, want %s", got, want)
+	}
+}
+
 func TestRoundRobinSkipsRejected(t *testing.T) {
 	f := newFleet(t, plan.RolePlain, "A", "B", "C")
 	f.inflight("A", 1)

@@ -39,8 +39,11 @@ type Sample struct {
 	Native                bool  `json:"native"`
 	WaitingUncachedTokens int64 `json:"waiting_uncached_tokens"`
 	UsedKVTokens          int64 `json:"used_kv_tokens"`
-	MaxKVTokens           int64 `json:"max_kv_tokens"`
-	MaxRunning            int64 `json:"max_running"`
+	// TotalKVTokens is used plus pending-prefill tokens (SGLang's num_total_tokens): the
+	// KV the engine is committed to, which the max_kv_tokens cap reads.
+	TotalKVTokens int64 `json:"total_kv_tokens"`
+	MaxKVTokens   int64 `json:"max_kv_tokens"`
+	MaxRunning    int64 `json:"max_running"`
 
 	// QueueMS is the estimated prefill queue time, meaningful only when HasQueueMS.
 	QueueMS    float64 `json:"queue_ms,omitempty"`
@@ -163,6 +166,7 @@ func aggregate(ranks []Sample) Sample {
 		a.Native = a.Native && s.Native
 		a.WaitingUncachedTokens += s.WaitingUncachedTokens
 		a.UsedKVTokens += s.UsedKVTokens
+		a.TotalKVTokens += s.TotalKVTokens
 		a.MaxKVTokens += s.MaxKVTokens
 		a.MaxRunning += s.MaxRunning
 		a.HasQueueMS = a.HasQueueMS && s.HasQueueMS
