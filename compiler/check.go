@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"net"
+	"strconv"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -23,6 +24,9 @@ func check(p *plan.Plan, user cue.Value, errs *errorList) {
 	c := &checker{p: p, user: user, errs: errs, engines: map[string]*plan.Engine{}}
 	c.checkListen()
 	c.checkEngines()
+	if len(p.Models) == 0 {
+		c.at(sel("models"), "the configuration serves no model: add models: NAME: {buckets: [...]}")
+	}
 	for i := range p.Models {
 		c.checkModel(&p.Models[i])
 	}
@@ -56,8 +60,9 @@ func sel(parts ...any) []cue.Selector {
 }
 
 func (c *checker) checkListen() {
-	if _, _, err := net.SplitHostPort(c.p.Listen); err != nil {
-		c.at(sel("listen"), "listen %q is not a host:port address, e.g. \"127.0.0.1:30000\"", c.p.Listen)
+	_, port, err := net.SplitHostPort(c.p.Listen)
+	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 {
+		c.at(sel("listen"), "listen %q is not a host:port address with a port from 0 to 65535, e.g. \"127.0.0.1:30000\"", c.p.Listen)
 	}
 }
 

@@ -33,9 +33,6 @@ type Source struct {
 // one configuration. The error, when not nil, is an Errors listing every problem found, or
 // a plain error when a file cannot be read.
 func Compile(files []string) (*plan.Plan, error) {
-	if len(files) == 0 {
-		return nil, fmt.Errorf("no configuration file given")
-	}
 	srcs := make([]Source, len(files))
 	for i, name := range files {
 		data, err := os.ReadFile(name)
@@ -57,7 +54,10 @@ func CompileSources(srcs []Source) (p *plan.Plan, err error) {
 		}
 	}()
 	ctx := cuecontext.New()
-	var errs errorList
+	if len(srcs) == 0 {
+		return nil, fmt.Errorf("no configuration file given")
+	}
+	errs := errorList{firstFile: srcs[0].Name}
 	var user cue.Value
 	for i, src := range srcs {
 		v, err := parse(ctx, src)
@@ -79,19 +79,25 @@ func CompileSources(srcs []Source) (p *plan.Plan, err error) {
 		errs.addCUE(err)
 		return nil, errs.result()
 	}
-
-	// Dropped options and misplaced tuning are reported on the user's own value, before
-	// the schema is applied: the schema would only call them "not allowed", and CUE may
-	// leave out other errors of a struct that already failed.
-	precheck(user, &errs)
-	if err := errs.result(); err != nil {
-		return nil, err
+	if k := user.IncompleteKind(); k != cue.StructKind && k != cue.TopKind { // an empty file is _
+		errs.errs = append(errs.errs, &Error{File: srcs[0].Name, Line: 1, Col: 1, Msg: fmt.Sprintf(
+			"a configuration is a mapping at its top level (listen, engines, models, ...), not a %v (a YAML file with several documents is a list)", k)})
+		return nil, errs.result()
 	}
 
-	v := user.Unify(configSchema(ctx))
+	// Dropped options, misplaced tuning and out-of-range numbers are reported on the
+	// user's own value, in their own words: the schema would only call them "not allowed"
+	// or fail to decode them. Schema errors at or below the paths already reported are
+	// left out, so each problem is said once.
+	precheck(user, &errs)
+	errs.covered = len(errs.errs)
+	errs.schema = configSchema(ctx)
+	v := user.Unify(errs.schema)
 	if err := v.Validate(cue.Concrete(true)); err != nil {
 		errs.addCUE(err)
-		return nil, errs.result()
+	}
+	if err := errs.result(); err != nil {
+		return nil, err
 	}
 	var f file
 	if err := v.Decode(&f); err != nil {

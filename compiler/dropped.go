@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"math"
 
 	"cuelang.org/go/cue"
 )
@@ -112,10 +113,16 @@ var droppedPolicyTypes = map[string]Dropped{
 	"legacy_host_affinity": LegacyHostAffinity,
 }
 
-// checkDropped walks the whole user value and reports every dropped option at its
-// position.
-func checkDropped(v cue.Value, path []cue.Selector, errs *errorList) {
+// checkValues walks the whole user value and reports, at their positions, every dropped
+// option and every integer that does not fit the plan's 64-bit fields (CUE integers are
+// unbounded, and decoding would otherwise fail without a position). The keys of models are
+// names the user chose, not options, so a model may be called "fuse".
+func checkValues(v cue.Value, path []cue.Selector, errs *errorList) {
 	switch v.IncompleteKind() {
+	case cue.IntKind:
+		if _, err := v.Int64(); err != nil && v.IsConcrete() {
+			errs.at(v.Pos(), cue.MakePath(path...), "%v is out of range: numbers here must fit in 64 bits (at most %d)", v, int64(math.MaxInt64))
+		}
 	case cue.StructKind:
 		it, err := v.Fields()
 		if err != nil {
@@ -125,7 +132,8 @@ func checkDropped(v cue.Value, path []cue.Selector, errs *errorList) {
 			sel, fv := it.Selector(), it.Value()
 			fpath := append(path[:len(path):len(path)], sel)
 			label := sel.String()
-			if msg, ok := droppedFields[label]; ok {
+			modelName := len(path) == 1 && path[0].String() == "models"
+			if msg, ok := droppedFields[label]; ok && !modelName {
 				errs.at(fv.Pos(), cue.MakePath(fpath...), "%s", msg(fv))
 				continue
 			}
@@ -136,7 +144,7 @@ func checkDropped(v cue.Value, path []cue.Selector, errs *errorList) {
 					}
 				}
 			}
-			checkDropped(fv, fpath, errs)
+			checkValues(fv, fpath, errs)
 		}
 	case cue.ListKind:
 		it, err := v.List()
@@ -144,7 +152,7 @@ func checkDropped(v cue.Value, path []cue.Selector, errs *errorList) {
 			return
 		}
 		for i := 0; it.Next(); i++ {
-			checkDropped(it.Value(), append(path[:len(path):len(path)], cue.Index(i)), errs)
+			checkValues(it.Value(), append(path[:len(path):len(path)], cue.Index(i)), errs)
 		}
 	}
 }

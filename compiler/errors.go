@@ -37,7 +37,7 @@ func (e *Error) Error() string {
 }
 
 // Errors is every problem found in a configuration, sorted by position. The compiler
-// reports all it can find in one pass so that a person fixes a file once, not once per
+// reports all it can find at each stage so that a person fixes a file once, not once per
 // error.
 type Errors []*Error
 
@@ -55,6 +55,13 @@ type errorList struct {
 	// user is the unified user value, used to place errors that CUE positions only in
 	// the schema, such as a missing required field.
 	user cue.Value
+	// schema is #Config, used to name the fields a closed struct allows.
+	schema cue.Value
+	// covered counts the leading errors whose paths the schema's errors must not repeat.
+	covered int
+	// firstFile is where an error that has no position of its own is reported, so every
+	// line of output starts with file:line:col.
+	firstFile string
 }
 
 // at records a problem at pos for the value at path.
@@ -106,8 +113,89 @@ func (l *errorList) addCUE(err error) {
 				break
 			}
 		}
-		l.errs = append(l.errs, e)
+		if e.Msg == "field not allowed" {
+			e.Msg += l.allowedHint(ce.Path())
+		}
+		if !l.isCovered(e.Path) {
+			l.errs = append(l.errs, e)
+		}
 	}
+}
+
+// isCovered reports whether an earlier check already reported path or a value above it.
+func (l *errorList) isCovered(path string) bool {
+	for _, e := range l.errs[:l.covered] {
+		if path == e.Path || strings.HasPrefix(path, e.Path+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// allowedHint suggests the field a misspelt one was meant to be, or lists the fields the
+// struct allows.
+func (l *errorList) allowedHint(path []string) string {
+	if len(path) == 0 || !l.schema.Exists() {
+		return ""
+	}
+	// Walk the schema along the path: a list element is the list's element constraint,
+	// and a name of models is the pattern's value, found by filling the name in.
+	parent := l.schema
+	for _, part := range path[:len(path)-1] {
+		next := parent.LookupPath(cue.MakePath(cue.Str(part)))
+		switch {
+		case parent.IncompleteKind() == cue.ListKind:
+			next = parent.LookupPath(cue.MakePath(cue.AnyIndex))
+		case !next.Exists():
+			next = parent.FillPath(cue.MakePath(cue.Str(part)), struct{}{}).LookupPath(cue.MakePath(cue.Str(part)))
+		}
+		parent = next
+	}
+	it, err := parent.Fields(cue.Optional(true))
+	if err != nil {
+		return ""
+	}
+	bad := path[len(path)-1]
+	var allowed []string
+	best, bestDist := "", len(bad)/2+1
+	for it.Next() {
+		name := it.Selector().Unquoted()
+		if name == bad {
+			continue
+		}
+		allowed = append(allowed, name)
+		if d := editDistance(bad, name); d < bestDist {
+			best, bestDist = name, d
+		}
+	}
+	switch {
+	case best != "":
+		return fmt.Sprintf("; did you mean %q?", best)
+	case len(allowed) > 0:
+		return "; allowed here: " + strings.Join(allowed, ", ")
+	}
+	return ""
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // userPos is the position of the deepest value along path that the user wrote.
@@ -150,7 +238,31 @@ func (l *errorList) result() error {
 		return a.Col - b.Col
 	})
 	l.errs = slices.CompactFunc(l.errs, func(a, b *Error) bool { return *a == *b })
+	l.errs = dropDisjunctionNoise(l.errs)
+	for _, e := range l.errs {
+		if e.File == "" || e.Line < 1 {
+			e.File, e.Line, e.Col = l.firstFile, 1, 1
+		}
+	}
 	return l.errs
+}
+
+// dropDisjunctionNoise removes what CUE says about the branches of a failed disjunction
+// when a more specific message exists for the same path: the "N errors in empty
+// disjunction" header and the conflict with the default branch, which the user never
+// wrote.
+func dropDisjunctionNoise(errs Errors) Errors {
+	specific := map[string]bool{}
+	for _, e := range errs {
+		if !isBranchNoise(e.Msg) {
+			specific[e.Path] = true
+		}
+	}
+	return slices.DeleteFunc(errs, func(e *Error) bool { return specific[e.Path] && isBranchNoise(e.Msg) })
+}
+
+func isBranchNoise(msg string) bool {
+	return strings.HasSuffix(msg, "errors in empty disjunction:") || strings.HasPrefix(msg, "conflicting values ")
 }
 
 func pathString(p cue.Path) string {

@@ -29,7 +29,7 @@ var tuningOwner = map[string]plan.PolicyType{
 // message that says what to change: dropped options, a bucket's group shape, and tuning
 // placed under a policy that does not use it.
 func precheck(user cue.Value, errs *errorList) {
-	checkDropped(user, nil, errs)
+	checkValues(user, nil, errs)
 	models, err := user.LookupPath(cue.MakePath(cue.Str("models"))).Fields()
 	if err != nil {
 		return

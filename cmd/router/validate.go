@@ -17,7 +17,8 @@ func validateCommand() *cli.Command {
 		ArgsUsage: "FILE...",
 		Description: `Compiles the files (CUE, YAML or JSON; several files unify into one
 configuration) and prints one summary line per model. Errors go to stderr as
-file:line:col: message, all of them in one pass. Exit status: 0 valid, 1 invalid,
+file:line:col: path: message: every schema-level problem at once, then the
+cross-reference problems once those are fixed. Exit status: 0 valid, 1 invalid,
 2 usage error.`,
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
