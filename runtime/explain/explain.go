@@ -108,12 +108,19 @@ func New(facts *policy.Facts, tr *decision.Trace, sel bucket.Selection, err erro
 			gv := Group{Stage: g.Stage, Policy: g.Policy, Candidates: []Candidate{}, ReadLoad: []string{},
 				Admission: append([]decision.Verdict{}, g.Admission...), Prefix: g.Prefix, Notes: g.Notes,
 				Pick: g.Pick, Reason: g.Reason, Error: g.Error}
-			for _, c := range g.Candidates {
-				gv.Candidates = append(gv.Candidates, Candidate{ID: c.ID, Inflight: c.Inflight,
-					Load: viewLoad(table.Load(reg.Get(c.ID), now), now)})
-			}
+			// A candidate's load is what its policy read, when it read it; otherwise the
+			// table's report at now (the engine may have left the registry since).
+			observed := map[string]*load.Report{}
 			for _, o := range g.Observed {
 				gv.ReadLoad = append(gv.ReadLoad, o.Engine)
+				observed[o.Engine] = o.Load
+			}
+			for _, c := range g.Candidates {
+				r, ok := observed[c.ID]
+				if w := reg.Get(c.ID); !ok && w != nil {
+					r = table.Load(w, now)
+				}
+				gv.Candidates = append(gv.Candidates, Candidate{ID: c.ID, Inflight: c.Inflight, Load: viewLoad(r, now)})
 			}
 			av.Groups = append(av.Groups, gv)
 		}

@@ -175,10 +175,13 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusRequestEntityTooLarge, codeBodyTooLarge, err.Error())
 		return
 	}
-	var facts policy.Facts
-	var resolver *bucket.Resolver
+	var (
+		facts    policy.Facts
+		resolver *bucket.Resolver
+		peakErr  error
+	)
 	if bytes.Contains(body, []byte(`"input_tokens"`)) {
-		resolver, facts, err = s.explainFacts(body)
+		resolver, facts, peakErr, err = s.explainFacts(body)
 	} else {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		p, herr := s.prepare(w, r)
@@ -190,47 +193,51 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		var he *httpError
-		var be *bucket.Error
 		switch {
 		case errors.As(err, &he):
 			writeError(w, he.status, he.code, he.msg)
-		case errors.As(err, &be):
-			writeError(w, be.Status(), be.Code(), be.Error())
 		default:
 			writeError(w, http.StatusBadRequest, codeInvalidRequest, err.Error())
 		}
 		return
 	}
 	trace := &decision.Trace{}
-	sel, err := resolver.Route(policy.WithDryRun(decision.NewContext(r.Context(), trace)), &facts)
+	var sel bucket.Selection
+	err = peakErr
+	if err == nil {
+		sel, err = resolver.Route(policy.WithDryRun(decision.NewContext(r.Context(), trace)), &facts)
+	}
 	writeJSON(w, http.StatusOK, explain.New(&facts, trace, sel, err, s.reg, s.table, time.Now()))
 }
 
-// explainFacts reads an explain.Request into the model's resolver and routing facts.
-func (s *Server) explainFacts(body []byte) (*bucket.Resolver, policy.Facts, error) {
+// explainFacts reads an explain.Request into the model's resolver and routing facts, or
+// the expected-peak failure that stops selection before it starts.
+func (s *Server) explainFacts(body []byte) (_ *bucket.Resolver, _ policy.Facts, peakErr, err error) {
 	var req explain.Request
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		return nil, policy.Facts{}, fmt.Errorf("explain request: %w", err)
+		return nil, policy.Facts{}, nil, fmt.Errorf("explain request: %w", err)
 	}
 	if req.Model == "" && len(s.plan.Models) == 1 {
 		req.Model = s.plan.Models[0].Name
 	}
 	m := s.models[req.Model]
 	if m == nil {
-		return nil, policy.Facts{}, &httpError{http.StatusNotFound, codeModelNotFound,
+		return nil, policy.Facts{}, nil, &httpError{http.StatusNotFound, codeModelNotFound,
 			fmt.Sprintf("model %q is not served by this router (served: %s)", req.Model, s.modelList)}
+	}
+	if req.InputTokens < 0 || (req.MaxTokens != nil && *req.MaxTokens < 0) {
+		return nil, policy.Facts{}, nil, &httpError{http.StatusBadRequest, codeInvalidRequest, "input_tokens and max_tokens must not be negative"}
 	}
 	facts := policy.Facts{Model: req.Model, InputTokens: req.InputTokens, SessionKey: req.SessionID, RoutingKey: req.RoutingKey}
 	if req.MaxTokens != nil {
-		peak, err := bucket.ExpectedPeak(req.InputTokens, *req.MaxTokens)
-		if err != nil {
-			return nil, policy.Facts{}, err
-		}
-		facts.ExpectedPeak, facts.PeakKnown = peak, true
+		// An overflowing budget is explained like any other selection failure, as
+		// `router explain` does offline.
+		facts.ExpectedPeak, peakErr = bucket.ExpectedPeak(req.InputTokens, *req.MaxTokens)
+		facts.PeakKnown = peakErr == nil
 	}
-	return m.resolver, facts, nil
+	return m.resolver, facts, peakErr, nil
 }
 
 // recent is a ring of the last decisions.
