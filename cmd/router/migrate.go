@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+	"math"
 	"path/filepath"
+	"strconv"
 
 	"github.com/urfave/cli/v2"
 
@@ -21,6 +23,12 @@ and --decode URL. A legacy --bucket-config file (here or among the legacy flags)
 becomes buckets; its prefill and decode buckets are joined only by explicit
 --pair PREFILL_BUCKET=DECODE_BUCKET arguments.
 
+sgl-router checked each engine's reported capacity before power_of_two,
+session_aware, cache_aware and decode picks, against the engine's own limits.
+Admission caps are absolute, so give those limits with --engine-max-running-requests
+and --engine-max-kv-tokens to keep that check; without them the header of the output
+says the check is not kept.
+
 The output always passes 'router validate'. Options the target design dropped,
 unknown flags and settings the configuration cannot express are rejected with
 exit status 2, every problem listed; nothing is silently dropped. With -o the
@@ -28,21 +36,38 @@ configuration is written to a .cue file, replaced atomically.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "bucket-config", Usage: "translate the legacy bucket JSON in `FILE`"},
 			&cli.StringSliceFlag{Name: "pair", Usage: "join prefill bucket P and decode bucket D into one bucket: `P=D` (repeatable)"},
+			&cli.StringFlag{Name: "engine-max-running-requests", Usage: "keep sgl-router's capacity check with the engines' max running requests `N` as admission.max_running_requests"},
+			&cli.StringFlag{Name: "engine-max-kv-tokens", Usage: "keep sgl-router's capacity check with the engines' KV capacity of `N` tokens (max_total_num_tokens) as admission.max_kv_tokens"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the configuration to `FILE` (.cue) instead of stdout"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
-				return usageError("migrate needs the sgl-router flags after --: router migrate [--bucket-config FILE] [--pair P=D]... [-o FILE] -- --model-id M --worker-urls URL...")
+				return usageError("migrate needs the sgl-router flags after --: router migrate [--bucket-config FILE] [--pair P=D]... [--engine-max-running-requests N] [--engine-max-kv-tokens N] [-o FILE] -- --model-id M --worker-urls URL...")
 			}
 			out := c.String("output")
 			if out != "" && filepath.Ext(out) != ".cue" {
 				return usageError("-o %s: migrate writes CUE, so name the file .cue", out)
 			}
-			src, _, err := legacy.Migrate(legacy.Input{
+			in := legacy.Input{
 				Args:         c.Args().Slice(),
 				BucketConfig: c.String("bucket-config"),
 				Pairs:        c.StringSlice("pair"),
-			})
+			}
+			for _, f := range []struct {
+				name string
+				dst  **int64
+			}{{"engine-max-running-requests", &in.EngineMaxRunningRequests}, {"engine-max-kv-tokens", &in.EngineMaxKVTokens}} {
+				if !c.IsSet(f.name) {
+					continue
+				}
+				// Decimal only: the flag package would read 010 as octal.
+				n, err := strconv.ParseInt(c.String(f.name), 10, 64)
+				if err != nil {
+					return usageError("--%s %q: not a decimal integer of at most %d", f.name, c.String(f.name), int64(math.MaxInt64))
+				}
+				*f.dst = &n
+			}
+			src, _, err := legacy.Migrate(in)
 			var rejected legacy.Errors
 			if errors.As(err, &rejected) {
 				return usageError("cannot migrate: %v", rejected)

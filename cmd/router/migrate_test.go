@@ -51,3 +51,21 @@ func fenced(t *testing.T, s, open string) string {
 	}
 	return body
 }
+
+// A control character in a value that the migrated configuration's comments quote is
+// refused with exit status 2: a line break would end the comment and turn the rest of
+// the value into CUE.
+func TestMigrateRefusesControlCharacters(t *testing.T) {
+	for _, args := range [][]string{
+		{"migrate", "--", "--model-id", "m\nx: 1", "--worker-urls", "http://10.0.0.1:30000"},
+		{"migrate", "--bucket-config", "b\n.json", "--", "--model-id", "m", "--worker-urls", "http://10.0.0.1:30000"},
+	} {
+		var stdout, stderr strings.Builder
+		if code := Main(append([]string{"router"}, args...), &stdout, &stderr); code != exitUsage {
+			t.Errorf("%q: exit %d, want %d; stderr:\n%s", args, code, exitUsage, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "contains a control character") || stdout.Len() != 0 {
+			t.Errorf("%q: stdout %q, stderr %q", args, stdout.String(), stderr.String())
+		}
+	}
+}

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"strings"
+	"unicode"
 )
 
 // bucketFile is sgl-router's --bucket-config JSON (reference/sglang-router.md §1.5). Its
@@ -164,6 +167,21 @@ func (f *bucketFile) targetRules() Errors {
 	}
 	for _, b := range f.Buckets {
 		at := fmt.Sprintf("%s: bucket %q", f.name, *b.ID)
+		p.check(!strings.ContainsFunc(*b.ID, unicode.IsControl), "%s: the id contains a control character, which the migrated configuration's comments cannot quote: rename the bucket", at)
+		// The configuration's integers are int64; sgl-router's token fields were u64.
+		for _, n := range []struct {
+			field string
+			value *uint64
+		}{
+			{"min_extend_tokens", b.MinExtendTokens},
+			{"max_extend_tokens", b.MaxExtendTokens},
+			{"max_context_tokens", b.MaxContextTokens},
+			{"max_pending_prefill_tokens", b.MaxPendingPrefillTokens},
+		} {
+			if n.value != nil && *n.value > math.MaxInt64 {
+				p.addf("%s: %s %d cannot be migrated: the configuration's integers are at most %d", at, n.field, *n.value, int64(math.MaxInt64))
+			}
+		}
 		p.check(b.TTFTP95AtCapacityMS == nil, "%s: ttft_p95_at_capacity_ms cannot be migrated: SLO estimates have no setting in the router configuration yet; remove it", at)
 		p.check(b.TPSP05AtCapacity == nil, "%s: tps_p05_at_capacity cannot be migrated: SLO estimates have no setting in the router configuration yet; remove it", at)
 		p.check(b.MinSequenceTokens == nil && b.MaxSequenceTokens == nil,

@@ -78,8 +78,20 @@ func checkPairs(f *bucketFile, pairs []pair, prefills, decodes []*bucketSpec) Er
 	var errs Errors
 	seen := map[pair]bool{}
 	paired := map[string]bool{}
+	pairOf := map[string]pair{}
 	for _, pr := range pairs {
 		errs.check(!seen[pr], "--pair %s is given more than once", pr)
+		if !seen[pr] {
+			// A bucket in two pairs would need two partners of its own rank, and ranks are
+			// unique per stage.
+			for _, key := range []string{stagePrefill + "/" + pr.prefill, stageDecode + "/" + pr.decode} {
+				if other, ok := pairOf[key]; ok {
+					stage, id, _ := strings.Cut(key, "/")
+					errs.addf("--pair %s: %s bucket %q is already in --pair %s: each bucket is in one pair, since a pair's two ranks are equal and ranks are unique per stage", pr, stage, id, other)
+				}
+				pairOf[key] = pr
+			}
+		}
 		seen[pr] = true
 		for _, side := range []struct {
 			id, stage string
@@ -128,9 +140,9 @@ func (t *translator) bucket(f *bucketFile, p, d *bucketSpec) (*node, Errors) {
 		minInput = int64(*p.MinExtendTokens)
 		b.child("limits").set("min", minInput, at(p, "min_extend_tokens"))
 	}
-	if maxInput, from := inputBound(p, at); from != "" {
+	if maxInput, field, from := inputBound(p, at); field != "" {
 		b.child("limits").set("max", maxInput, from)
-		errs.check(minInput <= maxInput, "%s: bucket %q takes no request: its max_context_tokens (%d) is below its min_extend_tokens (%d)", f.name, *p.ID, maxInput, minInput)
+		errs.check(minInput <= maxInput, "%s: bucket %q takes no request: its %s (%d) is below its min_extend_tokens (%d)", f.name, *p.ID, field, maxInput, minInput)
 	}
 	if d != nil && d.MaxContextTokens != nil {
 		ctx := int64(*d.MaxContextTokens)
@@ -140,6 +152,7 @@ func (t *translator) bucket(f *bucketFile, p, d *bucketSpec) (*node, Errors) {
 
 	var caps []admissionCap
 	if p.MaxPendingPrefillTokens != nil {
+		t.pendingBudget = true
 		caps = append(caps, admissionCap{"max_pending_prefill_tokens", int64(*p.MaxPendingPrefillTokens), at(p, "max_pending_prefill_tokens")})
 	}
 	role := "plain"
@@ -166,17 +179,18 @@ func (t *translator) bucket(f *bucketFile, p, d *bucketSpec) (*node, Errors) {
 	return b, errs
 }
 
-// inputBound is the upper bound of a prefill bucket's input range and where it came from;
-// from is empty when the bucket has none.
-func inputBound(p *bucketSpec, at func(*bucketSpec, string) string) (int64, string) {
+// inputBound is the upper bound of a prefill bucket's input range, the bucket field it came
+// from and the comment saying so; field is empty when the bucket has none. The file's
+// values fit int64: targetRules refused larger ones.
+func inputBound(p *bucketSpec, at func(*bucketSpec, string) string) (n int64, field, from string) {
 	ext, ctx := p.MaxExtendTokens, p.MaxContextTokens
 	switch {
 	case ext != nil && (ctx == nil || *ext <= *ctx):
-		return int64(*ext), at(p, "max_extend_tokens")
+		return int64(*ext), "max_extend_tokens", at(p, "max_extend_tokens")
 	case ctx != nil:
-		return int64(*ctx), at(p, "max_context_tokens") + ", which sgl-router compared with the input length of a prefill bucket"
+		return int64(*ctx), "max_context_tokens", at(p, "max_context_tokens") + ", which sgl-router compared with the input length of a prefill bucket"
 	}
-	return 0, ""
+	return 0, "", ""
 }
 
 // members maps a spec's worker URLs to the engine ids of the configuration; every worker

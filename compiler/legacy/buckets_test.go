@@ -153,6 +153,9 @@ func TestBucketRejections(t *testing.T) {
 		{"SLO estimates", pdWorkers, file(spec("p-short", "prefill", 1, "http://p1:30000", `, "ttft_p95_at_capacity_ms": 120`)), nil, "ttft_p95_at_capacity_ms cannot be migrated"},
 		{"a pair that takes no request", pdWorkers, file(spec("p-short", "prefill", 1, "http://p1:30000", `, "min_extend_tokens": 9000`), spec("d-short", "decode", 1, "http://d1:30000", `, "max_context_tokens": 8192`)), []string{"p-short=d-short"},
 			"takes no request: decode max_context_tokens (8192) is below prefill min_extend_tokens (9000)"},
+		// Ranks are unique per stage and a pair's ranks are equal, so a bucket is in one pair.
+		{"a bucket in two pairs", pdWorkers, file(p1, d1, spec("d-long", "decode", 2, "http://d2:30000", "")), []string{"p-short=d-short", "p-short=d-long"},
+			`--pair p-short=d-long: prefill bucket "p-short" is already in --pair p-short=d-short: each bucket is in one pair`},
 		{"pairs without decode buckets", pdWorkers, file(p1), []string{"p-short=d-short"}, "has no decode buckets to pair with"},
 		{"pairs in a plain fleet", plainFleet, file(spec("p", "prefill", 1, "http://10.0.0.1:30000", "")), []string{"p=d"}, "the workers are plain"},
 		{"decode buckets in a plain fleet", plainFleet, file(spec("p", "prefill", 1, "http://10.0.0.1:30000", ""), spec("d", "decode", 1, "http://10.0.0.1:30000", "")), nil, `decode bucket "d" has no decode workers`},
@@ -173,6 +176,18 @@ func TestBucketRejections(t *testing.T) {
 		{"a prefill field on a decode bucket", pdWorkers, file(p1, spec("d", "decode", 1, "http://d1:30000", `, "max_pending_prefill_tokens": 10`)), nil, "max_pending_prefill_tokens is not a decode bucket field"},
 		{"an empty extend range", pdWorkers, file(spec("p", "prefill", 1, "http://p1:30000", `, "min_extend_tokens": 10, "max_extend_tokens": 5`)), nil, "min_extend_tokens (10) is greater than max_extend_tokens (5)"},
 		{"no prefill bucket", pdWorkers, file(d1), nil, "no prefill bucket"},
+
+		// sgl-router's u64 token fields above the configuration's int64.
+		{"a pending budget above int64", pdWorkers, file(spec("p", "prefill", 1, "http://p1:30000", `, "max_pending_prefill_tokens": 9223372036854775808`)), nil,
+			`bucket "p": max_pending_prefill_tokens 9223372036854775808 cannot be migrated: the configuration's integers are at most 9223372036854775807`},
+		{"an extend bound of u64 max", pdWorkers, file(spec("p", "prefill", 1, "http://p1:30000", `, "max_extend_tokens": 18446744073709551615`)), nil,
+			`bucket "p": max_extend_tokens 18446744073709551615 cannot be migrated`},
+		{"a minimum above int64", pdWorkers, file(spec("p", "prefill", 1, "http://p1:30000", `, "min_extend_tokens": 9223372036854775808`)), nil,
+			`bucket "p": min_extend_tokens 9223372036854775808 cannot be migrated`},
+		{"a context above int64", pdWorkers, file(p1, spec("d", "decode", 1, "http://d1:30000", `, "max_context_tokens": 9223372036854775808`)), []string{"p-short=d"},
+			`bucket "d": max_context_tokens 9223372036854775808 cannot be migrated`},
+		{"a bucket id with a line break", pdWorkers, file(spec(`p\n// x`, "prefill", 1, "http://p1:30000", "")), nil,
+			`bucket "p\n// x": the id contains a control character`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -185,6 +200,32 @@ func TestBucketRejections(t *testing.T) {
 				t.Errorf("want %q in:\n%v", tt.want, err)
 			}
 		})
+	}
+}
+
+// The largest value the configuration holds migrates unchanged.
+func TestBucketValuesAtInt64Max(t *testing.T) {
+	const maxInt64 = 9223372036854775807
+	file := bucketFileOf(t, `{"buckets": [{"id": "p", "stage": "prefill", "rank": 1, "worker_ids": ["http://w"],
+	  "max_extend_tokens": 9223372036854775807, "max_pending_prefill_tokens": 9223372036854775807}]}`)
+	_, p, err := Migrate(Input{Args: []string{"--model-id", "m", "--worker-urls", "http://w"}, BucketConfig: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := p.Models[0].Buckets[0]
+	if *b.Limits.Max != maxInt64 || b.Groups.Plain.Policy.Admission.MaxPendingPrefillTokens != maxInt64 {
+		t.Errorf("got limits %+v, admission %+v", b.Limits, b.Groups.Plain.Policy.Admission)
+	}
+}
+
+// A bucket whose context bound is below its minimum is reported with the field that bounds
+// it.
+func TestEmptyInputRangeNamesItsBound(t *testing.T) {
+	file := bucketFileOf(t, `{"buckets": [{"id": "p", "stage": "prefill", "rank": 1, "worker_ids": ["http://w"],
+	  "min_extend_tokens": 2048, "max_extend_tokens": 4096, "max_context_tokens": 1024}]}`)
+	_, _, err := Migrate(Input{Args: []string{"--model-id", "m", "--worker-urls", "http://w"}, BucketConfig: file})
+	if err == nil || !strings.Contains(err.Error(), `bucket "p" takes no request: its max_context_tokens (1024) is below its min_extend_tokens (2048)`) {
+		t.Errorf("got %v", err)
 	}
 }
 

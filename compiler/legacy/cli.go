@@ -1,6 +1,7 @@
 package legacy
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -28,9 +29,6 @@ type cli struct {
 	maxInFlight  *int64
 
 	cachePrefixProvider  *string
-	kvIndexerEndpoint    *string
-	kvIndexerTimeoutMS   *int64
-	kvIndexerMaxInflight *int64
 	minMatchedTokens     *int64
 	minMatchRatio        *float64
 	candidateMinWorkers  *int64
@@ -54,12 +52,17 @@ type cli struct {
 	pressureAbsTokens    *int64
 	pressureAbsMS        *float64
 	pressureRelThreshold *float64
+
+	// duplicates describes the worker URLs listed more than once, which sgl-router
+	// de-duplicated and so does the migration.
+	duplicates []string
 }
 
 // prefillWorker is one --prefill URL [BOOTSTRAP_PORT|none]; a nil port is "none" or absent.
 type prefillWorker struct {
 	url  string
 	port *int64
+	arg  string // the port as given: a number, "none" or empty
 }
 
 // sgl-router's value sets. Dropped values are not listed: they have messages of their own.
@@ -84,8 +87,36 @@ const (
 	discovery = "Kubernetes service discovery (engines are listed statically: give them with --worker-urls, or --prefill and --decode)"
 	breaker   = "the circuit breaker"
 	sampling  = "fleet sampling overrides"
-	logging   = "logging"
 )
+
+// indexerWhy is why sgl-router's external KV indexer cannot be migrated.
+const indexerWhy = "sgl-router's KV indexer (sgl-kv-indexer) speaks gRPC, but the router's remote_indexer prefix source speaks a JSON-over-HTTP protocol (POST {endpoint}/query, docs/config.md)"
+
+// refuseIndexer explains why an indexer endpoint cannot be migrated, and how to keep
+// cache-aware prefix matching without it.
+func refuseIndexer(flag string, _ []string) string {
+	return flag + " cannot be migrated: " + indexerWhy + ", so a grpc:// endpoint fails when `router serve` starts and an http:// one never answers, every lookup silently falling back to load. " +
+		"Remove it, with --cache-prefix-provider indexer and the --kv-indexer-* flags, to use the router's local prefix index, " +
+		"and add kv_events: {endpoint: \"tcp://HOST:PORT\"} to each engine of the migrated configuration (migrate cannot know the engines' KV-event publishers); " +
+		"or run an indexer that speaks the documented HTTP protocol and set prefix_source: {type: \"remote_indexer\", endpoint: \"http://HOST:PORT\"} by hand"
+}
+
+// refuseIndexerTuning explains a flag that tunes queries to the indexer; setting is the
+// prefix_source field it would set.
+func refuseIndexerTuning(setting string) func(string, []string) string {
+	return func(flag string, _ []string) string {
+		return fmt.Sprintf("%s cannot be migrated: it tunes queries to sgl-router's KV indexer, which speaks gRPC while the router's remote_indexer prefix source speaks JSON over HTTP (docs/config.md), so the indexer cannot be migrated: remove it; for an indexer that speaks the documented HTTP protocol, set prefix_source.%s by hand",
+			flag, setting)
+	}
+}
+
+// refuseLogging points a logging flag at `router serve`, which has the same flag.
+func refuseLogging(values string) func(string, []string) string {
+	return func(flag string, vs []string) string {
+		return fmt.Sprintf("%s cannot be migrated: logging is not part of the router configuration, but `router serve` has the same flag: pass %s %s to `router serve` instead (it takes %s)",
+			flag, flag, shellJoin(vs), values)
+	}
+}
 
 // flags is the table of every legacy flag migrate knows, bound to the fields of c.
 func (c *cli) flags() []flagSpec {
@@ -105,8 +136,8 @@ func (c *cli) flags() []flagSpec {
 		{name: "--termination-grace-secs", arity: oneValue, unsupported: "the startup check of the pod's termination grace period"},
 		{name: "--request-timeout-secs", arity: oneValue, unsupported: "upstream request timeouts"},
 		{name: "--stale-request-timeout-secs", arity: oneValue, unsupported: "the stale in-flight request janitor"},
-		{name: "--log-level", arity: oneValue, unsupported: logging},
-		{name: "--log-format", arity: oneValue, unsupported: logging},
+		{name: "--log-level", arity: oneValue, refuse: refuseLogging("debug, info, warn or error")},
+		{name: "--log-format", arity: oneValue, refuse: refuseLogging("text or json")},
 
 		// Workers.
 		{name: "--worker-urls", arity: someValues, repeat: true, set: texts(&c.workerURLs)},
@@ -130,10 +161,10 @@ func (c *cli) flags() []flagSpec {
 		{name: "--cb-cool-down-secs", arity: oneValue, unsupported: breaker},
 
 		// Cache-aware routing.
-		{name: "--cache-prefix-provider", arity: oneValue, set: oneOf(prefixProviders, nil, text(&c.cachePrefixProvider))},
-		{name: "--kv-indexer-endpoint", arity: oneValue, set: text(&c.kvIndexerEndpoint)},
-		{name: "--kv-indexer-query-timeout-ms", arity: oneValue, set: count(&c.kvIndexerTimeoutMS)},
-		{name: "--kv-indexer-query-max-inflight", arity: oneValue, set: count(&c.kvIndexerMaxInflight)},
+		{name: "--cache-prefix-provider", arity: oneValue, set: c.setPrefixProvider},
+		{name: "--kv-indexer-endpoint", arity: oneValue, refuse: refuseIndexer},
+		{name: "--kv-indexer-query-timeout-ms", arity: oneValue, refuse: refuseIndexerTuning("query_timeout_ms")},
+		{name: "--kv-indexer-query-max-inflight", arity: oneValue, refuse: refuseIndexerTuning("max_inflight_queries")},
 		{name: "--cache-affinity-min-matched-tokens", arity: oneValue, set: count(&c.minMatchedTokens)},
 		{name: "--cache-affinity-min-match-ratio", arity: oneValue, set: number(&c.minMatchRatio)},
 		{name: "--cache-candidate-min-workers", arity: oneValue, set: count(&c.candidateMinWorkers)},
@@ -173,9 +204,21 @@ func (c *cli) setPort(_ string, vs []string) error {
 	return nil
 }
 
+// setPrefixProvider reads --cache-prefix-provider. Its indexer is sgl-router's gRPC KV
+// indexer, which cannot be migrated.
+func (c *cli) setPrefixProvider(flag string, vs []string) error {
+	if vs[0] == "indexer" {
+		return errors.New(refuseIndexer(flag+" indexer", vs))
+	}
+	return oneOf(prefixProviders, nil, text(&c.cachePrefixProvider))(flag, vs)
+}
+
 // addPrefill reads one --prefill URL [BOOTSTRAP_PORT|none].
 func (c *cli) addPrefill(_ string, vs []string) error {
 	w := prefillWorker{url: vs[0]}
+	if len(vs) == 2 {
+		w.arg = vs[1]
+	}
 	if len(vs) == 2 && vs[1] != "none" {
 		n, err := strconv.ParseUint(vs[1], 10, 16)
 		if err != nil || n == 0 {

@@ -1,11 +1,13 @@
 package legacy
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/routerkit/router/compiler"
@@ -23,7 +25,7 @@ const (
 )
 
 // flagSpec describes one legacy flag: how to read it and what becomes of it. Exactly one
-// of set, dropped and unsupported says what happens to its values.
+// of set, dropped, unsupported and refuse says what happens to its values.
 type flagSpec struct {
 	name  string
 	arity arity
@@ -36,6 +38,9 @@ type flagSpec struct {
 	// unsupported names what the flag configures, which the router configuration has no
 	// setting for.
 	unsupported string
+	// refuse says why a flag sgl-router accepted cannot be migrated, and what to do
+	// instead, when that takes more than naming what it configures.
+	refuse func(flag string, values []string) string
 }
 
 // setter stores the values of one occurrence of flag.
@@ -84,7 +89,13 @@ func parse(args []string, specs []flagSpec) Errors {
 			errs.addf("%s cannot be migrated: the router configuration has no setting for %s; remove it from the command line (its value is not carried over)", name, spec.unsupported)
 		case err != nil:
 			errs = append(errs, err)
+		case spec.refuse != nil:
+			errs.addf("%s", spec.refuse(name, values))
 		default:
+			if v, bad := controlIn(values); bad {
+				errs.addf("%s %q contains a control character, which the migrated configuration's comments cannot quote: remove it", name, v)
+				continue
+			}
 			if err := spec.set(name, values); err != nil {
 				errs = append(errs, err)
 			}
@@ -144,6 +155,18 @@ func takeValues(spec flagSpec, args []string, i int, inline string, hasInline bo
 	panic(fmt.Sprintf("internal error: unknown arity %d", spec.arity))
 }
 
+// controlIn returns the first of values that contains a control character (a line break,
+// a tab, ...). Values are quoted in the comments of the migrated configuration, where such
+// a character would end a comment line or hide what the value is.
+func controlIn(values []string) (string, bool) {
+	for _, v := range values {
+		if strings.ContainsFunc(v, unicode.IsControl) {
+			return v, true
+		}
+	}
+	return "", false
+}
+
 // isFlag reports whether an argument starts a new flag rather than being a value. As in
 // clap, a value that starts with "-" must be attached with "=": --ratio=-1.
 func isFlag(arg string) bool {
@@ -179,6 +202,9 @@ func switchOn(p *bool) setter {
 func count(p **int64) setter {
 	return func(flag string, vs []string) error {
 		n, err := strconv.ParseInt(vs[0], 10, 64)
+		if errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(vs[0], "-") {
+			return fmt.Errorf("invalid value %q for %s: above %d, the largest integer the configuration holds", vs[0], flag, int64(math.MaxInt64))
+		}
 		if err != nil || n < 0 {
 			return fmt.Errorf("invalid value %q for %s: not a non-negative integer", vs[0], flag)
 		}

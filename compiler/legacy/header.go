@@ -1,14 +1,14 @@
 package legacy
 
 import (
-	"fmt"
 	"strings"
 )
 
 // header is the comment at the top of a migrated configuration: the command line it came
 // from, and how the routing it configures differs from sgl-router's, so that no change of
 // behaviour goes unmentioned.
-func header(in Input, c *cli) []string {
+func header(t *translator) []string {
+	in := t.in
 	lines := []string{
 		"Router configuration migrated by `router migrate` from this sgl-router command line:",
 		"",
@@ -25,7 +25,7 @@ func header(in Input, c *cli) []string {
 		lines = append(lines, "")
 	}
 	lines = append(lines, wrap("Each value's comment names the flag it came from. A setting that is absent keeps sgl-router's default, which is also the router's.", "")...)
-	if notes := notes(in, c); len(notes) > 0 {
+	if notes := notes(t); len(notes) > 0 {
 		lines = append(lines, "", "Behaviour that differs from sgl-router:")
 		for _, n := range notes {
 			lines = append(lines, wrap(n, "  - ")...)
@@ -36,19 +36,22 @@ func header(in Input, c *cli) []string {
 
 // notes lists the deliberate changes of the target design (spec §7) that apply to this
 // command line.
-func notes(in Input, c *cli) []string {
+func notes(t *translator) []string {
+	in, c := t.in, t.c
 	var out []string
 	policy := c.policyType()
-	var capacity []string
-	switch policy {
-	case "power_of_two", "session_aware", "cache_aware":
-		capacity = append(capacity, "--policy "+policy)
+	var checked []string
+	if capacityChecked(policy) {
+		checked = append(checked, "--policy "+policy)
 	}
 	if c.pdMode() {
-		capacity = append(capacity, "decode")
+		checked = append(checked, "decode")
 	}
-	if len(capacity) > 0 {
-		out = append(out, fmt.Sprintf("sgl-router also checked each engine's reported capacity (running requests and KV tokens) before %s picks. Admission caps are absolute here, and the command line sets none of these: to keep a capacity check, set admission.max_running_requests and admission.max_kv_tokens from the engines' limits.", strings.Join(capacity, " and ")))
+	if len(checked) > 0 {
+		out = append(out, capacityNote(in, strings.Join(checked, " and ")))
+	}
+	if t.pendingBudget {
+		out = append(out, "max_pending_prefill_tokens admits an engine while its waiting uncached tokens are below the cap; sgl-router admitted it while they plus the request's uncached tokens fitted (waiting + request <= cap), so a large request may now join a nearly full queue.")
 	}
 	if policy == "session_aware" && c.affinityMode == nil {
 		out = append(out, "--affinity-mode was omitted, which sgl-router took as soft: an admitted backup engine could relieve a busy session's engine. session_aware always reuses the session's admitted binding, the former strict mode.")
@@ -60,10 +63,49 @@ func notes(in Input, c *cli) []string {
 			out = append(out, "sgl-router looked for "+policy+" affinity across every bucket before the size buckets; here each bucket's policy looks among its own engines only.")
 		}
 	}
-	if policy == "cache_aware" && c.prefixProvider() == "radix_tree" {
+	if policy == "cache_aware" {
 		out = append(out, "The local prefix index learns from the engines' KV-event publishers, which the command line does not name: add kv_events: {endpoint: \"tcp://HOST:PORT\"} to each engine that publishes KV events.")
 	}
+	var portless []string
+	for _, w := range c.prefill {
+		if w.port == nil {
+			portless = append(portless, strings.TrimSpace("--prefill "+w.url+" "+w.arg))
+		}
+	}
+	if len(portless) > 0 {
+		out = append(out, "The classic router injected bootstrap_port: null into the requests of a prefill worker without a port ("+strings.Join(portless, ", ")+"); here such an engine has bootstrap_port 8998, SGLang's default --disaggregation-bootstrap-port: set bootstrap_port if it uses another.")
+	}
+	if len(c.duplicates) > 0 {
+		out = append(out, "Workers listed more than once are one engine, as sgl-router de-duplicated its worker list after dropping trailing slashes: "+strings.Join(c.duplicates, ", ")+".")
+	}
 	return out
+}
+
+// capacityNote says how sgl-router's implicit capacity check before the picks of checked
+// is kept: by the --engine-max-* caps given, with the flags still missing named.
+func capacityNote(in Input, checked string) string {
+	note := "sgl-router also checked each engine's reported capacity (running requests and KV tokens) before " + checked + " picks, against the engine's own limits. Admission caps are absolute here and do not come from the engines' reports."
+	var given, missing []string
+	if in.EngineMaxRunningRequests != nil {
+		given = append(given, "max_running_requests (--engine-max-running-requests)")
+	} else {
+		missing = append(missing, "--engine-max-running-requests N (the engines' max_running_requests)")
+	}
+	if in.EngineMaxKVTokens != nil {
+		given = append(given, "max_kv_tokens (--engine-max-kv-tokens)")
+	} else {
+		missing = append(missing, "--engine-max-kv-tokens N (the engines' max_total_num_tokens)")
+	}
+	if len(given) > 0 {
+		note += " Those groups have " + strings.Join(given, " and ") + " as one cap for every engine."
+	}
+	if in.EngineMaxKVTokens != nil {
+		note += " max_kv_tokens admits an engine while its KV tokens are below the cap; sgl-router also counted the request's input (num_total_tokens + input <= max_total_num_tokens)."
+	}
+	if len(missing) > 0 {
+		note += " To keep the check, pass " + strings.Join(missing, " and ") + " to router migrate, before the --."
+	}
+	return note
 }
 
 // wrap breaks text into comment lines of at most 88 columns, the first prefixed with

@@ -92,6 +92,18 @@ func TestFlagMappings(t *testing.T) {
 			},
 			// SGLang's default bootstrap port where sgl-router passed none.
 			[]int{9001, 8998, 8998}},
+		// sgl-router de-duplicated its worker list after dropping trailing slashes.
+		{"a worker listed twice is one engine", plainFleet, []string{"--worker-urls", "http://10.0.0.1:30000/", "http://10.0.0.2:30000", "http://10.0.0.2:30000"},
+			func(p *plan.Plan) any {
+				var got []string
+				for _, e := range p.Engines {
+					got = append(got, e.ID+" "+e.URL)
+				}
+				return got
+			},
+			[]string{"worker-1 http://10.0.0.1:30000", "worker-2 http://10.0.0.2:30000"}},
+		{"a prefill or decode worker listed twice is one engine", pdFleet, []string{"--prefill", "http://10.0.0.1:30000/", "--decode", "http://10.0.0.2:30000"},
+			func(p *plan.Plan) any { return len(p.Engines) }, 2},
 		{"PD workers give a prefill/decode bucket over every engine", pdFleet, nil,
 			func(p *plan.Plan) any {
 				pd := p.Models[0].Buckets[0].Groups.PD
@@ -153,13 +165,6 @@ func TestFlagMappings(t *testing.T) {
 			plan.PressureGuard{Enabled: false, AbsThresholdTokens: 2048, AbsThresholdMS: ptr(3.5), RelThreshold: 2}},
 		{"prefix provider radix_tree", plainFleet, []string{"--policy", "cache_aware", "--cache-prefix-provider", "radix_tree"},
 			func(p *plan.Plan) any { return *selection(p).PrefixSource }, plan.PrefixSource{Type: "local_index"}},
-		{"an indexer endpoint selects the indexer, with its defaults", plainFleet, []string{"--policy", "cache_aware", "--kv-indexer-endpoint", "http://indexer:50051"},
-			func(p *plan.Plan) any { return *selection(p).PrefixSource },
-			plan.PrefixSource{Type: "remote_indexer", Endpoint: "http://indexer:50051", QueryTimeoutMS: 100, MaxInflightQueries: 32}},
-		{"indexer timeout and concurrency", plainFleet, []string{"--policy", "cache_aware", "--cache-prefix-provider", "indexer",
-			"--kv-indexer-endpoint", "http://indexer:50051", "--kv-indexer-query-timeout-ms", "75", "--kv-indexer-query-max-inflight", "17"},
-			func(p *plan.Plan) any { return *selection(p).PrefixSource },
-			plan.PrefixSource{Type: "remote_indexer", Endpoint: "http://indexer:50051", QueryTimeoutMS: 75, MaxInflightQueries: 17}},
 
 		// Session affinity.
 		{"session defaults", plainFleet, []string{"--policy", "session_aware"},
@@ -230,5 +235,76 @@ func TestNoTuningOutsideItsPolicy(t *testing.T) {
 		if strings.Contains(string(src), absent) {
 			t.Errorf("output sets %s although no flag asked for it:\n%s", absent, src)
 		}
+	}
+}
+
+// sgl-router's era-3 selection checked each engine's reported capacity before
+// power_of_two, session_aware, cache_aware and decode picks (reference/sglang-router.md
+// §1.7, §2.2): running + 1 <= max_running_requests, which is running below the cap, and
+// KV tokens against max_total_num_tokens. --engine-max-* give those limits, and they cap
+// exactly the groups whose selection made the check.
+func TestCapacityCaps(t *testing.T) {
+	caps := plan.Admission{MaxRunningRequests: 256, MaxKVTokens: 1 << 20}
+	tests := []struct {
+		name              string
+		args              []string
+		selection, decode plan.Admission
+	}{
+		{"power_of_two", with(plainFleet, "--policy", "power_of_two"), caps, plan.Admission{}},
+		{"session_aware", with(plainFleet, "--policy", "session_aware"), caps, plan.Admission{}},
+		{"cache_aware, beside --max-in-flight", with(plainFleet, "--policy", "cache_aware", "--filter", "overloaded", "--max-in-flight", "64"),
+			plan.Admission{MaxRunningRequests: 256, MaxKVTokens: 1 << 20, MaxInflightRequests: 64}, plan.Admission{}},
+		{"round_robin prefill had none, decode had one", with(pdFleet, "--policy", "round_robin"), plan.Admission{}, caps},
+		{"power_of_two prefill and decode", with(pdFleet, "--policy", "power_of_two"), caps, caps},
+		{"load_based prefill had none", with(pdFleet, "--policy", "load_based"), plan.Admission{}, caps},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src, p, err := Migrate(Input{Args: tt.args, EngineMaxRunningRequests: ptr(int64(256)), EngineMaxKVTokens: ptr(int64(1 << 20))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := selection(p).Admission; got != tt.selection {
+				t.Errorf("selection admission: got %+v, want %+v", got, tt.selection)
+			}
+			if pd := p.Models[0].Buckets[0].Groups.PD; pd != nil && pd.Decode.Policy.Admission != tt.decode {
+				t.Errorf("decode admission: got %+v, want %+v", pd.Decode.Policy.Admission, tt.decode)
+			}
+			flat := strings.Join(strings.Fields(string(src)), " ")
+			for _, want := range []string{"max_running_requests: 256 // --engine-max-running-requests", "max_kv_tokens: 1048576 // --engine-max-kv-tokens"} {
+				if !strings.Contains(flat, want) {
+					t.Errorf("want %q in:\n%s", want, src)
+				}
+			}
+		})
+	}
+
+	// One flag without the other caps what it gives.
+	_, p, err := Migrate(Input{Args: with(plainFleet, "--policy", "power_of_two"), EngineMaxKVTokens: ptr(int64(4096))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := selection(p).Admission; got != (plan.Admission{MaxKVTokens: 4096}) {
+		t.Errorf("KV tokens only: %+v", got)
+	}
+}
+
+// Every group of a bucket file gets the caps its selection had the check for.
+func TestCapacityCapsOfBucketFile(t *testing.T) {
+	in := Input{Args: with(pdWorkers, "--policy", "cache_aware"), BucketConfig: bucketFileOf(t, twoPairs), Pairs: []string{"p-short=d-short", "p-long=d-long"},
+		EngineMaxRunningRequests: ptr(int64(128))}
+	_, p, err := Migrate(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := p.Models[0].Buckets
+	want := []plan.Admission{
+		{MaxRunningRequests: 128, MaxPendingPrefillTokens: 16384}, {MaxRunningRequests: 128},
+		{MaxRunningRequests: 128}, {MaxRunningRequests: 128},
+	}
+	got := []plan.Admission{b[0].Groups.PD.Prefill.Policy.Admission, b[0].Groups.PD.Decode.Policy.Admission,
+		b[1].Groups.PD.Prefill.Policy.Admission, b[1].Groups.PD.Decode.Policy.Admission}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
 	}
 }

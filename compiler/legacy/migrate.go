@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"unicode"
 
 	"github.com/routerkit/router/compiler"
 	"github.com/routerkit/router/runtime/plan"
@@ -31,6 +32,37 @@ type Input struct {
 	BucketConfig string
 	// Pairs are PREFILL_BUCKET=DECODE_BUCKET associations of the bucket file's buckets.
 	Pairs []string
+	// EngineMaxRunningRequests and EngineMaxKVTokens are the engines' limits (SGLang's
+	// max_running_requests and max_total_num_tokens), which sgl-router read from their
+	// load reports to check capacity before power_of_two, session_aware, cache_aware and
+	// decode picks. A configuration's admission caps are absolute, so they can only be
+	// given; nil leaves that part of the check out, and the header says so.
+	EngineMaxRunningRequests *int64
+	EngineMaxKVTokens        *int64
+}
+
+// rules checks migrate's own inputs against the parsed command line.
+func (in Input) rules(c *cli) Errors {
+	var p Errors
+	if strings.ContainsFunc(in.BucketConfig, unicode.IsControl) {
+		p.addf("--bucket-config %q: the path contains a control character, which the migrated configuration's comments cannot quote: rename the file", in.BucketConfig)
+	}
+	if v, bad := controlIn(in.Pairs); bad {
+		p.addf("--pair %q contains a control character, which the migrated configuration's comments cannot quote: remove it", v)
+	}
+	for _, f := range []struct {
+		flag string
+		n    *int64
+	}{{"--engine-max-running-requests", in.EngineMaxRunningRequests}, {"--engine-max-kv-tokens", in.EngineMaxKVTokens}} {
+		if f.n == nil {
+			continue
+		}
+		p.check(*f.n > 0, "%s must be greater than 0: it is an admission cap", f.flag)
+		p.check(c.pdMode() || capacityChecked(c.policyType()),
+			"%s: sgl-router checked engine capacity only before power_of_two, session_aware, cache_aware and decode picks, and --policy %s on plain workers made none, so there is no check to keep: remove it",
+			f.flag, c.policyType())
+	}
+	return p
 }
 
 // Errors is every reason an input cannot be migrated. Migrate reports all it finds in one
@@ -72,15 +104,15 @@ func Migrate(in Input) ([]byte, *plan.Plan, error) {
 	if errs := parse(in.Args, c.flags()); len(errs) > 0 {
 		return nil, nil, errs
 	}
-	if errs := append(c.legacyRules(), c.targetRules()...); len(errs) > 0 {
+	if errs := append(append(c.legacyRules(), c.targetRules()...), in.rules(c)...); len(errs) > 0 {
 		return nil, nil, errs
 	}
-	t := newTranslator(c)
+	t := newTranslator(in, c)
 	buckets, bucketsFrom, err := t.buckets(in)
 	if err != nil {
 		return nil, nil, err
 	}
-	src, err := render(header(in, c), t.config(buckets, bucketsFrom))
+	src, err := render(header(t), t.config(buckets, bucketsFrom))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -14,7 +14,7 @@ var everything = []string{"--model-id", "Qwen/Qwen3-8B", "--host", "0.0.0.0", "-
 	"--prefill", "http://p1:30000", "9001", "--prefill", "http://p2:30000",
 	"--decode", "http://d1:30000", "--decode-policy", "power_of_two",
 	"--policy", "cache_aware", "--filter", "overloaded", "--max-in-flight", "32",
-	"--kv-indexer-endpoint", "grpc://indexer:50051", "--kv-indexer-query-timeout-ms", "50",
+	"--cache-prefix-provider", "radix_tree",
 	"--cache-affinity-min-matched-tokens", "512", "--cache-affinity-min-match-ratio", "0.5",
 	"--cache-candidate-ratio", "0.25", "--worker-queue-limit", "8", "--saturation-queue-floor", "2",
 	"--pressure-rel-threshold", "1.25", "--min-load-choices", "3"}
@@ -80,26 +80,47 @@ func TestHeaderQuotesTheCommandLine(t *testing.T) {
 
 // The header names each deliberate change of behaviour that applies, and no other.
 func TestNotes(t *testing.T) {
+	running, kv := ptr(int64(256)), ptr(int64(1<<20))
+	pending := bucketFileOf(t, `{"buckets": [{"id": "b", "stage": "prefill", "rank": 0, "worker_ids": [], "max_pending_prefill_tokens": 4096}]}`)
 	tests := []struct {
 		name      string
-		args      []string
+		in        Input
 		want, not []string
 	}{
-		{"round_robin had no capacity check", with(plainFleet, "--policy", "round_robin"), nil, []string{"capacity"}},
-		{"power_of_two had one", with(plainFleet, "--policy", "power_of_two"), []string{"before --policy power_of_two picks"}, nil},
-		{"decode had one", with(pdFleet, "--policy", "random"), []string{"before decode picks"}, nil},
-		{"omitted affinity mode was soft", with(plainFleet, "--policy", "session_aware"), []string{"--affinity-mode was omitted"}, nil},
-		{"strict affinity mode is unchanged", with(plainFleet, "--policy", "session_aware", "--affinity-mode", "strict"), nil, []string{"--affinity-mode was omitted"}},
-		{"the local index needs KV events", with(plainFleet, "--policy", "cache_aware"), []string{"kv_events"}, nil},
-		{"a remote indexer does not", with(plainFleet, "--policy", "cache_aware", "--kv-indexer-endpoint", "http://i:1"), nil, []string{"kv_events"}},
+		{"round_robin had no capacity check", Input{Args: with(plainFleet, "--policy", "round_robin")}, nil, []string{"capacity"}},
+		{"power_of_two had one", Input{Args: with(plainFleet, "--policy", "power_of_two")}, []string{"before --policy power_of_two picks",
+			"To keep the check, pass --engine-max-running-requests N (the engines' max_running_requests) and --engine-max-kv-tokens N (the engines' max_total_num_tokens) to router migrate, before the --."}, nil},
+		{"decode had one", Input{Args: with(pdFleet, "--policy", "random")}, []string{"before decode picks", "pass --engine-max-running-requests N"}, nil},
+		{"both capacity flags keep the check", Input{Args: with(plainFleet, "--policy", "cache_aware"), EngineMaxRunningRequests: running, EngineMaxKVTokens: kv},
+			[]string{"before --policy cache_aware picks", "Those groups have max_running_requests (--engine-max-running-requests) and max_kv_tokens (--engine-max-kv-tokens) as one cap for every engine",
+				"sgl-router also counted the request's input (num_total_tokens + input <= max_total_num_tokens)"},
+			[]string{"To keep the check"}},
+		{"one capacity flag names the other", Input{Args: with(plainFleet, "--policy", "session_aware"), EngineMaxRunningRequests: running},
+			[]string{"max_running_requests (--engine-max-running-requests) as one cap", "To keep the check, pass --engine-max-kv-tokens N (the engines' max_total_num_tokens) to router migrate"},
+			[]string{"pass --engine-max-running-requests", "num_total_tokens + input"}},
+		{"a pending-prefill budget changed meaning", Input{Args: with(plainFleet, "--policy", "random"), BucketConfig: pending},
+			[]string{"max_pending_prefill_tokens admits an engine while its waiting uncached tokens are below the cap; sgl-router admitted it while they plus the request's uncached tokens fitted (waiting + request <= cap)"}, nil},
+		{"no pending-prefill budget, no note", Input{Args: with(plainFleet, "--policy", "random")}, nil, []string{"max_pending_prefill_tokens"}},
+		{"omitted affinity mode was soft", Input{Args: with(plainFleet, "--policy", "session_aware")}, []string{"--affinity-mode was omitted"}, nil},
+		{"strict affinity mode is unchanged", Input{Args: with(plainFleet, "--policy", "session_aware", "--affinity-mode", "strict")}, nil, []string{"--affinity-mode was omitted"}},
+		{"the local index needs KV events", Input{Args: with(plainFleet, "--policy", "cache_aware")}, []string{"kv_events"}, nil},
+		{"other policies have no index", Input{Args: with(plainFleet, "--policy", "power_of_two")}, nil, []string{"kv_events"}},
+		// The classic router injected bootstrap_port: null for `none` or no port.
+		{"prefill workers without a bootstrap port", Input{Args: []string{"--model-id", "m", "--prefill", "http://p1", "none", "--prefill", "http://p2", "--prefill", "http://p3", "9001", "--decode", "http://d"}},
+			[]string{"The classic router injected bootstrap_port: null into the requests of a prefill worker without a port (--prefill http://p1 none, --prefill http://p2); here such an engine has bootstrap_port 8998"},
+			[]string{"http://p3"}},
+		{"every prefill worker with a port", Input{Args: []string{"--model-id", "m", "--prefill", "http://p1", "9001", "--decode", "http://d"}}, nil, []string{"bootstrap_port: null"}},
+		{"a repeated worker", Input{Args: with(plainFleet, "--worker-urls", "http://10.0.0.1:30000/")},
+			[]string{"Workers listed more than once are one engine, as sgl-router de-duplicated its worker list after dropping trailing slashes: --worker-urls http://10.0.0.1:30000/ (the same worker as http://10.0.0.1:30000)."}, nil},
+		{"no repeated worker", Input{Args: plainFleet}, nil, []string{"more than once"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			src, _, err := Migrate(Input{Args: tt.args})
+			src, _, err := Migrate(tt.in)
 			if err != nil {
 				t.Fatal(err)
 			}
-			header := strings.Join(strings.Fields(string(src[:strings.Index(string(src), "\nengines")])), " ")
+			header := notesOf(src)
 			for _, w := range tt.want {
 				if !strings.Contains(header, w) {
 					t.Errorf("want %q in:\n%s", w, src)
@@ -112,6 +133,20 @@ func TestNotes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// notesOf is the text of a migrated configuration's header after the quoted command line,
+// with the comment markers and line breaks gone.
+func notesOf(src []byte) string {
+	head, _, _ := strings.Cut(string(src), "\nengines")
+	_, head, _ = strings.Cut(head, "Each value's comment names")
+	var words []string
+	for _, w := range strings.Fields(head) {
+		if w != "//" {
+			words = append(words, w)
+		}
+	}
+	return strings.Join(words, " ")
 }
 
 func TestWrap(t *testing.T) {

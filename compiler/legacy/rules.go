@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/routerkit/router/compiler"
@@ -34,8 +34,8 @@ func (c *cli) legacyRules() Errors {
 	return p
 }
 
-// workerRules checks the worker lists: exactly one kind of fleet, complete, with unique
-// http(s) URLs.
+// workerRules checks the worker lists: exactly one kind of fleet, complete, with http(s)
+// URLs, each worker listed once.
 func (c *cli) workerRules(p *Errors) {
 	switch {
 	case len(c.workerURLs) == 0 && !c.pdMode():
@@ -47,18 +47,70 @@ func (c *cli) workerRules(p *Errors) {
 	case len(c.prefill) > 0 && len(c.decode) == 0:
 		p.addf("--prefill needs --decode: prefill/decode mode requires both prefill and decode workers")
 	}
-	seen := map[string]string{}
+	c.dedupeWorkers(p)
 	for _, w := range c.workers() {
 		if err := checkWorkerURL(w.url); err != nil {
 			p.addf("%s %s: %v", w.flag, w.url, err)
-			continue
 		}
-		key := normalizeURL(w.url)
-		if first, dup := seen[key]; dup {
-			p.addf("duplicate worker URL %s (also given with %s): list each worker once", w.url, first)
-		}
-		seen[key] = w.flag
 	}
+}
+
+// dedupeWorkers lists each worker once, as sgl-router's static list did after dropping
+// trailing slashes: a repeat of a worker with the same role (and, for prefill, the same
+// bootstrap port) is dropped and noted. A URL given with two roles, or as prefill with two
+// bootstrap ports, is contradictory and an error.
+func (c *cli) dedupeWorkers(p *Errors) {
+	type first struct {
+		flag, url string
+		port      *int64
+	}
+	seen := map[string]first{}
+	// keep reports whether the worker is new, noting or reporting a repeat.
+	keep := func(flag, raw string, port *int64) bool {
+		key := normalizeURL(raw)
+		f, dup := seen[key]
+		switch {
+		case !dup:
+			seen[key] = first{flag, raw, port}
+			return true
+		case f.flag != flag:
+			p.addf("worker URL %s is given with %s and %s: a worker has one role", raw, f.flag, flag)
+		case !samePort(f.port, port):
+			p.addf("--prefill %s is given twice with different bootstrap ports (%s and %s): list it once", raw, portText(f.port), portText(port))
+		default:
+			c.duplicates = append(c.duplicates, fmt.Sprintf("%s %s (the same worker as %s)", flag, raw, f.url))
+		}
+		return false
+	}
+	var plain, decode []string
+	var prefill []prefillWorker
+	for _, u := range c.workerURLs {
+		if keep("--worker-urls", u, nil) {
+			plain = append(plain, u)
+		}
+	}
+	for _, w := range c.prefill {
+		if keep("--prefill", w.url, w.port) {
+			prefill = append(prefill, w)
+		}
+	}
+	for _, u := range c.decode {
+		if keep("--decode", u, nil) {
+			decode = append(decode, u)
+		}
+	}
+	c.workerURLs, c.prefill, c.decode = plain, prefill, decode
+}
+
+func samePort(a, b *int64) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
+}
+
+func portText(p *int64) string {
+	if p == nil {
+		return "none"
+	}
+	return strconv.FormatInt(*p, 10)
 }
 
 // checkWorkerURL accepts what sgl-router's static discovery accepts: an absolute http or
@@ -79,35 +131,10 @@ func normalizeURL(raw string) string {
 	return strings.TrimRight(raw, "/")
 }
 
-// cacheRules checks the prefix-provider and KV-indexer flags.
+// cacheRules checks the prefix-provider flag. Its indexer value and the --kv-indexer-*
+// flags are refused while parsing: sgl-router's indexer speaks gRPC.
 func (c *cli) cacheRules(p *Errors, policy string) {
-	cacheAware := policy == "cache_aware"
-	p.check(c.cachePrefixProvider == nil || cacheAware, "--cache-prefix-provider requires --policy cache_aware")
-	p.check(c.kvIndexerTimeoutMS == nil || *c.kvIndexerTimeoutMS > 0, "--kv-indexer-query-timeout-ms must be greater than zero")
-	p.check(c.kvIndexerTimeoutMS == nil || c.kvIndexerEndpoint != nil, "--kv-indexer-query-timeout-ms requires --kv-indexer-endpoint")
-	p.check(c.kvIndexerMaxInflight == nil || *c.kvIndexerMaxInflight > 0, "--kv-indexer-query-max-inflight must be greater than zero")
-	p.check(c.kvIndexerMaxInflight == nil || c.kvIndexerEndpoint != nil, "--kv-indexer-query-max-inflight requires --kv-indexer-endpoint")
-	indexer := c.prefixProvider() == "indexer"
-	switch {
-	case c.kvIndexerEndpoint != nil && !cacheAware:
-		p.addf("--kv-indexer-endpoint requires --policy cache_aware")
-	case c.kvIndexerEndpoint != nil && !indexer:
-		p.addf("--kv-indexer-endpoint requires --cache-prefix-provider indexer")
-	case cacheAware && indexer && c.kvIndexerEndpoint == nil:
-		p.addf("--cache-prefix-provider indexer requires --kv-indexer-endpoint")
-	}
-}
-
-// prefixProvider is --cache-prefix-provider with sgl-router's default: the indexer when an
-// endpoint is given, the router's own radix tree otherwise.
-func (c *cli) prefixProvider() string {
-	switch {
-	case c.cachePrefixProvider != nil:
-		return *c.cachePrefixProvider
-	case c.kvIndexerEndpoint != nil:
-		return "indexer"
-	}
-	return "radix_tree"
+	p.check(c.cachePrefixProvider == nil || policy == "cache_aware", "--cache-prefix-provider requires --policy cache_aware")
 }
 
 // affinityRules checks the session, cache-candidate and pressure-guard flags, in
@@ -177,9 +204,6 @@ func (c *cli) stickyRules(p *Errors, policy string) {
 	p.check(orDefault(c.stickyIdleSecs, 600) != 0, "--sticky-idle-secs must be greater than 0 (0 would evict every assignment immediately, defeating sticky routing)")
 }
 
-// indexerEndpoint is what the configuration accepts as a remote prefix indexer.
-var indexerEndpoint = regexp.MustCompile(`^(http|https|grpc)://[^/]+`)
-
 // targetRules rejects what sgl-router accepted but the router configuration cannot
 // express: a setting is never silently dropped or approximated.
 func (c *cli) targetRules() Errors {
@@ -207,9 +231,6 @@ func (c *cli) targetRules() Errors {
 	}
 	if c.candidateRatio != nil && *c.candidateRatio == 0 {
 		p.addf("--cache-candidate-ratio 0 cannot be migrated: the configuration's candidate_ratio must be greater than 0; choose a positive ratio")
-	}
-	if e := c.kvIndexerEndpoint; e != nil && !indexerEndpoint.MatchString(*e) {
-		p.addf("--kv-indexer-endpoint %q must be an absolute http://, https:// or grpc:// URL with an explicit scheme, e.g. http://10.0.0.10:50051", *e)
 	}
 	if c.host != nil {
 		_, _, err := net.SplitHostPort(net.JoinHostPort(*c.host, "0"))

@@ -83,7 +83,8 @@ func TestLegacyRules(t *testing.T) {
 		{"decode without prefill", []string{"--model-id", "m", "--decode", "http://d"}, "--decode needs --prefill"},
 		{"schemeless worker", []string{"--model-id", "m", "--worker-urls", "10.0.0.1:30000"}, "10.0.0.1:30000"},
 		{"non-http worker", []string{"--model-id", "m", "--worker-urls", "ws://x:30000"}, `unsupported scheme "ws"`},
-		{"duplicate worker after trailing-slash normalization", with(plainFleet, "--worker-urls", "http://10.0.0.1:30000/"), "duplicate worker URL"},
+		{"a worker with two roles", []string{"--model-id", "m", "--prefill", "http://w:1", "--decode", "http://w:1/"}, "worker URL http://w:1/ is given with --prefill and --decode: a worker has one role"},
+		{"a prefill worker with two bootstrap ports", with(pdFleet, "--prefill", "http://10.0.0.1:30000", "9001"), "--prefill http://10.0.0.1:30000 is given twice with different bootstrap ports (none and 9001)"},
 		{"bad bootstrap port", []string{"--model-id", "m", "--prefill", "http://p", "x", "--decode", "http://d"}, `invalid bootstrap port "x"`},
 
 		{"filter overloaded needs max in flight", with(plainFleet, "--filter", "overloaded"), "--max-in-flight and `--filter overloaded` require each other"},
@@ -110,13 +111,6 @@ func TestLegacyRules(t *testing.T) {
 		{"candidate min above the default max", with(plainFleet, "--policy", "cache_aware", "--cache-candidate-min-workers", "40"), "min must not exceed max"},
 		{"candidate max zero", with(plainFleet, "--policy", "cache_aware", "--cache-candidate-max-workers", "0"), "must be positive"},
 		{"prefix provider needs cache_aware", with(plainFleet, "--cache-prefix-provider", "radix_tree"), "--cache-prefix-provider requires --policy cache_aware"},
-		{"indexer endpoint needs cache_aware", with(plainFleet, "--kv-indexer-endpoint", "http://indexer:50051"), "--kv-indexer-endpoint requires --policy cache_aware"},
-		{"indexer endpoint with radix_tree", with(plainFleet, "--policy", "cache_aware", "--cache-prefix-provider", "radix_tree", "--kv-indexer-endpoint", "http://i:1"), "requires --cache-prefix-provider indexer"},
-		{"indexer provider needs endpoint", with(plainFleet, "--policy", "cache_aware", "--cache-prefix-provider", "indexer"), "--cache-prefix-provider indexer requires --kv-indexer-endpoint"},
-		{"indexer timeout needs endpoint", with(plainFleet, "--policy", "cache_aware", "--kv-indexer-query-timeout-ms", "75"), "--kv-indexer-query-timeout-ms requires --kv-indexer-endpoint"},
-		{"indexer timeout zero", with(plainFleet, "--policy", "cache_aware", "--kv-indexer-endpoint", "http://i:1", "--kv-indexer-query-timeout-ms", "0"), "must be greater than zero"},
-		{"indexer inflight zero", with(plainFleet, "--policy", "cache_aware", "--kv-indexer-endpoint", "http://i:1", "--kv-indexer-query-max-inflight", "0"), "--kv-indexer-query-max-inflight must be greater than zero"},
-		{"indexer inflight needs endpoint", with(plainFleet, "--policy", "cache_aware", "--kv-indexer-query-max-inflight", "17"), "--kv-indexer-query-max-inflight requires --kv-indexer-endpoint"},
 
 		{"pressure tuning needs an affinity policy", with(plainFleet, "--policy", "power_of_two", "--pressure-rel-threshold", "2"), "pressure guard tuning requires --policy session_aware or cache_aware"},
 		{"disable pressure guard needs an affinity policy", with(plainFleet, "--disable-pressure-guard"), "--disable-pressure-guard requires --policy session_aware or cache_aware"},
@@ -139,6 +133,8 @@ func TestLegacyRules(t *testing.T) {
 
 		{"a number that is not one", with(plainFleet, "--policy", "cache_aware", "--cache-switch-margin-tokens", "lots"), `invalid value "lots" for --cache-switch-margin-tokens`},
 		{"a negative count", with(plainFleet, "--filter", "overloaded", "--max-in-flight=-1"), "not a non-negative integer"},
+		{"a count above int64", with(plainFleet, "--filter", "overloaded", "--max-in-flight", "9223372036854775808"),
+			`invalid value "9223372036854775808" for --max-in-flight: above 9223372036854775807, the largest integer the configuration holds`},
 		{"port out of range", with(plainFleet, "--port", "70000"), `invalid value "70000" for --port`},
 		{"a flag given twice", with(plainFleet, "--policy", "random", "--policy", "random"), "--policy is given more than once"},
 		{"a switch with a value", with(plainFleet, "--policy", "cache_aware", "--disable-pressure-guard=true"), "--disable-pressure-guard takes no value"},
@@ -172,8 +168,8 @@ func TestInexpressibleSettings(t *testing.T) {
 		{"termination grace", with(plainFleet, "--termination-grace-secs", "60"), "--termination-grace-secs cannot be migrated"},
 		{"request timeout", with(plainFleet, "--request-timeout-secs", "300"), "--request-timeout-secs cannot be migrated"},
 		{"stale request timeout", with(plainFleet, "--stale-request-timeout-secs", "600"), "--stale-request-timeout-secs cannot be migrated"},
-		{"log level", with(plainFleet, "--log-level", "info"), "--log-level cannot be migrated"},
-		{"log format", with(plainFleet, "--log-format=json"), "--log-format cannot be migrated"},
+		{"log level", with(plainFleet, "--log-level", "debug"), "--log-level cannot be migrated: logging is not part of the router configuration, but `router serve` has the same flag: pass --log-level debug to `router serve` instead"},
+		{"log format", with(plainFleet, "--log-format=json"), "pass --log-format json to `router serve` instead"},
 		{"service discovery", []string{"--model-id", "m", "--service-discovery", "--selector", "app=sglang", "zone=a"}, "--service-discovery cannot be migrated"},
 		{"discovery namespace", with(plainFleet, "--service-discovery-namespace", "prod"), "--service-discovery-namespace cannot be migrated"},
 		{"PD selectors", with(plainFleet, "--prefill-selector", "role=p", "--decode-selector", "role=d"), "--decode-selector cannot be migrated"},
@@ -183,7 +179,6 @@ func TestInexpressibleSettings(t *testing.T) {
 		{"session-only pressure tuning", with(plainFleet, "--policy", "session_aware", "--pressure-abs-threshold-tokens", "2048"), "--pressure-abs-threshold-tokens applies to cache_aware selection only"},
 		{"zero pressure ms", with(plainFleet, "--policy", "cache_aware", "--pressure-abs-threshold-ms", "0"), "--pressure-abs-threshold-ms 0 cannot be migrated"},
 		{"zero candidate ratio", with(plainFleet, "--policy", "cache_aware", "--cache-candidate-ratio", "0"), "--cache-candidate-ratio 0 cannot be migrated"},
-		{"indexer endpoint without scheme", with(plainFleet, "--policy", "cache_aware", "--kv-indexer-endpoint", "indexer:50051"), "explicit scheme"},
 		{"a host that is no host", with(plainFleet, "--host", "a]b"), `--host "a]b" is not a host name or IP address`},
 		{"decode policy without decode workers", with(plainFleet, "--decode-policy", "power_of_two"), "--decode-policy selects decode workers"},
 	}
@@ -206,5 +201,102 @@ func TestAllProblemsAtOnce(t *testing.T) {
 	}
 	if strings.Contains(got, `"value"`) {
 		t.Errorf("the values of an unknown flag are not extra problems:\n%s", got)
+	}
+}
+
+// sgl-router's KV indexer speaks gRPC and the router's remote_indexer a JSON protocol over
+// HTTP: an endpoint would validate and then fail at serve (grpc://) or never answer
+// (http://). Its flags are refused, saying why and what keeps cache-aware matching.
+func TestIndexerRefused(t *testing.T) {
+	cache := with(plainFleet, "--policy", "cache_aware")
+	why := "sgl-router's KV indexer (sgl-kv-indexer) speaks gRPC, but the router's remote_indexer prefix source speaks a JSON-over-HTTP protocol"
+	instead := []string{"add kv_events: {endpoint: \"tcp://HOST:PORT\"} to each engine", "set prefix_source: {type: \"remote_indexer\", endpoint: \"http://HOST:PORT\"} by hand"}
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"grpc endpoint", with(cache, "--kv-indexer-endpoint", "grpc://indexer:50051"), append([]string{"--kv-indexer-endpoint cannot be migrated: " + why}, instead...)},
+		{"http endpoint", with(cache, "--kv-indexer-endpoint", "http://indexer:50051"), append([]string{"--kv-indexer-endpoint cannot be migrated: " + why, "never answers"}, instead...)},
+		{"endpoint under another policy", with(plainFleet, "--kv-indexer-endpoint=http://indexer:50051"), []string{"--kv-indexer-endpoint cannot be migrated"}},
+		{"indexer provider", with(cache, "--cache-prefix-provider", "indexer"), append([]string{"--cache-prefix-provider indexer cannot be migrated: " + why}, instead...)},
+		{"query timeout", with(cache, "--kv-indexer-query-timeout-ms", "75"), []string{"--kv-indexer-query-timeout-ms cannot be migrated", "speaks gRPC", "set prefix_source.query_timeout_ms by hand"}},
+		{"query concurrency", with(cache, "--kv-indexer-query-max-inflight", "17"), []string{"--kv-indexer-query-max-inflight cannot be migrated", "set prefix_source.max_inflight_queries by hand"}},
+		{"all of them", with(cache, "--cache-prefix-provider", "indexer", "--kv-indexer-endpoint", "http://i:1", "--kv-indexer-query-timeout-ms", "75", "--kv-indexer-query-max-inflight", "17"),
+			[]string{"4 problems:"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := rejected(t, tt.args)
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("want %q in:\n%s", w, got)
+				}
+			}
+		})
+	}
+	// The local index, the fix the message names, migrates.
+	migrate(t, cache, "--cache-prefix-provider", "radix_tree")
+}
+
+// A value quoted in a comment of the configuration cannot hold a control character: a
+// line break would end the comment and leave the rest of the value as CUE.
+func TestControlCharacters(t *testing.T) {
+	tests := []struct {
+		name string
+		in   Input
+		want string
+	}{
+		{"model id with a line break", Input{Args: []string{"--model-id", "m\nx: 1", "--worker-urls", "http://w"}},
+			`--model-id "m\nx: 1" contains a control character`},
+		{"model id with a tab", Input{Args: []string{"--model-id=m\tx", "--worker-urls", "http://w"}}, `--model-id "m\tx" contains a control character`},
+		{"model id with a C1 control", Input{Args: []string{"--model-id", "m\u0085x", "--worker-urls", "http://w"}}, "--model-id"},
+		{"host", Input{Args: with(plainFleet, "--host", "a\nb")}, `--host "a\nb" contains a control character`},
+		{"bucket file path", Input{Args: plainFleet, BucketConfig: "b\n.json"}, `--bucket-config "b\n.json": the path contains a control character`},
+		{"bucket file path among the legacy flags", Input{Args: with(plainFleet, "--bucket-config", "b\r.json")}, `--bucket-config "b\r.json" contains a control character`},
+		{"pair", Input{Args: plainFleet, Pairs: []string{"p\n=d"}}, `--pair "p\n=d" contains a control character`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src, p, err := Migrate(tt.in)
+			var errs Errors
+			if src != nil || p != nil || !errors.As(err, &errs) {
+				t.Fatalf("want a rejection, got %v:\n%s", err, src)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("want %q in:\n%v", tt.want, err)
+			}
+		})
+	}
+}
+
+// The capacity flags are positive admission caps, and only where sgl-router checked
+// capacity: a cap elsewhere would be a check it never made.
+func TestCapacityFlagRules(t *testing.T) {
+	tests := []struct {
+		name string
+		in   Input
+		want string
+	}{
+		{"zero running requests", Input{Args: with(plainFleet, "--policy", "power_of_two"), EngineMaxRunningRequests: ptr(int64(0))},
+			"--engine-max-running-requests must be greater than 0"},
+		{"negative KV tokens", Input{Args: with(plainFleet, "--policy", "power_of_two"), EngineMaxKVTokens: ptr(int64(-1))},
+			"--engine-max-kv-tokens must be greater than 0"},
+		{"round_robin plain workers had no check", Input{Args: plainFleet, EngineMaxKVTokens: ptr(int64(4096))},
+			"--engine-max-kv-tokens: sgl-router checked engine capacity only before power_of_two, session_aware, cache_aware and decode picks, and --policy round_robin on plain workers made none"},
+		{"load_based plain workers had no check", Input{Args: with(plainFleet, "--policy", "load_based"), EngineMaxRunningRequests: ptr(int64(8))},
+			"--policy load_based on plain workers made none"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, p, err := Migrate(tt.in)
+			var errs Errors
+			if p != nil || !errors.As(err, &errs) {
+				t.Fatalf("want a rejection, got %v", err)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("want %q in:\n%v", tt.want, err)
+			}
+		})
 	}
 }

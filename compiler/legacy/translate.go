@@ -35,11 +35,15 @@ func (c *cli) workers() []worker {
 // translator builds the target configuration from a command line that passed every rule.
 type translator struct {
 	c       *cli
+	in      Input
 	workers map[string]worker // by normalized URL
+	// pendingBudget records that a bucket's max_pending_prefill_tokens became a cap, whose
+	// meaning changed (see notes).
+	pendingBudget bool
 }
 
-func newTranslator(c *cli) *translator {
-	t := &translator{c: c, workers: map[string]worker{}}
+func newTranslator(in Input, c *cli) *translator {
+	t := &translator{c: c, in: in, workers: map[string]worker{}}
 	for _, w := range c.workers() {
 		t.workers[normalizeURL(w.url)] = w
 	}
@@ -121,9 +125,45 @@ func group(members []string, membersFrom string, policy *node) *node {
 	return g
 }
 
+// capacityChecked reports whether sgl-router's era-3 selection with policy checked each
+// engine's reported capacity (running requests and KV tokens) before its pick
+// (reference/sglang-router.md §1.7, §2.2). Decode selection, power_of_two, always did.
+func capacityChecked(policy string) bool {
+	switch policy {
+	case "power_of_two", "session_aware", "cache_aware":
+		return true
+	}
+	return false
+}
+
+// capacityCaps are the admission caps that keep sgl-router's implicit capacity check, as
+// far as migrate's --engine-max-* flags give the engines' limits.
+func (t *translator) capacityCaps() []admissionCap {
+	var caps []admissionCap
+	if n := t.in.EngineMaxRunningRequests; n != nil {
+		caps = append(caps, admissionCap{"max_running_requests", *n, "--engine-max-running-requests: sgl-router's capacity check"})
+	}
+	if n := t.in.EngineMaxKVTokens; n != nil {
+		caps = append(caps, admissionCap{"max_kv_tokens", *n, "--engine-max-kv-tokens: sgl-router's capacity check"})
+	}
+	return caps
+}
+
+// setAdmission sets the admission caps of policy p, if any.
+func setAdmission(p *node, caps []admissionCap) {
+	if len(caps) == 0 {
+		return
+	}
+	a := p.child("admission")
+	for _, cp := range caps {
+		a.set(cp.field, cp.value, cp.from)
+	}
+}
+
 // selectionPolicy is the policy of a plain or prefill group: --policy with its tuning, and
-// the group's admission caps.
-func (t *translator) selectionPolicy(caps []admissionCap) *node {
+// the group's admission caps: --max-in-flight, the capacity check of the policies that
+// had one, and the bucket's caps.
+func (t *translator) selectionPolicy(bucketCaps []admissionCap) *node {
 	c := t.c
 	p := &node{}
 	from := "sgl-router's default --policy"
@@ -131,15 +171,14 @@ func (t *translator) selectionPolicy(caps []admissionCap) *node {
 		from = "--policy " + *c.policy
 	}
 	p.set("type", c.policyType(), from)
+	var caps []admissionCap
 	if c.maxInFlight != nil {
-		caps = append([]admissionCap{{"max_inflight_requests", *c.maxInFlight, "--filter overloaded --max-in-flight"}}, caps...)
+		caps = append(caps, admissionCap{"max_inflight_requests", *c.maxInFlight, "--filter overloaded --max-in-flight"})
 	}
-	if len(caps) > 0 {
-		a := p.child("admission")
-		for _, cp := range caps {
-			a.set(cp.field, cp.value, cp.from)
-		}
+	if capacityChecked(c.policyType()) {
+		caps = append(caps, t.capacityCaps()...)
 	}
+	setAdmission(p, append(caps, bucketCaps...))
 	switch c.policyType() {
 	case "sticky":
 		setGiven(p, "fallback", c.stickyFallback, "--sticky-fallback-policy")
@@ -170,24 +209,13 @@ func (t *translator) cacheTuning(p *node) {
 		setGiven(g, "abs_threshold_ms", c.pressureAbsMS, "--pressure-abs-threshold-ms")
 		setGiven(g, "rel_threshold", c.pressureRelThreshold, "--pressure-rel-threshold")
 	}
-	switch {
-	case c.prefixProvider() == "indexer":
-		s := p.child("prefix_source")
-		from := "--cache-prefix-provider indexer"
-		if c.cachePrefixProvider == nil {
-			from = "sgl-router's default --cache-prefix-provider with --kv-indexer-endpoint"
-		}
-		s.set("type", "remote_indexer", from)
-		s.set("endpoint", *c.kvIndexerEndpoint, "--kv-indexer-endpoint")
-		setGiven(s, "query_timeout_ms", c.kvIndexerTimeoutMS, "--kv-indexer-query-timeout-ms")
-		setGiven(s, "max_inflight_queries", c.kvIndexerMaxInflight, "--kv-indexer-query-max-inflight")
-	case c.cachePrefixProvider != nil:
+	if c.cachePrefixProvider != nil {
 		p.child("prefix_source").set("type", "local_index", "--cache-prefix-provider radix_tree")
 	}
 }
 
 // decodeSelection is the policy of a decode group: --decode-policy, whose only remaining
-// value is power_of_two.
+// value is power_of_two, with the capacity check sgl-router made before every decode pick.
 func (t *translator) decodeSelection() *node {
 	p := &node{}
 	from := "sgl-router's default --decode-policy"
@@ -195,6 +223,7 @@ func (t *translator) decodeSelection() *node {
 		from = "--decode-policy " + *t.c.decodePolicy
 	}
 	p.set("type", "power_of_two", from)
+	setAdmission(p, t.capacityCaps())
 	return p
 }
 
