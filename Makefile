@@ -26,6 +26,7 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./compiler -run '^$$' -fuzz FuzzCompile -fuzztime $(FUZZTIME)
 	$(GO) test ./compiler/legacy -run '^$$' -fuzz FuzzMigrate -fuzztime $(FUZZTIME)
+	$(GO) test ./compiler/legacy -run '^$$' -fuzz FuzzBucketFile -fuzztime $(FUZZTIME)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
