@@ -166,8 +166,8 @@ func sumBy(f *dto.MetricFamily, labels ...string) map[string]float64 {
 }
 
 // explain runs selection for the posted request exactly as serving would, against live
-// state, and returns the shared explanation. The body is a chat request, or an
-// explain.Request giving the routing facts directly. It is a dry run: nothing is
+// state, and returns the shared explanation. A body with messages is a chat request; any
+// other is an explain.Request giving the routing facts directly. It is a dry run: nothing is
 // dispatched, no in-flight count is taken and no affinity binding is written.
 func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
@@ -180,7 +180,10 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 		resolver *bucket.Resolver
 		peakErr  error
 	)
-	if bytes.Contains(body, []byte(`"input_tokens"`)) {
+	var probe struct {
+		Messages json.RawMessage `json:"messages"`
+	}
+	if json.Unmarshal(body, &probe) == nil && probe.Messages == nil {
 		resolver, facts, peakErr, err = s.explainFacts(body)
 	} else {
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -224,11 +227,10 @@ func (s *Server) explainFacts(body []byte) (_ *bucket.Resolver, _ policy.Facts, 
 	}
 	m := s.models[req.Model]
 	if m == nil {
-		return nil, policy.Facts{}, nil, &httpError{http.StatusNotFound, codeModelNotFound,
-			fmt.Sprintf("model %q is not served by this router (served: %s)", req.Model, s.modelList)}
+		return nil, policy.Facts{}, nil, &httpError{status: http.StatusNotFound, code: codeModelNotFound, msg: fmt.Sprintf("model %q is not served by this router (served: %s)", req.Model, s.modelList)}
 	}
 	if req.InputTokens < 0 || (req.MaxTokens != nil && *req.MaxTokens < 0) {
-		return nil, policy.Facts{}, nil, &httpError{http.StatusBadRequest, codeInvalidRequest, "input_tokens and max_tokens must not be negative"}
+		return nil, policy.Facts{}, nil, &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, msg: "input_tokens and max_tokens must not be negative"}
 	}
 	facts := policy.Facts{Model: req.Model, InputTokens: req.InputTokens, SessionKey: req.SessionID, RoutingKey: req.RoutingKey}
 	if req.MaxTokens != nil {

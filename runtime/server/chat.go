@@ -20,7 +20,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 
 	p, herr := s.prepare(rec, r)
 	if herr != nil {
-		d.Error = herr.msg
+		d.Model, d.Error = herr.model, herr.msg
 		writeError(rec, herr.status, herr.code, herr.msg)
 		return
 	}
@@ -31,7 +31,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	trace := &decision.Trace{}
 	sel, err := p.resolver.Route(decision.NewContext(r.Context(), trace), &p.facts)
 	s.metrics.observeSelection(p.model.Name, trace, sel, err)
-	d.fromSelection(sel, err)
+	d.fromSelection(trace, sel, err)
 	if err != nil {
 		var be *bucket.Error
 		if !errors.As(err, &be) {
@@ -45,7 +45,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		s.dispatchPD(rec, r, p, sel)
 		return
 	}
-	s.forward(rec, r, p.body, sel.Plain.Engine)
+	s.forward(r, p.body, &dispatch{engine: sel.Plain.Engine, rec: rec})
 }
 
 // finish records a finished request: metrics, the recent-decisions ring and one log line.
@@ -55,31 +55,45 @@ func (s *Server) finish(rec *recorder, d *Decision) {
 		status = statusClientClosed
 	}
 	d.Status, d.DurationMS = status, float64(time.Since(rec.start).Microseconds())/1000
-	if d.Error == "" && rec.errCode != "" {
+	switch {
+	case rec.failure != "":
+		d.Error = rec.failure
+	case d.Error == "" && rec.errCode != "":
 		d.Error = rec.errCode
 	}
 	s.metrics.observeRequest(d, rec)
 	s.recent.add(*d)
-	s.log.Info("request", "model", d.Model, "bucket", d.Bucket, "engines", d.Engines,
-		"status", status, "duration_ms", d.DurationMS, "input_tokens", d.InputTokens)
+	attrs := []any{"model", d.Model, "bucket", d.Bucket, "engines", d.Engines,
+		"status", status, "duration_ms", d.DurationMS, "input_tokens", d.InputTokens}
+	if d.Error != "" {
+		attrs = append(attrs, "error", d.Error)
+	}
+	s.log.Info("request", attrs...)
 }
 
 // statusClientClosed is logged when the client went away before any response (nginx's
 // convention); it is never written to a client.
 const statusClientClosed = 499
 
-// recorder remembers what was written to the client: the status, when the first body
-// byte went out (time to first token for streams), and an error code.
+// recorder remembers what was written to the client: the final status, when the first
+// body byte went out (time to first token for streams), an error code, and a failure that
+// ended a stream after its 200.
 type recorder struct {
 	http.ResponseWriter
-	start     time.Time
-	status    int
-	firstByte time.Time
-	errCode   string
+	start       time.Time
+	status      int
+	firstByte   time.Time
+	errCode     string
+	failureCode string
+	failure     string
 }
 
+// streamFailure records an engine failure that ended a started stream.
+func (r *recorder) streamFailure(code, msg string) { r.failureCode, r.failure = code, msg }
+
 func (r *recorder) WriteHeader(code int) {
-	if r.status == 0 {
+	// Interim 1xx responses pass through; only the final status is the request's.
+	if r.status == 0 && code >= 200 {
 		r.status = code
 		r.errCode = r.Header().Get("X-Router-Error-Code")
 	}
@@ -114,7 +128,10 @@ type Decision struct {
 	DurationMS   float64           `json:"duration_ms"`
 }
 
-func (d *Decision) fromSelection(sel bucket.Selection, err error) {
+func (d *Decision) fromSelection(t *decision.Trace, sel bucket.Selection, err error) {
+	// Route passes a request on only after a failed attempt, so every attempt but the
+	// last was a fall-through.
+	d.Fallthroughs = max(len(t.Attempts)-1, 0)
 	if err != nil {
 		d.Error = err.Error()
 		return

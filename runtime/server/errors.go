@@ -13,6 +13,9 @@ const (
 	codeInvalidRequest = "invalid_request"
 	codeModelNotFound  = "model_not_found"
 	codeEngineError    = "engine_error"
+	codeEngineRejected = "engine_rejected"
+	codeNotFound       = "not_found"
+	codeMethod         = "method_not_allowed"
 	codePrefillError   = "prefill_error"
 	codeUnauthorized   = "unauthorized"
 	codeDraining       = "shutting_down"
@@ -23,6 +26,8 @@ type httpError struct {
 	status int
 	code   string
 	msg    string
+	// model is the requested model when the request named one.
+	model string
 }
 
 func (e *httpError) Error() string { return e.msg }
@@ -30,15 +35,18 @@ func (e *httpError) Error() string { return e.msg }
 // writeError answers with {"error": {"message", "type", "code"}} and the machine-readable
 // code in x-router-error-code, so scripts need not parse the body.
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	typ := "invalid_request_error"
-	if status >= 500 {
-		typ = "server_error"
-	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Router-Error-Code", code)
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"error": map[string]any{"message": msg, "type": typ, "code": code},
-	})
+	_ = json.NewEncoder(w).Encode(errorBody(status, code, msg))
+}
+
+// errorBody is an OpenAI-shaped error.
+func errorBody(status int, code, msg string) map[string]any {
+	typ := "invalid_request_error"
+	if status >= 500 {
+		typ = "server_error"
+	}
+	return map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": code}}
 }

@@ -21,6 +21,7 @@ type metrics struct {
 	picks        *prometheus.CounterVec
 	rejections   *prometheus.CounterVec
 	fallthroughs *prometheus.CounterVec
+	streamFails  *prometheus.CounterVec
 	duration     *prometheus.HistogramVec
 	ttft         *prometheus.HistogramVec
 }
@@ -40,6 +41,9 @@ func newMetrics() *metrics {
 		fallthroughs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "router_bucket_fallthroughs_total", Help: "Bucket attempts that failed and passed the request to the next compatible bucket.",
 		}, []string{"model", "bucket"}),
+		streamFails: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "router_stream_failures_total", Help: "Streams that an engine failure ended after their 200, by code (engine_error, prefill_error).",
+		}, []string{"model", "bucket", "code"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "router_request_duration_seconds", Help: "Time from request arrival to the end of the response.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
@@ -49,7 +53,7 @@ func newMetrics() *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 		}, []string{"model"}),
 	}
-	m.reg.MustRegister(m.requests, m.picks, m.rejections, m.fallthroughs, m.duration, m.ttft,
+	m.reg.MustRegister(m.requests, m.picks, m.rejections, m.fallthroughs, m.streamFails, m.duration, m.ttft,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -111,6 +115,9 @@ func (m *metrics) observeRequest(d *Decision, rec *recorder) {
 		bucketLabel = "none"
 	}
 	m.requests.WithLabelValues(d.Model, bucketLabel, statusLabel(d.Status)).Inc()
+	if rec.failureCode != "" {
+		m.streamFails.WithLabelValues(d.Model, bucketLabel, rec.failureCode).Inc()
+	}
 	m.duration.WithLabelValues(d.Model).Observe(time.Since(rec.start).Seconds())
 	if d.Status == http.StatusOK && !rec.firstByte.IsZero() {
 		m.ttft.WithLabelValues(d.Model).Observe(rec.firstByte.Sub(rec.start).Seconds())

@@ -10,7 +10,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/engine"
@@ -31,9 +30,11 @@ var errDecodeDone = errors.New("decode finished")
 // dispatchPD sends the request to the selected prefill and decode engines at once, as
 // SGLang's PD router does: both get the same body with the prefill engine's bootstrap
 // address and a fresh bootstrap room, and the client gets the decode engine's response.
-// A prefill failure cancels the decode half and is reported; when the decode half ends,
-// a prefill still running is cancelled. Both engines' in-flight counts are released on
-// every path.
+// The decode response is held until the prefill engine has answered, so a prefill
+// failure is reported (502 prefill_error) instead of a decode's 200; a prefill that
+// fails later cancels the decode half, which ends the stream with an error event. When
+// the decode half ends, a prefill still running is cancelled. Both engines' in-flight
+// counts are released on every path.
 func (s *Server) dispatchPD(rw *recorder, r *http.Request, p *prepared, sel bucket.Selection) {
 	pre, dec := sel.Prefill.Engine, sel.Decode.Engine
 	body, err := withBootstrap(p.body, pre, rand.Uint64()&(1<<63-1))
@@ -45,21 +46,29 @@ func (s *Server) dispatchPD(rw *recorder, r *http.Request, p *prepared, sel buck
 	defer cancel(nil)
 	preGuard := s.table.Acquire(pre)
 	prefillDone := make(chan struct{})
+	answered := make(chan error, 1)
 	go func() {
 		defer close(prefillDone)
 		defer preGuard.Release()
-		if err := s.prefill(ctx, pre, r, body); err != nil && ctx.Err() == nil {
+		if err := s.prefill(ctx, pre, r, body, answered); err != nil && ctx.Err() == nil {
 			cancel(&prefillFailure{engine: pre.ID(), err: err})
 		}
 	}()
-	s.forward(rw, r.WithContext(ctx), body, dec)
+	s.forward(r.WithContext(ctx), body, &dispatch{engine: dec, rec: rw, prefill: answered})
 	cancel(errDecodeDone)
 	<-prefillDone
 }
 
 // prefill posts body to the prefill engine and drains its answer, which the client never
-// sees; a non-2xx status is a failure.
-func (s *Server) prefill(ctx context.Context, w *engine.Worker, in *http.Request, body []byte) error {
+// sees; a non-2xx status is a failure. answered receives the outcome as soon as the
+// engine's status is known (the decode response waits for it).
+func (s *Server) prefill(ctx context.Context, w *engine.Worker, in *http.Request, body []byte, answered chan<- error) (err error) {
+	reported := false
+	defer func() {
+		if !reported {
+			answered <- &prefillFailure{engine: w.ID(), err: err}
+		}
+	}()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL()+in.URL.Path, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -75,15 +84,17 @@ func (s *Server) prefill(ctx context.Context, w *engine.Worker, in *http.Request
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(msg)))
+		return fmt.Errorf("%s: %s", resp.Status, engineMessage(msg))
 	}
+	reported = true
+	answered <- nil
 	_, err = io.Copy(io.Discard, resp.Body)
 	return err
 }
 
 // withBootstrap returns body with bootstrap_host, bootstrap_port and bootstrap_room set
-// for the prefill engine, overwriting whatever the client sent. Other fields are kept
-// byte for byte.
+// for the prefill engine, overwriting whatever the client sent. Other fields keep their
+// values; keys come out sorted.
 func withBootstrap(body []byte, pre *engine.Worker, room uint64) ([]byte, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil {
@@ -96,5 +107,11 @@ func withBootstrap(body []byte, pre *engine.Worker, room uint64) ([]byte, error)
 	fields["bootstrap_host"], _ = json.Marshal(u.Hostname())
 	fields["bootstrap_port"], _ = json.Marshal(pre.BootstrapPort())
 	fields["bootstrap_room"], _ = json.Marshal(room)
-	return json.Marshal(fields)
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false) // keep <, > and & in prompts as the client wrote them
+	if err := enc.Encode(fields); err != nil {
+		return nil, fmt.Errorf("adding bootstrap fields: %w", err)
+	}
+	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
 }

@@ -51,27 +51,25 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request) (*prepared, *ht
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return nil, &httpError{http.StatusRequestEntityTooLarge, codeBodyTooLarge,
-				fmt.Sprintf("request body exceeds %d bytes", maxBodyBytes)}
+			return nil, &httpError{status: http.StatusRequestEntityTooLarge, code: codeBodyTooLarge, msg: fmt.Sprintf("request body exceeds %d bytes", maxBodyBytes)}
 		}
-		return nil, &httpError{http.StatusBadRequest, codeInvalidRequest, "reading request body: " + err.Error()}
+		return nil, &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, msg: "reading request body: " + err.Error()}
 	}
 	var req chatRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) && typeErr.Field != "" {
-			return nil, &httpError{http.StatusBadRequest, codeInvalidRequest,
-				fmt.Sprintf("%s: expected %s, got JSON %s", typeErr.Field, typeErr.Type, typeErr.Value)}
+			return nil, &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, msg: fmt.Sprintf("%s: expected %s, got JSON %s", typeErr.Field, typeErr.Type, typeErr.Value)}
 		}
-		return nil, &httpError{http.StatusBadRequest, codeInvalidJSON, "request body is not a JSON object: " + err.Error()}
+		return nil, &httpError{status: http.StatusBadRequest, code: codeInvalidJSON, msg: "request body is not a JSON object: " + err.Error()}
 	}
 	if herr := validate(&req); herr != nil {
 		return nil, herr
 	}
 	m := s.models[*req.Model]
 	if m == nil {
-		return nil, &httpError{http.StatusNotFound, codeModelNotFound,
-			fmt.Sprintf("model %q is not served by this router (served: %s)", *req.Model, s.modelList)}
+		return nil, &httpError{status: http.StatusNotFound, code: codeModelNotFound, model: *req.Model,
+			msg: fmt.Sprintf("model %q is not served by this router (served: %s)", *req.Model, s.modelList)}
 	}
 	ids := token.EncodeChat(req.Messages)
 	p := &prepared{body: body, model: m.plan, resolver: m.resolver, stream: req.Stream}
@@ -91,7 +89,7 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request) (*prepared, *ht
 		if err != nil {
 			var be *bucket.Error
 			errors.As(err, &be)
-			return nil, &httpError{be.Status(), be.Code(), be.Error()}
+			return nil, &httpError{status: be.Status(), code: be.Code(), msg: be.Error()}
 		}
 		p.facts.ExpectedPeak, p.facts.PeakKnown = peak, true
 	}
@@ -102,7 +100,7 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request) (*prepared, *ht
 // message names the field so a client can fix its request.
 func validate(req *chatRequest) *httpError {
 	bad := func(format string, args ...any) *httpError {
-		return &httpError{http.StatusBadRequest, codeInvalidRequest, fmt.Sprintf(format, args...)}
+		return &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, msg: fmt.Sprintf(format, args...)}
 	}
 	switch {
 	case req.Model == nil || *req.Model == "":

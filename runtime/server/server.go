@@ -120,6 +120,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /metrics", s.metrics.handler())
 	mux.HandleFunc("GET /admin/state", s.admin(s.state))
 	mux.HandleFunc("POST /admin/explain", s.admin(s.explain))
+	mux.HandleFunc("/", s.noRoute)
 	return mux
 }
 
@@ -207,6 +208,22 @@ func modelRoles(p *plan.Plan, model string) []plan.Role {
 		}
 	}
 	return roles
+}
+
+// routes lists what the router serves, for the answer to a request it does not.
+var routes = map[string]string{
+	"/v1/chat/completions": http.MethodPost, "/v1/models": http.MethodGet, "/healthz": http.MethodGet,
+	"/readyz": http.MethodGet, "/metrics": http.MethodGet, "/admin/state": http.MethodGet, "/admin/explain": http.MethodPost,
+}
+
+// noRoute answers any other method or path with an OpenAI-shaped 405 or 404.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	if method, ok := routes[r.URL.Path]; ok {
+		w.Header().Set("Allow", method)
+		writeError(w, http.StatusMethodNotAllowed, codeMethod, fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, method))
+		return
+	}
+	writeError(w, http.StatusNotFound, codeNotFound, fmt.Sprintf("no route %s %s: this router serves POST /v1/chat/completions, GET /v1/models, GET /healthz, GET /readyz, GET /metrics, GET /admin/state and POST /admin/explain", r.Method, r.URL.Path))
 }
 
 func (s *Server) listModels(w http.ResponseWriter, _ *http.Request) {

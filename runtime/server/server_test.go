@@ -308,7 +308,8 @@ func TestShutdownDrains(t *testing.T) {
 		{ID: "all", Groups: plan.Groups{Plain: ptr(group(plan.RoundRobin, plan.Admission{}))}},
 	}})
 	fc := startFleet(t, p)
-	_ = fc.fleet.Engine("E1").SetFaults(sim.Faults{Slowdown: 20})
+	// Slow enough (about a second) that the request is surely in flight when shutdown starts.
+	_ = fc.fleet.Engine("E1").SetFaults(sim.Faults{Slowdown: 500})
 	done := make(chan int, 1)
 	go func() {
 		resp, err := http.Post(fc.url+"/v1/chat/completions", "application/json", strings.NewReader(chat("m", "finish me", `, "max_tokens": 8`)))
@@ -400,3 +401,108 @@ func (s *State) engine(id string) EngineState {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestPrefillFailureIsAnErrorNotADecode200(t *testing.T) {
+	p := testPlan([]plan.Engine{pdEngine("P1", plan.RolePrefill, 8998), pdEngine("D1", plan.RoleDecode, 0)},
+		plan.Model{Name: "pd", Buckets: []plan.Bucket{{ID: "all", Groups: plan.Groups{PD: &plan.PDGroups{
+			Prefill: group(plan.RoundRobin, plan.Admission{}), Decode: group(plan.PowerOfTwo, plan.Admission{}),
+		}}}}})
+	fc := startFleet(t, p)
+	_ = fc.fleet.Engine("P1").SetFaults(sim.Faults{FailStatus: 500})
+	for _, stream := range []string{"false", "true"} {
+		status, code, body := fc.post(t, chat("pd", "prefill will fail", `, "max_tokens": 4, "stream": `+stream))
+		if status != http.StatusBadGateway || code != codePrefillError || !strings.Contains(body, "prefill engine P1 failed") {
+			t.Errorf("stream %s: got %d %s: %s", stream, status, code, body)
+		}
+	}
+	fc.inflightZero(t)
+	st := fc.state(t)
+	if d := st.Decisions[0]; d.Status != http.StatusBadGateway || !strings.Contains(d.Error, "prefill_error") {
+		t.Errorf("decision: %+v", d)
+	}
+}
+
+func TestEngineErrorsAreRouterShaped(t *testing.T) {
+	p := testPlan([]plan.Engine{plainEngine("E1")}, plan.Model{Name: "m", Buckets: []plan.Bucket{
+		{ID: "all", Groups: plan.Groups{Plain: ptr(group(plan.RoundRobin, plan.Admission{}))}},
+	}})
+	fc := startFleet(t, p)
+	for _, tc := range []struct {
+		engine, want int
+		code         string
+	}{
+		{503, http.StatusBadGateway, codeEngineError},
+		{429, http.StatusTooManyRequests, codeEngineRejected},
+	} {
+		_ = fc.fleet.Engine("E1").SetFaults(sim.Faults{FailStatus: tc.engine})
+		status, code, body := fc.post(t, chat("m", "x", ""))
+		var e struct {
+			Error struct{ Message, Type, Code string } `json:"error"`
+		}
+		if status != tc.want || code != tc.code || json.Unmarshal([]byte(body), &e) != nil || e.Error.Code != tc.code ||
+			!strings.HasPrefix(e.Error.Message, fmt.Sprintf("engine E1 answered %d ", tc.engine)) {
+			t.Errorf("engine %d: got %d %s: %s", tc.engine, status, code, body)
+		}
+	}
+}
+
+func TestInterimResponsesAreNotTheStatus(t *testing.T) {
+	p := testPlan([]plan.Engine{plainEngine("E1")}, plan.Model{Name: "m", Buckets: []plan.Bucket{
+		{ID: "all", Groups: plan.Groups{Plain: ptr(group(plan.RoundRobin, plan.Admission{}))}},
+	}})
+	fc := startFleet(t, p)
+	status, _, body := fc.post(t, chat("m", "continue?", `, "max_tokens": 1`), "Expect", "100-continue")
+	if status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	if d := fc.state(t).Decisions[0]; d.Status != 200 {
+		t.Errorf("recorded status %d, want 200", d.Status)
+	}
+}
+
+func TestStreamFailureIsRecorded(t *testing.T) {
+	p := testPlan([]plan.Engine{plainEngine("E1")}, plan.Model{Name: "m", Buckets: []plan.Bucket{
+		{ID: "all", Groups: plan.Groups{Plain: ptr(group(plan.RoundRobin, plan.Admission{}))}},
+	}})
+	fc := startFleet(t, p)
+	_ = fc.fleet.Engine("E1").SetFaults(sim.Faults{CutStream: true, CutAfterTokens: 1})
+	fc.post(t, chat("m", "cut me", `, "stream": true, "max_tokens": 10`))
+	d := fc.state(t).Decisions[0]
+	if d.Status != 200 || !strings.Contains(d.Error, "engine E1 stream failed") {
+		t.Errorf("decision: %+v", d)
+	}
+	resp, err := http.Get(fc.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	m, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(m), `router_stream_failures_total{bucket="all",code="engine_error",model="m"} 1`) {
+		t.Error("the stream failure is not counted")
+	}
+}
+
+func TestUnknownRoutesAreRouterShaped(t *testing.T) {
+	p := testPlan([]plan.Engine{plainEngine("E1")}, plan.Model{Name: "m", Buckets: []plan.Bucket{
+		{ID: "all", Groups: plan.Groups{Plain: ptr(group(plan.RoundRobin, plan.Admission{}))}},
+	}})
+	fc := startFleet(t, p)
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		code         string
+	}{
+		{http.MethodGet, "/v1/chat/completions", 405, codeMethod},
+		{http.MethodPost, "/v1/completions", 404, codeNotFound},
+	} {
+		req, _ := http.NewRequest(tc.method, fc.url+tc.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || resp.Header.Get("X-Router-Error-Code") != tc.code {
+			t.Errorf("%s %s: %d %s", tc.method, tc.path, resp.StatusCode, resp.Header.Get("X-Router-Error-Code"))
+		}
+	}
+}
