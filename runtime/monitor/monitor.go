@@ -141,8 +141,9 @@ func (m *Monitor) checkHealth(ctx context.Context, e plan.Engine) error {
 }
 
 func (m *Monitor) loadLoop(ctx context.Context, e plan.Engine) {
+	stamps := map[int]string{} // each rank's last engine timestamp
 	every(ctx, time.Duration(e.Load.IntervalMS)*time.Millisecond, func() {
-		err := m.pollLoad(ctx, e)
+		err := m.pollLoad(ctx, e, stamps)
 		if ctx.Err() != nil {
 			return
 		}
@@ -161,8 +162,9 @@ var loadPaths = map[string]string{"loads": "/v1/loads", "get_load": "/get_load",
 
 // pollLoad fetches one load report and publishes its ranks. A failed or malformed report
 // publishes nothing: the previous report ages out and the engine's load becomes unknown,
-// never zero.
-func (m *Monitor) pollLoad(ctx context.Context, e plan.Engine) error {
+// never zero. So does a rank whose engine timestamp has not moved since the last poll: a
+// stuck publisher repeating an old report must not look fresh because it answers.
+func (m *Monitor) pollLoad(ctx context.Context, e plan.Engine, stamps map[int]string) error {
 	timeout := time.Duration(min(e.Load.IntervalMS, e.Load.StaleAfterMS)) * time.Millisecond
 	body, err := m.get(ctx, e.URL+loadPaths[e.Load.Source], timeout)
 	if err != nil {
@@ -182,10 +184,19 @@ func (m *Monitor) pollLoad(ctx context.Context, e plan.Engine) error {
 	if err != nil {
 		return err
 	}
+	var frozen []string
 	for _, r := range ranks {
+		if r.stamp != "" && r.stamp == stamps[r.rank] {
+			frozen = append(frozen, fmt.Sprintf("rank %d (engine timestamp %s)", r.rank, r.stamp))
+			continue
+		}
+		stamps[r.rank] = r.stamp
 		if err := m.table.Update(e.ID, r.rank, r.Sample); err != nil {
 			return err
 		}
+	}
+	if len(frozen) > 0 {
+		return fmt.Errorf("load report did not advance since the last poll for %s: the engine's load publisher looks stuck", strings.Join(frozen, ", "))
 	}
 	return nil
 }

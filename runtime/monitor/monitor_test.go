@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,12 +36,16 @@ func (f *fakeEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func startMonitor(t *testing.T, f *fakeEngine, h plan.Health) (*engine.Worker, *load.Table, *Monitor) {
+	return startMonitorStale(t, f, h, 60000)
+}
+
+func startMonitorStale(t *testing.T, f *fakeEngine, h plan.Health, staleAfterMS int) (*engine.Worker, *load.Table, *Monitor) {
 	t.Helper()
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	p := &plan.Plan{Health: h, Engines: []plan.Engine{{
 		ID: "E1", URL: srv.URL, Model: "m", Role: plan.RolePlain, DPSize: 1,
-		Load: plan.LoadSource{Source: "loads", IntervalMS: 5, StaleAfterMS: 60000},
+		Load: plan.LoadSource{Source: "loads", IntervalMS: 5, StaleAfterMS: staleAfterMS},
 	}}}
 	reg, err := engine.FromPlan(p.Engines)
 	if err != nil {
@@ -125,4 +130,22 @@ func TestCheckAllAppliesAtOnce(t *testing.T) {
 	if reg.Get("E1").Healthy() {
 		t.Error("an engine failing its first check must start unhealthy")
 	}
+}
+
+func TestFrozenReportBecomesUnknown(t *testing.T) {
+	f := &fakeEngine{}
+	f.healthStatus.Store(200)
+	// The engine answers, but its report's own timestamp never moves: a stuck publisher.
+	f.loadBody.Store(`{"timestamp": "2026-12-02T12:00:00Z", "loads": [{"dp_rank": 0, "timestamp": 1764676800.5,
+		"num_running_reqs": 3, "num_waiting_reqs": 0}]}`)
+	w, table, m := startMonitorStale(t, f, plan.Health{IntervalMS: 1000, TimeoutMS: 1000, FailureThreshold: 3, SuccessThreshold: 2}, 50)
+	waitFor(t, "the first report", func() bool { return table.Load(w, time.Now()) != nil })
+	waitFor(t, "the frozen report to go stale", func() bool { return table.Load(w, time.Now()) == nil })
+	if s := m.Status()["E1"]; !strings.Contains(s.LoadError, "did not advance") {
+		t.Errorf("status must say the report is stuck: %+v", s)
+	}
+
+	// A moving timestamp publishes again.
+	f.loadBody.Store(`{"loads": [{"dp_rank": 0, "timestamp": 1764676801.5, "num_running_reqs": 4, "num_waiting_reqs": 0}]}`)
+	waitFor(t, "a fresh report", func() bool { r := table.Load(w, time.Now()); return r != nil && r.Running == 4 })
 }

@@ -17,6 +17,9 @@ import (
 // rankSample is one data-parallel rank's sample as an engine reported it.
 type rankSample struct {
 	rank int
+	// stamp is the engine's own timestamp of the rank's report, as raw JSON, or "" when
+	// it gives none. A stamp that does not change between polls means a frozen report.
+	stamp string
 	load.Sample
 }
 
@@ -25,15 +28,17 @@ type rankSample struct {
 // Unknown fields are ignored so newer engines keep working.
 func parseLoads(r io.Reader, at time.Time) ([]rankSample, error) {
 	var body struct {
-		Loads []struct {
-			DPRank                   *int   `json:"dp_rank"`
-			NumRunningReqs           *int64 `json:"num_running_reqs"`
-			NumWaitingReqs           *int64 `json:"num_waiting_reqs"`
-			NumWaitingUncachedTokens *int64 `json:"num_waiting_uncached_tokens"`
-			NumUsedTokens            *int64 `json:"num_used_tokens"`
-			NumTotalTokens           *int64 `json:"num_total_tokens"`
-			MaxTotalNumTokens        *int64 `json:"max_total_num_tokens"`
-			MaxRunningRequests       *int64 `json:"max_running_requests"`
+		Timestamp json.RawMessage `json:"timestamp"`
+		Loads     []struct {
+			Timestamp                json.RawMessage `json:"timestamp"`
+			DPRank                   *int            `json:"dp_rank"`
+			NumRunningReqs           *int64          `json:"num_running_reqs"`
+			NumWaitingReqs           *int64          `json:"num_waiting_reqs"`
+			NumWaitingUncachedTokens *int64          `json:"num_waiting_uncached_tokens"`
+			NumUsedTokens            *int64          `json:"num_used_tokens"`
+			NumTotalTokens           *int64          `json:"num_total_tokens"`
+			MaxTotalNumTokens        *int64          `json:"max_total_num_tokens"`
+			MaxRunningRequests       *int64          `json:"max_running_requests"`
 		} `json:"loads"`
 	}
 	if err := json.NewDecoder(r).Decode(&body); err != nil {
@@ -47,7 +52,10 @@ func parseLoads(r io.Reader, at time.Time) ([]rankSample, error) {
 		if l.NumRunningReqs == nil || l.NumWaitingReqs == nil {
 			return nil, fmt.Errorf("decoding /v1/loads: rank %d lacks num_running_reqs or num_waiting_reqs", i)
 		}
-		s := rankSample{rank: orIndex(l.DPRank, i)}
+		s := rankSample{rank: orIndex(l.DPRank, i), stamp: string(l.Timestamp)}
+		if s.stamp == "" {
+			s.stamp = string(body.Timestamp)
+		}
 		s.At, s.Running, s.Waiting = at, *l.NumRunningReqs, *l.NumWaitingReqs
 		if l.NumWaitingUncachedTokens != nil && l.NumUsedTokens != nil && l.MaxTotalNumTokens != nil && *l.MaxTotalNumTokens > 0 {
 			s.Native = true
@@ -72,9 +80,10 @@ func parseLoads(r io.Reader, at time.Time) ([]rankSample, error) {
 // where num_reqs counts running and waiting requests together. These reports are basic.
 func parseGetLoad(r io.Reader, at time.Time) ([]rankSample, error) {
 	var ranks []struct {
-		DPRank         *int   `json:"dp_rank"`
-		NumReqs        *int64 `json:"num_reqs"`
-		NumWaitingReqs *int64 `json:"num_waiting_reqs"`
+		TsTic          json.RawMessage `json:"ts_tic"`
+		DPRank         *int            `json:"dp_rank"`
+		NumReqs        *int64          `json:"num_reqs"`
+		NumWaitingReqs *int64          `json:"num_waiting_reqs"`
 	}
 	if err := json.NewDecoder(r).Decode(&ranks); err != nil {
 		return nil, fmt.Errorf("decoding /get_load: %w", err)
@@ -87,7 +96,7 @@ func parseGetLoad(r io.Reader, at time.Time) ([]rankSample, error) {
 		if l.NumReqs == nil || l.NumWaitingReqs == nil {
 			return nil, fmt.Errorf("decoding /get_load: rank %d lacks num_reqs or num_waiting_reqs", i)
 		}
-		s := rankSample{rank: orIndex(l.DPRank, i)}
+		s := rankSample{rank: orIndex(l.DPRank, i), stamp: string(l.TsTic)}
 		s.At, s.Running, s.Waiting = at, max(*l.NumReqs-*l.NumWaitingReqs, 0), *l.NumWaitingReqs
 		out = append(out, s)
 	}
