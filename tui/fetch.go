@@ -75,7 +75,7 @@ func HTTPFetch(client *http.Client, base, token string) FetchFunc {
 		case resp.StatusCode == http.StatusUnauthorized:
 			return nil, fmt.Errorf("%w: the router refused the admin token", ErrUnauthorized)
 		case resp.StatusCode != http.StatusOK:
-			return nil, fmt.Errorf("GET %s: %s%s", endpoint, resp.Status, errorMessage(body))
+			return nil, fmt.Errorf("GET %s: %s%s", endpoint, clean(resp.Status), errorMessage(body))
 		}
 		st, err := Decode(body)
 		if err != nil {
@@ -86,7 +86,8 @@ func HTTPFetch(client *http.Client, base, token string) FetchFunc {
 }
 
 // errorMessage extracts the message of an OpenAI-shaped error body, which is what the
-// router answers errors with, as ": message", or "" for any other body.
+// router answers errors with, as ": message" cleaned of control characters, or "" for
+// any other body.
 func errorMessage(body []byte) string {
 	var e struct {
 		Error struct {
@@ -96,5 +97,5 @@ func errorMessage(body []byte) string {
 	if json.Unmarshal(body, &e) != nil || e.Error.Message == "" {
 		return ""
 	}
-	return ": " + e.Error.Message
+	return ": " + clean(e.Error.Message)
 }

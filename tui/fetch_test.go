@@ -24,6 +24,10 @@ func TestHTTPFetch(t *testing.T) {
 			w.WriteHeader(http.StatusInternalServerError)
 			w.Write([]byte(`{"error": {"message": "gathering metrics: boom", "type": "internal_error", "code": "internal"}}`))
 			return
+		case "Bearer dirty":
+			w.WriteHeader(http.StatusBadGateway)
+			w.Write([]byte(`{"error": {"message": "boom\u001b[2J\nagain"}}`))
+			return
 		case "Bearer html":
 			w.Write([]byte("<html>not a router</html>"))
 			return
@@ -53,6 +57,7 @@ func TestHTTPFetch(t *testing.T) {
 		{name: "no token", base: srv.URL, wantErr: ErrUnauthorized, wantMsg: "401 unauthorized: the router requires an admin token"},
 		{name: "wrong token", base: srv.URL, token: "wrong", wantErr: ErrUnauthorized, wantMsg: "401 unauthorized: the router refused the admin token"},
 		{name: "server error", base: srv.URL, token: "broken", wantMsg: "/admin/state: 500 Internal Server Error: gathering metrics: boom"},
+		{name: "control characters", base: srv.URL, token: "dirty", wantMsg: "/admin/state: 502 Bad Gateway: boom\uFFFD[2J\uFFFDagain"},
 		{name: "not json", base: srv.URL, token: "html", wantErr: ErrMalformed, wantMsg: "/admin/state: malformed snapshot: invalid character '<'"},
 		{name: "null", base: srv.URL, token: "null", wantErr: ErrMalformed, wantMsg: "malformed snapshot: null instead of an object"},
 		{name: "unreachable", base: closed.URL, wantErr: ErrUnreachable, wantMsg: "cannot reach " + closed.URL + ": dial tcp"},

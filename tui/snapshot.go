@@ -12,7 +12,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
+	"unicode"
 )
 
 // State is one /admin/state snapshot as the monitor reads it. Counters (picks, rejections,
@@ -87,6 +91,9 @@ var ErrMalformed = errors.New("malformed snapshot")
 
 // Decode reads a snapshot. Unknown fields are ignored and missing ones stay zero, so
 // routers of other versions still render; anything else that is wrong is ErrMalformed.
+// Every string comes back with its control characters replaced (see clean), so that no
+// id, name or error the router passes on can reach the terminal as an escape sequence or
+// a line break.
 func Decode(data []byte) (*State, error) {
 	var st *State
 	if err := json.Unmarshal(data, &st); err != nil {
@@ -95,5 +102,76 @@ func Decode(data []byte) (*State, error) {
 	if st == nil {
 		return nil, fmt.Errorf("%w: null instead of an object", ErrMalformed)
 	}
+	st.clean()
 	return st, nil
+}
+
+// clean replaces the control characters of every string in the snapshot, map keys
+// included. It is the one place where text from the router is made safe to print.
+func (st *State) clean() {
+	for i := range st.Engines {
+		e := &st.Engines[i]
+		for _, f := range []*string{&e.ID, &e.URL, &e.Model, &e.Role, &e.HealthError, &e.LoadError} {
+			*f = clean(*f)
+		}
+		for j := range e.Groups {
+			e.Groups[j] = clean(e.Groups[j])
+		}
+	}
+	for i := range st.Buckets {
+		b := &st.Buckets[i]
+		b.Model, b.ID = clean(b.Model), clean(b.ID)
+		b.ByStatus = cleanKeys(b.ByStatus, func(x, y float64) float64 { return x + y })
+	}
+	for i := range st.Decisions {
+		d := &st.Decisions[i]
+		d.Model, d.Bucket, d.Error = clean(d.Model), clean(d.Bucket), clean(d.Error)
+		d.Engines, d.Reasons = cleanStrings(d.Engines), cleanStrings(d.Reasons)
+	}
+}
+
+// clean replaces each control character of s (C0 such as ESC, CR, LF and tab; DEL; C1)
+// with U+FFFD, which shows where it was without acting on the terminal.
+func clean(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return unicode.ReplacementChar
+		}
+		return r
+	}, s)
+}
+
+// cleanStrings cleans a map's keys and values; keys that clean to the same one keep the
+// value of the first in byte order.
+func cleanStrings(m map[string]string) map[string]string {
+	m = cleanKeys(m, func(first, _ string) string { return first })
+	for k, v := range m {
+		m[k] = clean(v)
+	}
+	return m
+}
+
+// cleanKeys returns m with its keys cleaned, m itself when none needs it. Keys that clean
+// to the same one are merged with merge, in byte order, so the outcome is deterministic.
+func cleanKeys[V any](m map[string]V, merge func(V, V) V) map[string]V {
+	dirty := false
+	for k := range m {
+		dirty = dirty || clean(k) != k
+	}
+	if !dirty {
+		return m
+	}
+	out := make(map[string]V, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		ck := clean(k)
+		if v, ok := out[ck]; ok {
+			out[ck] = merge(v, m[k])
+		} else {
+			out[ck] = m[k]
+		}
+	}
+	return out
 }

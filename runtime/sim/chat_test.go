@@ -1,10 +1,13 @@
 package sim
 
 import (
+	"bufio"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/routerkit/router/runtime/token"
@@ -161,4 +164,58 @@ func TestClientDisconnectFreesTheEngine(t *testing.T) {
 	cancel()
 	<-done
 	eventually(t, "the aborted request to leave", func() bool { l := e.ranks[0].load(); return l.Running == 0 && l.UsedTokens == 0 })
+}
+
+// TestStreamStartsAfterPrefill checks that a stream sends nothing, not even the role
+// chunk, before its prefill has produced the first token, as SGLang's generate loop does:
+// otherwise a router's time to first byte would not see the prefill at all.
+func TestStreamStartsAfterPrefill(t *testing.T) {
+	e := startEngine(t, func(s *EngineSpec) { s.Config.PrefillOverhead = 30 * time.Second })
+	k := e.ranks[0]
+	prefill := k.scale(e.spec.Config.PrefillOverhead) // 300 ms of wall-clock time
+
+	req, err := http.NewRequestWithContext(testCtx(t), http.MethodPost, e.URL()+"/v1/chat/completions",
+		strings.NewReader(chatBody(`,"stream":true,"max_tokens":2`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body := bufio.NewReader(resp.Body)
+	first, err := body.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	elapsed, generated := time.Since(start), k.load().generatedTokens
+	if generated == 0 {
+		t.Fatalf("the first event arrived %v after the request, before the prefill (%v) produced a token: %q", elapsed, prefill, first)
+	}
+	if elapsed < prefill/2 {
+		t.Fatalf("the first event arrived %v after the request, the prefill alone takes %v", elapsed, prefill)
+	}
+
+	rest, err := io.ReadAll(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []string
+	for _, line := range strings.Split(first+string(rest), "\n") {
+		if line != "" {
+			events = append(events, line)
+		}
+	}
+	want := []string{`"delta":{"role":"assistant","content":""}`, `"delta":{"content":"` + tokenText(0) + `"}`,
+		`"delta":{"content":"` + tokenText(1) + `"}`, `"delta":{},"logprobs":null,"finish_reason":"length"`, `[DONE]`}
+	if len(events) != len(want) {
+		t.Fatalf("got %d events, want %d: %q", len(events), len(want), events)
+	}
+	for i, ev := range events {
+		if !strings.HasPrefix(ev, "data: ") || !strings.Contains(ev, want[i]) {
+			t.Errorf("event %d = %q, want it to contain %q", i, ev, want[i])
+		}
+	}
 }

@@ -111,7 +111,9 @@ func (e *Engine) awaitDone(ctx context.Context, j *job) bool {
 }
 
 // stream answers with server-sent events as SGLang does: a role chunk, one chunk per
-// token, a chunk with the finish reason, a usage chunk when asked, and [DONE].
+// token, a chunk with the finish reason, a usage chunk when asked, and [DONE]. Like
+// SGLang's generate loop, it sends the role chunk only once the first token exists, right
+// before that token's chunk, so no body byte goes out before prefill has finished.
 func (e *Engine) stream(w http.ResponseWriter, ctx context.Context, j *job, f Faults) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -122,15 +124,17 @@ func (e *Engine) stream(w http.ResponseWriter, ctx context.Context, j *job, f Fa
 		data, _ := json.Marshal(c) // plain structs of strings and numbers always marshal
 		fmt.Fprintf(w, "data: %s\n\n", data)
 	}
-	empty := ""
-	send(chunk{Choices: []chunkChoice{{Delta: delta{Role: "assistant", Content: &empty}}}})
-	_ = rc.Flush()
 
-	sent := 0
+	sent, roleSent := 0, false
 	for {
 		generated, done, ok := e.await(ctx, j, sent)
 		if !ok {
 			return
+		}
+		if !roleSent {
+			empty := ""
+			send(chunk{Choices: []chunkChoice{{Delta: delta{Role: "assistant", Content: &empty}}}})
+			roleSent = true
 		}
 		for ; sent < generated; sent++ {
 			if f.CutStream && sent >= f.CutAfterTokens {
