@@ -51,6 +51,7 @@ func FromPlan(engines []plan.Engine) (*Registry, error) {
 	ws := make([]*Worker, len(engines))
 	for i, e := range engines {
 		ws[i] = New(e)
+		ws[i].index = i
 	}
 	return NewRegistry(ws...)
 }

@@ -24,6 +24,9 @@ type Worker struct {
 	role          plan.Role
 	dpSize        int
 	bootstrapPort int
+	// index is the engine's position in the plan's engine list, or -1: shared state kept
+	// per engine (the load table) indexes a slice with it instead of hashing the id.
+	index int
 
 	unhealthy atomic.Bool // inverted so the zero value is healthy
 	inflight  atomic.Int64
@@ -43,8 +46,13 @@ func New(e plan.Engine) *Worker {
 		role:          e.Role,
 		dpSize:        dp,
 		bootstrapPort: e.BootstrapPort,
+		index:         -1,
 	}
 }
+
+// Index returns the engine's position in the plan's engine list, or -1 for a worker not
+// built from a plan by FromPlan.
+func (w *Worker) Index() int { return w.index }
 
 // ID returns the engine's configured id.
 func (w *Worker) ID() string { return w.id }

@@ -14,14 +14,18 @@ import (
 )
 
 // benchFleet is n decode engines, each with a fresh native report, on the real clock.
+// The workers come from the registry as serving builds it.
 func benchFleet(b *testing.B, n int) (*load.Table, []*engine.Worker) {
 	engines := make([]plan.Engine, n)
-	workers := make([]*engine.Worker, n)
 	for i := range engines {
 		engines[i] = plan.Engine{ID: fmt.Sprintf("D%04d", i), Model: "m", Role: plan.RoleDecode, DPSize: 1,
 			Load: plan.LoadSource{StaleAfterMS: 60_000}}
-		workers[i] = engine.New(engines[i])
 	}
+	reg, err := engine.FromPlan(engines)
+	if err != nil {
+		b.Fatal(err)
+	}
+	workers := reg.Snapshot().Workers("m", plan.RoleDecode)
 	table := load.NewTable(engines, nil) // the monotonic clock serving uses
 	for i, e := range engines {
 		s := native(int64(i%7), int64(i%3), 0, int64(i*100), 1<<20)

@@ -80,6 +80,8 @@ type Table struct {
 	clock  func() time.Time // nil: the process's monotonic clock
 	origin time.Time
 	slots  map[string]*slot // fixed at construction, so reads need no lock
+	// byIndex holds the same slots in plan order, for workers that know their index.
+	byIndex []*slot
 }
 
 // Instant is a reading of a table's clock: the time since the table's origin. Policies
@@ -88,6 +90,7 @@ type Table struct {
 type Instant time.Duration
 
 type slot struct {
+	id         string
 	staleAfter time.Duration
 	dispatched atomic.Uint64
 	report     atomic.Pointer[Report] // nil until every rank has reported
@@ -101,19 +104,29 @@ type slot struct {
 // freshness; nil selects the process's monotonic clock, which is what serving wants and
 // costs about half of time.Now per read. Tests and fixtures pass a fixed clock.
 func NewTable(engines []plan.Engine, clock func() time.Time) *Table {
-	t := &Table{clock: clock, origin: time.Now(), slots: make(map[string]*slot, len(engines))}
+	t := &Table{clock: clock, origin: time.Now(), slots: make(map[string]*slot, len(engines)), byIndex: make([]*slot, len(engines))}
 	if clock != nil {
 		t.origin = clock()
 	}
-	for _, e := range engines {
+	for i, e := range engines {
 		dp := max(e.DPSize, 1)
 		stale := time.Duration(e.Load.StaleAfterMS) * time.Millisecond
 		if stale <= 0 {
 			stale = DefaultStaleAfter
 		}
-		t.slots[e.ID] = &slot{staleAfter: stale, ranks: make([]Sample, dp), seen: make([]bool, dp)}
+		sl := &slot{id: e.ID, staleAfter: stale, ranks: make([]Sample, dp), seen: make([]bool, dp)}
+		t.slots[e.ID], t.byIndex[i] = sl, sl
 	}
 	return t
+}
+
+// slotOf returns w's slot: by plan index when the worker has one that names the same
+// engine (no hashing on the pick path), else by id.
+func (t *Table) slotOf(w *engine.Worker) *slot {
+	if i := w.Index(); i >= 0 && i < len(t.byIndex) && t.byIndex[i].id == w.ID() {
+		return t.byIndex[i]
+	}
+	return t.slots[w.ID()]
 }
 
 // Now returns the table's clock reading.
@@ -193,7 +206,7 @@ func (t *Table) LoadAt(w *engine.Worker, now Instant) *Report {
 	if t == nil {
 		return nil
 	}
-	sl := t.slots[w.ID()]
+	sl := t.slotOf(w)
 	if sl == nil {
 		return nil
 	}
@@ -216,7 +229,7 @@ type Guard struct {
 func (t *Table) Acquire(w *engine.Worker) *Guard {
 	w.AddInflight(1)
 	if t != nil {
-		if sl := t.slots[w.ID()]; sl != nil {
+		if sl := t.slotOf(w); sl != nil {
 			sl.dispatched.Add(1)
 		}
 	}

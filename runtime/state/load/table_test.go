@@ -187,3 +187,28 @@ func TestMonotonicClock(t *testing.T) {
 		t.Fatal("a report 61s old is fresh with a 60s window")
 	}
 }
+
+// Workers find their slot by plan index when they have one, and by id otherwise: a worker
+// registered later, or a registry built from a plan in another order, reads its own report.
+func TestSlotsByIndexAndByID(t *testing.T) {
+	engines := []plan.Engine{
+		{ID: "A", Model: "m", Role: plan.RolePlain, DPSize: 1, Load: plan.LoadSource{StaleAfterMS: 1000}},
+		{ID: "B", Model: "m", Role: plan.RolePlain, DPSize: 1, Load: plan.LoadSource{StaleAfterMS: 1000}},
+	}
+	c := &clock{now: t0}
+	table := NewTable(engines, c.Now)
+	for i, id := range []string{"A", "B"} {
+		if err := table.Update(id, 0, Sample{At: t0, Running: int64(i + 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inOrder, _ := engine.FromPlan(engines)
+	reversed, _ := engine.FromPlan([]plan.Engine{engines[1], engines[0]})
+	for name, w := range map[string]*engine.Worker{
+		"plan order": inOrder.Get("B"), "other order": reversed.Get("B"), "no index": engine.New(engines[1]),
+	} {
+		if r := table.Load(w, t0); r == nil || r.Running != 2 {
+			t.Errorf("%s: B read %+v, want its own report (running 2)", name, r)
+		}
+	}
+}
