@@ -19,7 +19,7 @@ func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) == 0 {
 		ts.Fatalf("usage: freeport VAR...")
 	}
-	for range 20 {
+	for range 200 { // many tries: a machine just off a load test has ports in TIME_WAIT
 		if base, ok := consecutivePorts(len(args)); ok {
 			for i, name := range args {
 				ts.Setenv(name, strconv.Itoa(base+i))

@@ -185,7 +185,8 @@ func newEngine(spec EngineSpec, rs *rooms) (*Engine, error) {
 }
 
 // openPublishers binds one PUB socket per DP rank on consecutive ports, as SGLang does.
-// With port 0 it retries a few times, since the port after a free one may be taken.
+// With port 0 it retries, since the port after a free one may be taken (on a busy machine,
+// by one of thousands of TIME_WAIT sockets).
 func (e *Engine) openPublishers() ([]*publisher, error) {
 	kv := e.spec.KVEvents
 	if kv == nil {
@@ -197,7 +198,7 @@ func (e *Engine) openPublishers() ([]*publisher, error) {
 	}
 	attempts := 1
 	if hasZeroPort(ep0) {
-		attempts = 5
+		attempts = 50
 	}
 	for range attempts {
 		var pubs []*publisher
