@@ -135,15 +135,15 @@ func TestFlagMappings(t *testing.T) {
 		{"cache_aware defaults", plainFleet, []string{"--policy", "cache_aware"},
 			func(p *plan.Plan) any {
 				s := selection(p)
-				return []any{s.MinMatchedTokens, s.MinMatchRatio == nil, s.CandidateMinWorkers, s.CandidateRatio, s.CandidateMaxWorkers,
-					s.SwitchMarginTokens, s.WorkerQueueLimit, s.SaturationQueueFloor, s.MinLoadChoices, *s.PressureGuard, s.PrefixSource.Type}
+				return []any{*s.MinMatchedTokens, s.MinMatchRatio == nil, s.CandidateMinWorkers, s.CandidateRatio, s.CandidateMaxWorkers,
+					*s.SwitchMarginTokens, s.WorkerQueueLimit, s.SaturationQueueFloor, s.MinLoadChoices, *s.PressureGuard, s.PrefixSource.Type}
 			},
 			[]any{int64(1024), true, 8, 0.05, 32, int64(1024), int64(0), int64(0), 2,
 				plan.PressureGuard{Enabled: true, AbsThresholdTokens: 1024, RelThreshold: 1.5}, "local_index"}},
 		{"hit gate", plainFleet, []string{"--policy", "cache_aware", "--cache-affinity-min-matched-tokens", "512", "--cache-affinity-min-match-ratio", "0.25"},
-			func(p *plan.Plan) any { return []any{selection(p).MinMatchedTokens, *selection(p).MinMatchRatio} }, []any{int64(512), 0.25}},
+			func(p *plan.Plan) any { return []any{*selection(p).MinMatchedTokens, *selection(p).MinMatchRatio} }, []any{int64(512), 0.25}},
 		{"hit gate of zero tokens", plainFleet, []string{"--policy", "cache_aware", "--cache-affinity-min-matched-tokens", "0"},
-			func(p *plan.Plan) any { return selection(p).MinMatchedTokens }, int64(0)},
+			func(p *plan.Plan) any { return *selection(p).MinMatchedTokens }, int64(0)},
 		{"candidate bounds", plainFleet, []string{"--policy", "cache_aware", "--cache-candidate-min-workers", "4", "--cache-candidate-ratio", "0.1", "--cache-candidate-max-workers", "16"},
 			func(p *plan.Plan) any {
 				return []any{selection(p).CandidateMinWorkers, selection(p).CandidateRatio, selection(p).CandidateMaxWorkers}
@@ -152,7 +152,7 @@ func TestFlagMappings(t *testing.T) {
 		{"candidate ratio of one", plainFleet, []string{"--policy", "cache_aware", "--cache-candidate-ratio", "1"},
 			func(p *plan.Plan) any { return selection(p).CandidateRatio }, 1.0},
 		{"switch margin", plainFleet, []string{"--policy", "cache_aware", "--cache-switch-margin-tokens", "128"},
-			func(p *plan.Plan) any { return selection(p).SwitchMarginTokens }, int64(128)},
+			func(p *plan.Plan) any { return *selection(p).SwitchMarginTokens }, int64(128)},
 		{"soft queue gate and saturation floor", plainFleet, []string{"--policy", "cache_aware", "--worker-queue-limit", "4", "--saturation-queue-floor", "2"},
 			func(p *plan.Plan) any {
 				return []int64{selection(p).WorkerQueueLimit, selection(p).SaturationQueueFloor}
@@ -228,7 +228,7 @@ func TestNoTuningOutsideItsPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := selection(p)
-	if s.PressureGuard != nil || s.PrefixSource != nil || s.Fallback != "" || s.MinMatchedTokens != 0 || s.Admission != (plan.Admission{}) {
+	if s.PressureGuard != nil || s.PrefixSource != nil || s.Fallback != "" || s.MinMatchedTokens != nil || s.Admission != (plan.Admission{}) {
 		t.Errorf("power_of_two carries foreign settings: %+v", s)
 	}
 	for _, absent := range []string{"session_", "sticky_", "routing_key", "listen"} {

@@ -145,12 +145,14 @@ type Policy struct {
 	Fallback PolicyType `json:"fallback,omitempty"`
 
 	// Cache-aware tuning.
-	MinMatchedTokens     int64          `json:"min_matched_tokens,omitempty"`
+	// MinMatchedTokens and SwitchMarginTokens may be 0, so they are pointers: an explicit
+	// 0 shows in the effective config, and nil (not cache_aware) is left out.
+	MinMatchedTokens     *int64         `json:"min_matched_tokens,omitempty"`
 	MinMatchRatio        *float64       `json:"min_match_ratio,omitempty"`
 	CandidateMinWorkers  int            `json:"candidate_min_workers,omitempty"`
 	CandidateRatio       float64        `json:"candidate_ratio,omitempty"`
 	CandidateMaxWorkers  int            `json:"candidate_max_workers,omitempty"`
-	SwitchMarginTokens   int64          `json:"switch_margin_tokens,omitempty"`
+	SwitchMarginTokens   *int64         `json:"switch_margin_tokens,omitempty"`
 	WorkerQueueLimit     int64          `json:"worker_queue_limit,omitempty"`
 	SaturationQueueFloor int64          `json:"saturation_queue_floor,omitempty"`
 	MinLoadChoices       int            `json:"min_load_choices,omitempty"`

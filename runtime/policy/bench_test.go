@@ -85,8 +85,8 @@ func cacheBench(b *testing.B, n int) (*CacheAware, []*engine.Worker, []uint32) {
 		}
 		ix.Apply(e.ID, 0, kv.Event{Kind: kv.BlockStored, Hashes: token.BlockHashes(other, kv.DefaultBlockSize), Medium: kv.MediumGPU})
 	}
-	cfg := plan.Policy{Type: plan.CacheAware, MinMatchedTokens: 1024, CandidateMinWorkers: 8, CandidateRatio: 0.05,
-		CandidateMaxWorkers: 32, SwitchMarginTokens: 1024, MinLoadChoices: 2,
+	cfg := plan.Policy{Type: plan.CacheAware, MinMatchedTokens: new(int64(1024)), CandidateMinWorkers: 8, CandidateRatio: 0.05,
+		CandidateMaxWorkers: 32, SwitchMarginTokens: new(int64(1024)), MinLoadChoices: 2,
 		PressureGuard: &plan.PressureGuard{Enabled: true, AbsThresholdTokens: 1024, RelThreshold: 1.5}}
 	return NewCacheAware(LocalIndex(ix), table, sharedRand{}, Limits{MaxRunningRequests: 64, MaxInflightRequests: 1000}, cfg), workers, prompt
 }

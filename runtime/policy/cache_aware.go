@@ -71,15 +71,15 @@ type cacheTuning struct {
 
 // NewCacheAware returns a cache-aware policy looking up prefixes in source. Tuning comes
 // from the attachment; the compiler fills its defaults, and zero values a programmatic
-// plan leaves behave as: no ratio gate, at least one candidate, no candidate maximum, two
-// load choices, no queue gate, no pressure guard.
+// plan leaves behave as: no hit gate, no ratio gate, at least one candidate, no candidate
+// maximum, no switch margin, two load choices, no queue gate, no pressure guard.
 func NewCacheAware(source CacheSource, table *load.Table, rnd Rand, limits Limits, p plan.Policy) *CacheAware {
 	t := cacheTuning{
-		minMatched:   p.MinMatchedTokens,
+		minMatched:   valueOr0(p.MinMatchedTokens),
 		candMin:      max(p.CandidateMinWorkers, 1),
 		candRatio:    p.CandidateRatio,
 		candMax:      p.CandidateMaxWorkers,
-		switchMargin: p.SwitchMarginTokens,
+		switchMargin: valueOr0(p.SwitchMarginTokens),
 		queueLimit:   p.WorkerQueueLimit,
 		satFloor:     p.SaturationQueueFloor,
 		loadChoices:  p.MinLoadChoices,
@@ -435,4 +435,11 @@ func (p *CacheAware) least(cands []obs) obs {
 			nth--
 		}
 	}
+}
+
+func valueOr0(v *int64) int64 {
+	if v == nil {
+		return 0
+	}
+	return *v
 }

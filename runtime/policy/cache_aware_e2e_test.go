@@ -41,8 +41,8 @@ func TestCacheAwareFollowsSimulatedKVEvents(t *testing.T) {
 	t.Cleanup(func() { fleet.Close() })
 
 	p := &plan.Plan{Models: []plan.Model{{Name: "m", Buckets: []plan.Bucket{{ID: "all",
-		Groups: plan.Groups{Plain: &plan.Group{Policy: plan.Policy{Type: plan.CacheAware, MinMatchedTokens: 1024,
-			CandidateMinWorkers: 8, CandidateRatio: 0.05, CandidateMaxWorkers: 32, SwitchMarginTokens: 1024, MinLoadChoices: 2}}}}}}}}
+		Groups: plan.Groups{Plain: &plan.Group{Policy: plan.Policy{Type: plan.CacheAware, MinMatchedTokens: new(int64(1024)),
+			CandidateMinWorkers: 8, CandidateRatio: 0.05, CandidateMaxWorkers: 32, SwitchMarginTokens: new(int64(1024)), MinLoadChoices: 2}}}}}}}}
 	for _, e := range fleet.Engines() {
 		p.Engines = append(p.Engines, plan.Engine{ID: e.ID(), URL: e.URL(), Model: "m", Role: plan.RolePlain, DPSize: 1,
 			KVEvents: &plan.KVEvents{Endpoint: e.KVEndpoints()[0], Topic: e.KVTopic()}}) // block size: the default, as the simulator's

@@ -28,8 +28,8 @@ func (s *fakeSource) Lookup(context.Context, string, []uint32) (PrefixResult, er
 
 // cacheDefaults is a cache-aware attachment with the compiler's defaults.
 func cacheDefaults() plan.Policy {
-	return plan.Policy{Type: plan.CacheAware, MinMatchedTokens: 1024, CandidateMinWorkers: 8, CandidateRatio: 0.05,
-		CandidateMaxWorkers: 32, SwitchMarginTokens: 1024, MinLoadChoices: 2,
+	return plan.Policy{Type: plan.CacheAware, MinMatchedTokens: new(int64(1024)), CandidateMinWorkers: 8, CandidateRatio: 0.05,
+		CandidateMaxWorkers: 32, SwitchMarginTokens: new(int64(1024)), MinLoadChoices: 2,
 		PressureGuard: &plan.PressureGuard{Enabled: true, AbsThresholdTokens: 1024, RelThreshold: 1.5}}
 }
 
@@ -130,7 +130,7 @@ func TestCacheAware(t *testing.T) {
 			matched: map[string]int64{"A": 3000, "B": 1500},
 			loads:   map[string]load.Sample{"A": waiting(1, 100000), "B": waiting(0, 0)},
 			want:    "A", reason: reasonLongestPrefix},
-		{name: "a wider margin lets them", tune: func(p *plan.Policy) { p.SwitchMarginTokens = 2000 },
+		{name: "a wider margin lets them", tune: func(p *plan.Policy) { p.SwitchMarginTokens = new(int64(2000)) },
 			matched: map[string]int64{"A": 3000, "B": 1500},
 			loads:   map[string]load.Sample{"A": waiting(1, 100000), "B": waiting(0, 0)},
 			want:    "B", reason: reasonPressureGuard},
