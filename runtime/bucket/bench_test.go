@@ -16,7 +16,7 @@ import (
 func BenchmarkResolve(b *testing.B) {
 	for _, n := range []int{1, 10, 100} {
 		b.Run(fmt.Sprintf("buckets=%d", n), func(b *testing.B) {
-			e := newEnv(&testing.T{}, eng("A", plan.RolePlain))
+			e := newEnv(b, eng("A", plan.RolePlain))
 			buckets := make([]plan.Bucket, n)
 			for i := range buckets {
 				buckets[i] = plain(fmt.Sprintf("b%03d", i), i64(int64(1024*(i+1))), i64(int64(2048*(i+1))), nil, rr)

@@ -20,12 +20,12 @@ var rr = plan.Policy{Type: plan.RoundRobin}
 
 // env is a model's registry and load table, with every engine healthy and idle.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	reg   *engine.Registry
 	table *load.Table
 }
 
-func newEnv(t *testing.T, engines ...plan.Engine) *env {
+func newEnv(t testing.TB, engines ...plan.Engine) *env {
 	t.Helper()
 	for i := range engines {
 		if engines[i].Model == "" {

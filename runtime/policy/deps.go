@@ -20,9 +20,10 @@ import (
 //	go deps.Affinity.Run(ctx)                      // sweeps idle bindings
 //	sub, err := kv.Subscribe(ctx, p, deps.KV, log) // feeds the prefix index
 //
-// and, when a worker leaves the registry, deps.Affinity.RemoveEngine(id) and
-// deps.KV.RemoveEngine(id). A remote indexer's endpoint scheme is checked here, so an
-// unsupported one fails at startup.
+// A caller that removes a worker from the registry must also call
+// deps.Affinity.RemoveEngine(id) and deps.KV.RemoveEngine(id); `router serve` never does,
+// since its engines are fixed by the configuration. A remote indexer's endpoint scheme is
+// checked here, so an unsupported one fails at startup.
 func NewDeps(p *plan.Plan, table *load.Table, rnd Rand, clock func() time.Time) (Deps, error) {
 	indexers, err := kv.NewRemotes(p, &http.Client{})
 	if err != nil {

@@ -38,13 +38,13 @@ type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
-// badRequest is a client error with SGLang's wording, answered with its status.
+// badRequest is a client error answered with its status and SGLang's own wording (which
+// is why its messages are capitalized and end with a full stop): an HTTP answer, not a
+// Go error.
 type badRequest struct {
 	status int
 	msg    string
 }
-
-func (b *badRequest) Error() string { return b.msg }
 
 func invalid(format string, args ...any) *badRequest {
 	return &badRequest{status: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}

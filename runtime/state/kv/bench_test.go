@@ -74,14 +74,13 @@ func BenchmarkDecodeMessage(b *testing.B) {
 		}
 		events = append(events, []any{"BlockStored", []any{int64(i) * 7919}, int64(i-1) * 7919, toks, 16, nil, "GPU"})
 	}
-	t := &testing.T{}
-	payload := encode(t, []any{float64(time.Now().Unix()), events, 0})
+	payload := encode(b, []any{float64(time.Now().Unix()), events, 0})
 	fr := frames(1, payload)
 	b.SetBytes(int64(len(payload)))
 	b.ReportAllocs()
 	for b.Loop() {
 		if m, err := decodeMessage(fr); err != nil || len(m.events) != 32 {
-			b.Fatal(err)
+			b.Fatalf("decoding the batch: %v (%d events, want 32)", err, len(m.events))
 		}
 	}
 }

@@ -71,7 +71,7 @@ func TestDecodeGolden(t *testing.T) {
 	}
 }
 
-func encode(t *testing.T, v any) []byte {
+func encode(t testing.TB, v any) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := msgpack.NewEncoder(&buf).Encode(v); err != nil {
