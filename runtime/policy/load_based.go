@@ -82,26 +82,8 @@ func (p *LeastLoad) Pick(ctx context.Context, engines []*engine.Worker, req *Req
 	if allReported {
 		key, reason = func(s scored) int64 { return s.reported }, reasonLeastReported
 	}
-	best, ties := admitted[0], 1
-	for _, s := range admitted[1:] {
-		switch c := cmp.Or(cmp.Compare(key(s), key(best)), cmp.Compare(s.inflight, best.inflight)); {
-		case c < 0:
-			best, ties = s, 1
-		case c == 0:
-			ties++
-		}
-	}
-	if ties > 1 {
-		nth := p.rand.IntN(ties)
-		for _, s := range admitted {
-			if key(s) == key(best) && s.inflight == best.inflight {
-				if nth == 0 {
-					best = s
-					break
-				}
-				nth--
-			}
-		}
-	}
+	best := admitted[leastRandomTie(admitted, func(a, b *scored) int {
+		return cmp.Or(cmp.Compare(key(*a), key(*b)), cmp.Compare(a.inflight, b.inflight))
+	}, p.rand)]
 	return Pick{Engine: best.w, Reason: reason}, nil
 }

@@ -34,3 +34,33 @@ func (s *seededRand) IntN(n int) int {
 	defer s.mu.Unlock()
 	return s.r.IntN(n)
 }
+
+// leastRandomTie returns the index of a least element of xs under compare, choosing
+// uniformly among the elements tied for least: a fixed tie-break, such as the first by id,
+// would send every request to one engine while loads tie (upstream smg#1714). xs must not
+// be empty.
+func leastRandomTie[T any](xs []T, compare func(a, b *T) int, rnd Rand) int {
+	best, ties := 0, 1
+	for i := 1; i < len(xs); i++ {
+		switch c := compare(&xs[i], &xs[best]); {
+		case c < 0:
+			best, ties = i, 1
+		case c == 0:
+			ties++
+		}
+	}
+	if ties == 1 {
+		return best
+	}
+	// Every element tied with the final best comes at or after it: those before it were
+	// greater than some later element.
+	nth := rnd.IntN(ties)
+	for i := best; ; i++ {
+		if compare(&xs[i], &xs[best]) == 0 {
+			if nth == 0 {
+				return i
+			}
+			nth--
+		}
+	}
+}
