@@ -1,0 +1,110 @@
+package server
+
+import (
+	"encoding/json"
+
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/routerkit/router/runtime/explain"
+	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/sim"
+)
+
+func TestShutdownDrains(t *testing.T) {
+	p := testPlan([]plan.Engine{plainEngine("E1")}, plan.Model{Name: "m", Buckets: []plan.Bucket{
+		{ID: "all", Groups: plan.Groups{Plain: ptr(group(plan.RoundRobin, plan.Admission{}))}},
+	}})
+	fc := startFleet(t, p)
+	// Slow enough (about a second) that the request is surely in flight when shutdown starts.
+	_ = fc.fleet.Engine("E1").SetFaults(sim.Faults{Slowdown: 500})
+	done := make(chan int, 1)
+	go func() {
+		resp, err := http.Post(fc.url+"/v1/chat/completions", "application/json", strings.NewReader(chat("m", "finish me", `, "max_tokens": 8`)))
+		if err != nil {
+			done <- -1
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	waitFor(t, "request in flight", func() bool { return fc.srv.reg.Get("E1").Inflight() == 1 })
+	fc.stop()
+	if status := <-done; status != 200 {
+		t.Errorf("in-flight request during shutdown: status %d, want 200", status)
+	}
+	if err := <-fc.served; err != nil {
+		t.Errorf("serve after drain: %v", err)
+	}
+	fc.served <- nil // for the cleanup
+	if _, err := http.Get(fc.url + "/healthz"); err == nil {
+		t.Error("a drained router must not accept new connections")
+	}
+}
+
+func TestAdminTokenAndExplain(t *testing.T) {
+	p := fallPlan()
+	p.AdminToken = "s3cret"
+	fc := startFleet(t, p)
+	req, _ := http.NewRequest(http.MethodGet, fc.url+"/admin/state", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 || resp.Header.Get("X-Router-Error-Code") != codeUnauthorized {
+		t.Errorf("without token: %d", resp.StatusCode)
+	}
+	req, _ = http.NewRequest(http.MethodPost, fc.url+"/admin/explain", strings.NewReader(chat("m", "explain me", `, "max_tokens": 3`)))
+	req.Header.Set("Authorization", "Bearer s3cret")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ex explain.Explanation
+	if err := json.NewDecoder(resp.Body).Decode(&ex); err != nil {
+		t.Fatal(err)
+	}
+	if ex.Bucket == nil || *ex.Bucket != "short" || ex.Picks[plan.RolePlain] != "E1" || len(ex.Attempts) != 1 {
+		t.Errorf("explain: %+v", ex)
+	}
+	if n := len(fc.sent.bodies(p.Engines[0].URL)); n != 0 {
+		t.Errorf("explain must not dispatch, E1 got %d requests", n)
+	}
+}
+
+func (fc *fleetCase) state(t *testing.T) *State {
+	t.Helper()
+	resp, err := http.Get(fc.url + "/admin/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st State
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	return &st
+}
+
+func (s *State) bucket(model, id string) BucketState {
+	for _, b := range s.Buckets {
+		if b.Model == model && b.ID == id {
+			return b
+		}
+	}
+	return BucketState{}
+}
+
+func (s *State) engine(id string) EngineState {
+	for _, e := range s.Engines {
+		if e.ID == id {
+			return e
+		}
+	}
+	return EngineState{}
+}
