@@ -1,0 +1,63 @@
+package token
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Tokenizer computes, for a model, the token ids its engines compute for a prompt.
+//
+// Bucket limits are checked on these counts and cache-aware routing hashes these ids into
+// the engine's block hashes, so an implementation must agree with the engine id for id:
+// the router picks one per model from its plan, and request preparation never calls a
+// package-level function.
+type Tokenizer interface {
+	// Encode returns the ids of a plain-text prompt, as the engine tokenizes the prompt of
+	// /v1/completions or /generate. Special-token strings inside text are matched as
+	// special tokens, as HuggingFace tokenizers do by default; addSpecial adds the
+	// tokenizer's template tokens (a BOS token for Llama, nothing for Qwen).
+	Encode(text string, addSpecial bool) []uint32
+	// EncodeChat renders a conversation with the model's chat template, as the engine does
+	// for /v1/chat/completions, and returns the ids of the rendered prompt.
+	EncodeChat(c Chat) ([]uint32, error)
+	// Decode returns the text of ids.
+	Decode(ids []uint32) (string, error)
+}
+
+// Chat is the part of a chat request a chat template reads, kept as the client's JSON so
+// that key order survives into the template: Python's json.dumps (behind `tojson`) keeps
+// insertion order, and a prompt that renders tools in another order has other ids.
+type Chat struct {
+	// Messages is the request's messages array.
+	Messages json.RawMessage
+	// Tools is the request's tools array; empty or null means none.
+	Tools json.RawMessage
+	// Kwargs is the request's chat_template_kwargs object (e.g. enable_thinking); empty or
+	// null means none.
+	Kwargs json.RawMessage
+}
+
+// ErrNoDecode is returned by a tokenizer that cannot turn ids back into text.
+var ErrNoDecode = errors.New("this tokenizer cannot decode ids: configure the model's HuggingFace tokenizer")
+
+// Standin is the deterministic stand-in vocabulary of this package as a Tokenizer: what a
+// model without a configured tokenizer uses, and what the simulator's engines compute.
+type Standin struct{}
+
+// Encode implements Tokenizer. The stand-in has no template tokens, so addSpecial is
+// ignored.
+func (Standin) Encode(text string, _ bool) []uint32 { return Encode(text) }
+
+// EncodeChat implements Tokenizer with the ChatML-like template of EncodeChat; tools and
+// template arguments are not part of it.
+func (Standin) EncodeChat(c Chat) ([]uint32, error) {
+	var msgs []Message
+	if err := json.Unmarshal(c.Messages, &msgs); err != nil {
+		return nil, fmt.Errorf("messages: %w", err)
+	}
+	return EncodeChat(msgs), nil
+}
+
+// Decode implements Tokenizer: the stand-in's ids are hashes and have no text.
+func (Standin) Decode([]uint32) (string, error) { return "", ErrNoDecode }
