@@ -7,6 +7,7 @@ require (
 	charm.land/bubbletea/v2 v2.1.1
 	charm.land/lipgloss/v2 v2.1.1
 	cuelang.org/go v0.17.1
+	github.com/ardanlabs/jinja v1.8.0
 	github.com/charmbracelet/x/ansi v0.11.9
 	github.com/go-zeromq/zmq4 v0.17.0
 	github.com/openai/openai-go/v3 v3.102.0

@@ -1,0 +1,102 @@
+package chattemplate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// decodeValue turns raw JSON into a template value the way Python's json.loads does, which
+// is what the engines hand to Jinja: objects keep their key order (json.dumps behind
+// `tojson` writes keys in insertion order, so a reordered tool schema is another prompt),
+// numbers without a fraction or exponent are integers and the others floats. Empty input
+// decodes to undefined, so an absent field and an omitted one look the same.
+//
+// A json.Decoder token stream is used rather than json.Unmarshal into map[string]any
+// because Go maps forget the order.
+func decodeValue(raw json.RawMessage) (jinja.Value, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return jinja.Undefined(), nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	v, err := decodeNext(dec)
+	if err != nil {
+		return jinja.Undefined(), err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return jinja.Undefined(), errors.New("unexpected data after the JSON value")
+	}
+	return v, nil
+}
+
+// decodeNext reads one complete JSON value from dec.
+func decodeNext(dec *json.Decoder) (jinja.Value, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return jinja.Undefined(), err
+	}
+	switch t := tok.(type) {
+	case nil:
+		return jinja.None(), nil
+	case bool:
+		return jinja.NewBool(t), nil
+	case string:
+		return jinja.NewString(t), nil
+	case json.Number:
+		return numberValue(t)
+	case json.Delim:
+		if t == '[' {
+			var items []jinja.Value
+			for dec.More() {
+				v, err := decodeNext(dec)
+				if err != nil {
+					return jinja.Undefined(), err
+				}
+				items = append(items, v)
+			}
+			_, err := dec.Token() // ']'
+			return jinja.NewList(items), err
+		}
+		d := jinja.NewDict()
+		dict := d.AsDict()
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return jinja.Undefined(), err
+			}
+			v, err := decodeNext(dec)
+			if err != nil {
+				return jinja.Undefined(), err
+			}
+			// Python keeps the last value of a repeated key at the first key's place;
+			// Dict.Set does the same.
+			dict.Set(k.(string), v)
+		}
+		_, err := dec.Token() // '}'
+		return d, err
+	}
+	return jinja.Undefined(), fmt.Errorf("unexpected JSON token %v", tok)
+}
+
+// numberValue follows json.loads: an integer literal is an int, anything with a fraction or
+// an exponent is a float. Integers beyond int64 (Python has no limit) become floats.
+func numberValue(n json.Number) (jinja.Value, error) {
+	s := n.String()
+	if !bytes.ContainsAny([]byte(s), ".eE") {
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return jinja.NewInt(i), nil
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return jinja.Undefined(), fmt.Errorf("number %s: %w", s, err)
+	}
+	return jinja.NewFloat(f), nil
+}
