@@ -1,0 +1,116 @@
+package chattemplate
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/routerkit/router/runtime/token"
+)
+
+// golden is one case of testdata/goldens.json, written by testdata/gen_goldens.py with
+// Python Jinja2 set up as HF transformers and the engines' request handling.
+type golden struct {
+	Name                string `json:"name"`
+	Config              string `json:"config"`
+	Source              string `json:"source"`
+	BOSToken            string `json:"bos_token"`
+	EOSToken            string `json:"eos_token"`
+	Engine              string `json:"engine"`
+	AddGenerationPrompt bool   `json:"add_generation_prompt"`
+	Messages            string `json:"messages"`
+	Tools               string `json:"tools"`
+	Kwargs              string `json:"kwargs"`
+	Want                string `json:"want"`
+	Error               string `json:"error"`
+}
+
+// repoRoot is where the goldens' config paths start.
+const repoRoot = "../../.."
+
+func loadGoldens(t testing.TB) []golden {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "goldens.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gs []golden
+	if err := json.Unmarshal(data, &gs); err != nil {
+		t.Fatal(err)
+	}
+	if len(gs) == 0 {
+		t.Fatal("no goldens")
+	}
+	return gs
+}
+
+// renderer returns the golden's renderer: a Model for a tokenizer config, a Template for
+// an inline source.
+func (g golden) renderer(t testing.TB) func(token.Chat, Options) (string, error) {
+	t.Helper()
+	if g.Config != "" {
+		cfg, err := LoadConfig(filepath.Join(repoRoot, g.Config))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := cfg.Compile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Render
+	}
+	tpl, err := Parse(g.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tpl.Render
+}
+
+func (g golden) options(t testing.TB) Options {
+	t.Helper()
+	o := Options{AddGenerationPrompt: g.AddGenerationPrompt, BOSToken: g.BOSToken, EOSToken: g.EOSToken}
+	switch g.Engine {
+	case "vllm":
+		o.Engine = VLLM
+	case "sglang":
+		o.Engine = SGLang
+	default:
+		t.Fatalf("unknown engine %q", g.Engine)
+	}
+	return o
+}
+
+func (g golden) chat() token.Chat {
+	c := token.Chat{Messages: json.RawMessage(g.Messages)}
+	if g.Tools != "" {
+		c.Tools = json.RawMessage(g.Tools)
+	}
+	if g.Kwargs != "" {
+		c.Kwargs = json.RawMessage(g.Kwargs)
+	}
+	return c
+}
+
+// TestGoldens renders every case and compares it byte for byte with Python's prompt.
+func TestGoldens(t *testing.T) {
+	for _, g := range loadGoldens(t) {
+		t.Run(g.Name, func(t *testing.T) {
+			got, err := g.renderer(t)(g.chat(), g.options(t))
+			if g.Error != "" {
+				var raised *RaiseError
+				if !errors.As(err, &raised) || raised.Message != g.Error {
+					t.Fatalf("got error %v, want raise_exception %q", err, g.Error)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != g.Want {
+				t.Errorf("prompt differs from Python's\n got: %q\nwant: %q", got, g.Want)
+			}
+		})
+	}
+}
