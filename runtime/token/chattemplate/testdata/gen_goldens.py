@@ -336,6 +336,14 @@ ALTERNATE = (
     "{% endfor %}"
 )
 
+# A template that loops over content parts: both engines hand it parts ("openai" format).
+PARTS = (
+    "{% for message in messages %}{{ message.role }}:"
+    "{% if message.content is string %}{{ message.content }}"
+    "{% else %}{% for part in message.content %}[{{ part.type }}]{{ part.text }}{% endfor %}{% endif %}"
+    "{{ '\\n' }}{% endfor %}"
+)
+
 CASES = [
     # name, config or inline source, add_generation_prompt, messages, tools, kwargs
     ("qwen3/system_user", QWEN3, True, '[{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "What is the capital of France?"}]', None, None),
@@ -355,6 +363,7 @@ CASES = [
     ("llama3/system_user", LLAMA3, True, '[{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "What is the capital of France?"}]', None, None),
     ("llama3/multi_turn", LLAMA3, True, '[{"role": "user", "content": "  Hi  \\n"}, {"role": "assistant", "content": "Hello! How can I help?"}, {"role": "user", "content": "Tell me a joke."}]', None, None),
     ("llama3/no_generation_prompt", LLAMA3, False, '[{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]', None, None),
+    ("parts/openai_format", PARTS, True, '[{"role": "system", "content": "Plain."}, {"role": "user", "content": [{"type": "text", "text": "One"}, {"type": "text", "text": ""}, {"type": "text", "text": "Two"}]}, {"role": "assistant", "content": null}]', None, None),
     ("alternate/ok", ALTERNATE, True, '[{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]', None, None),
     ("alternate/raise", ALTERNATE, True, '[{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]', None, None),
 ]
