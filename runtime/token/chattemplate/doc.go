@@ -16,14 +16,15 @@
 // template prints. Confirmed in upstream source:
 //
 //   - vLLM (vllm/entrypoints/chat_utils.py, _parse_chat_message_content and
-//     _postprocess_messages): every message is rebuilt as role and content, then, by role,
-//     tool_calls, reasoning and reasoning_content (from the request's "reasoning"),
-//     tool_call_id, name and tools; other keys are dropped. For templates that print
+//     _postprocess_messages; newer releases in vllm/renderers/chat_utils/): every message
+//     is rebuilt as role and content, then, by role, tool_calls, reasoning and
+//     reasoning_content (from the request's "reasoning"), tool_call_id, name, task and
+//     tools; other keys are dropped. For templates that print
 //     content as a string, text parts (text, input_text, output_text, refusal, thinking)
 //     are joined with "\n", empty texts skipped, null content becomes "". For templates
 //     that loop over content (vllm/renderers/hf.py, _detect_content_format, the "openai"
 //     format), content is a list of {"type": "text", "text": …}, a plain string becoming
-//     one part. JSON-string tool-call arguments are parsed into objects, missing ones
+//     one part, except that a tool message's parts are joined into a string. JSON-string tool-call arguments are parsed into objects, missing ones
 //     become {}, an empty tool_calls list is dropped. Tools are
 //     [tool.model_dump() for tool in request.tools]: {"type", "function": {"name",
 //     "description", "parameters", …extra keys}, …extra keys}, description and parameters

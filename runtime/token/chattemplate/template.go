@@ -89,10 +89,12 @@ func (t *Template) render(vars map[string]jinja.Value) (string, error) {
 	return out, nil
 }
 
-// vars builds the template's variables as HF's render_jinja_template passes them:
-// messages, tools (undefined for None), documents (None), add_generation_prompt, the
-// special tokens, then every chat_template_kwargs key on top, except that kwargs cannot
-// replace messages or tools. SGLang always passes reasoning_effort (None unless the
+// vars builds the template's variables as HF's apply_chat_template passes them: messages,
+// tools (undefined for None), documents (None), add_generation_prompt and the special
+// tokens, with every chat_template_kwargs key on top (HF merges them over the special
+// tokens). Kwargs cannot replace messages, tools or add_generation_prompt: vLLM merges the
+// request's add_generation_prompt over the kwargs (vllm/renderers/params.py, merge_kwargs)
+// and SGLang passes its own. SGLang also always passes reasoning_effort (None unless the
 // kwargs hold one).
 func (t *Template) vars(c token.Chat, o Options) (map[string]jinja.Value, error) {
 	rawMsgs, err := decodeValue(c.Messages)
@@ -120,9 +122,8 @@ func (t *Template) vars(c token.Chat, o Options) (map[string]jinja.Value, error)
 	}
 
 	vars := map[string]jinja.Value{
-		"documents":             jinja.None(),
-		"add_generation_prompt": jinja.NewBool(o.AddGenerationPrompt),
-		"raise_exception":       raiseException,
+		"documents":       jinja.None(),
+		"raise_exception": raiseException,
 	}
 	if o.BOSToken != "" {
 		vars["bos_token"] = jinja.NewString(o.BOSToken)
@@ -139,6 +140,7 @@ func (t *Template) vars(c token.Chat, o Options) (map[string]jinja.Value, error)
 		}
 	}
 	vars["messages"] = msgs
+	vars["add_generation_prompt"] = jinja.NewBool(o.AddGenerationPrompt)
 	delete(vars, "tools")
 	if !tools.IsUndefined() {
 		vars["tools"] = tools

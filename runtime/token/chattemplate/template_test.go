@@ -129,7 +129,7 @@ func TestVariables(t *testing.T) {
 		o    Options
 		want string
 	}{
-		{"tokens and kwargs", chat(userHi, "null", `{"enable_thinking": false, "messages": [], "add_generation_prompt": true}`), Options{EOSToken: "</s>"}, "False </s> False True True False 1 False"},
+		{"tokens and kwargs", chat(userHi, "null", `{"enable_thinking": false, "messages": [], "add_generation_prompt": true}`), Options{EOSToken: "</s>"}, "False </s> False True False False 1 False"},
 		{"tools given, sglang passes reasoning_effort", chat(userHi, `[{"type": "function", "function": {"name": "f"}}]`, ""), Options{BOSToken: "<s>", Engine: SGLang}, "True  True True False  1 True"},
 	}
 	for _, tt := range tests {

@@ -9,9 +9,11 @@ import (
 )
 
 // vllmMessage rebuilds one message as vLLM's parse_chat_messages does
-// (vllm/entrypoints/chat_utils.py, _parse_chat_message_content and _postprocess_messages):
-// a new object with role and flattened content, then, by role, tool_calls, reasoning and
-// reasoning_content, tool_call_id, name and tools. Other keys of the request are dropped.
+// (vllm/entrypoints/chat_utils.py, _parse_chat_message_content and _postprocess_messages,
+// moved to vllm/renderers/chat_utils/parse_chat_message_content.py): a new object with
+// role and flattened content, then, by role, tool_calls, reasoning and reasoning_content,
+// tool_call_id, name, task and tools. Other keys of the request are dropped. A tool
+// message's text parts are joined into a string even for "openai" templates.
 func vllmMessage(m *jinja.Dict, openai bool) (jinja.Value, error) {
 	role, _ := m.Get("role")
 	content, err := vllmContent(valueOr(m, "content", jinja.None()), openai)
@@ -37,9 +39,14 @@ func vllmMessage(m *jinja.Dict, openai bool) (jinja.Value, error) {
 		if id, ok := m.Get("tool_call_id"); ok {
 			d.Set("tool_call_id", id)
 		}
+		if openai {
+			d.Set("content", joinTextParts(content))
+		}
 	}
-	if name, ok := m.Get("name"); ok && name.IsString() {
-		d.Set("name", name)
+	for _, k := range []string{"name", "task"} {
+		if v, ok := m.Get(k); ok && v.IsString() {
+			d.Set(k, v)
+		}
 	}
 	if role.IsString() && role.AsString() == "developer" {
 		d.Set("tools", valueOr(m, "tools", jinja.None()))
@@ -114,6 +121,16 @@ func vllmPartText(p jinja.Value) (string, error) {
 		return "", fmt.Errorf("content part %q must be a string", key)
 	}
 	return text.AsString(), nil
+}
+
+// joinTextParts joins the texts of {"type": "text"} parts with "\n".
+func joinTextParts(parts jinja.Value) jinja.Value {
+	var texts []string
+	for _, p := range parts.AsList().Items {
+		text, _ := get(p, "text")
+		texts = append(texts, text.AsString())
+	}
+	return partsText(texts, "\n")
 }
 
 // textPart returns {"type": "text", "text": s}.

@@ -15,7 +15,8 @@ is the request's) rendered for two engines:
   raise_exception (raises TemplateError) and strftime_now. The template is rendered with
   messages, tools, documents=None, add_generation_prompt, the special tokens and the
   chat_template_kwargs, as apply_chat_template does.
-* vLLM's request handling before that call: vllm/entrypoints/chat_utils.py (commit bd5ec6d5)
+* vLLM's request handling before that call: vllm/entrypoints/chat_utils.py (commit bd5ec6d5;
+  newer: vllm/renderers/chat_utils/parse_chat_message_content.py, commit be90fe16)
   `_parse_chat_message_content` (rebuilt messages, text parts joined with "\n") and
   `_postprocess_messages` (JSON-string tool arguments parsed, empty tool_calls dropped);
   tools are `[tool.model_dump() for tool in request.tools]` with vLLM's
@@ -80,10 +81,11 @@ def compile_template(src):
     return env, env.from_string(src)
 
 
-def apply_chat_template(src, messages, tools, add_generation_prompt, special_tokens, **kwargs):
+def apply_chat_template(src, messages, special_tokens, tools=None, documents=None, add_generation_prompt=False, continue_final_message=False, **kwargs):
+    # The parameters of PreTrainedTokenizerBase.apply_chat_template that reach the template.
     _, tpl = compile_template(src)
     template_kwargs = {**special_tokens, **kwargs}
-    return tpl.render(messages=messages, tools=tools, documents=None, add_generation_prompt=add_generation_prompt, **template_kwargs)
+    return tpl.render(messages=messages, tools=tools, documents=documents, add_generation_prompt=add_generation_prompt, **template_kwargs)
 
 
 # --- content format detection (vllm/renderers/hf.py; sglang jinja_template_utils.py) ---
@@ -195,8 +197,12 @@ def vllm_messages(messages, content_format):
         elif role == "tool":
             if "tool_call_id" in message:
                 msg["tool_call_id"] = message["tool_call_id"]
+            if isinstance(msg["content"], list):  # newer vLLM: tool results as a string
+                msg["content"] = "\n".join(p["text"] for p in msg["content"])
         if "name" in message and isinstance(message["name"], str):
             msg["name"] = message["name"]
+        if "task" in message and isinstance(message["task"], str):
+            msg["task"] = message["task"]
         if role == "developer":
             msg["tools"] = message.get("tools", None)
         out.append(msg)
@@ -221,7 +227,11 @@ def vllm_messages(messages, content_format):
 def vllm_render(src, req, add_generation_prompt, special_tokens):
     messages = vllm_messages(req["messages"], vllm_content_format(src))
     tools = None if req.get("tools") is None else [VllmTool.model_validate(t).model_dump() for t in req["tools"]]
-    return apply_chat_template(src, messages, tools, add_generation_prompt, special_tokens, **(req.get("kwargs") or {}))
+    # ChatCompletionRequest.build_chat_params: the request's own fields are merged over
+    # chat_template_kwargs unless None (vllm/renderers/params.py, merge_kwargs).
+    own = dict(add_generation_prompt=add_generation_prompt, continue_final_message=False, documents=None, reasoning_effort=None)
+    kwargs = (req.get("kwargs") or {}) | {k: v for k, v in own.items() if v not in (None, "auto")}
+    return apply_chat_template(src, messages, special_tokens, tools=tools, **kwargs)
 
 
 # --- SGLang ----------------------------------------------------------------------------
@@ -304,7 +314,7 @@ def sglang_render(src, req, add_generation_prompt, special_tokens):
         tools = [SgTool.model_validate(t).function.model_dump() for t in req["tools"]]
     kwargs = dict(req.get("kwargs") or {})
     reasoning_effort = kwargs.pop("reasoning_effort", None)
-    return apply_chat_template(src, messages, tools, add_generation_prompt, special_tokens, reasoning_effort=reasoning_effort, **kwargs)
+    return apply_chat_template(src, messages, special_tokens, tools=tools, add_generation_prompt=add_generation_prompt, reasoning_effort=reasoning_effort, **kwargs)
 
 
 # --- cases -----------------------------------------------------------------------------
@@ -363,7 +373,7 @@ CASES = [
     ("llama3/system_user", LLAMA3, True, '[{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "What is the capital of France?"}]', None, None),
     ("llama3/multi_turn", LLAMA3, True, '[{"role": "user", "content": "  Hi  \\n"}, {"role": "assistant", "content": "Hello! How can I help?"}, {"role": "user", "content": "Tell me a joke."}]', None, None),
     ("llama3/no_generation_prompt", LLAMA3, False, '[{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]', None, None),
-    ("parts/openai_format", PARTS, True, '[{"role": "system", "content": "Plain."}, {"role": "user", "content": [{"type": "text", "text": "One"}, {"type": "text", "text": ""}, {"type": "text", "text": "Two"}]}, {"role": "assistant", "content": null}]', None, None),
+    ("parts/openai_format", PARTS, True, '[{"role": "system", "content": "Plain."}, {"role": "user", "content": [{"type": "text", "text": "One"}, {"type": "text", "text": ""}, {"type": "text", "text": "Two"}]}, {"role": "assistant", "content": null}, {"role": "tool", "tool_call_id": "c", "content": [{"type": "text", "text": "r1"}, {"type": "text", "text": "r2"}]}]', None, None),
     ("alternate/ok", ALTERNATE, True, '[{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]', None, None),
     ("alternate/raise", ALTERNATE, True, '[{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]', None, None),
 ]
