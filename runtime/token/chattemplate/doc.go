@@ -60,7 +60,8 @@
 //     fail as Jinja2's do, so SGLang's retry with {"function": tool} wrapped tools after a
 //     failed first render is not reproduced;
 //   - tojson(indent=…) encodes with sorted keys (Check reports it as ErrUnfaithful);
-//   - dict and list methods may mutate values, where the sandbox refuses.
+//   - dict and list methods may mutate values, where the sandbox refuses;
+//   - strftime_now knows only %Y %m %d %H %M %S %B %b %A %a %p %I %Z and %%.
 //
 // Not reproduced either: vLLM's interleaving of multimodal placeholders (ErrMultimodal is
 // returned instead), tool_choice (SGLang drops tools for "none" and filters them for a

@@ -239,3 +239,23 @@ func TestConcurrentRender(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestContentFormat checks the detection of templates that loop over content parts: vLLM
+// follows any variable bound to a message, SGLang only message, msg and m.
+func TestContentFormat(t *testing.T) {
+	tests := []struct {
+		src               string
+		wantVLLM, wantSGL bool
+	}{
+		{`{% for message in messages %}{{ message.content }}{% endfor %}`, false, false},
+		{`{% for message in messages %}{% for c in message['content'] %}{{ c.text }}{% endfor %}{% endfor %}`, true, true},
+		{`{% for m in messages %}{%- for c in m.content | selectattr("type", "eq", "text") %}{{ c.text }}{% endfor %}{% endfor %}`, true, true},
+		{`{% for item in messages %}{% for c in item.content %}{{ c.text }}{% endfor %}{% endfor %}`, true, false},
+	}
+	for _, tt := range tests {
+		tpl := mustParse(t, tt.src)
+		if tpl.openai(VLLM) != tt.wantVLLM || tpl.openai(SGLang) != tt.wantSGL {
+			t.Errorf("%s: got vllm %v sglang %v, want %v %v", tt.src, tpl.openai(VLLM), tpl.openai(SGLang), tt.wantVLLM, tt.wantSGL)
+		}
+	}
+}
