@@ -1,0 +1,112 @@
+package hf
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// modelJSON is tokenizer.json's "model".
+type modelJSON struct {
+	Type                    string            `json:"type"`
+	Dropout                 *float64          `json:"dropout"`
+	ContinuingSubwordPrefix *string           `json:"continuing_subword_prefix"`
+	EndOfWordSuffix         *string           `json:"end_of_word_suffix"`
+	ByteFallback            bool              `json:"byte_fallback"`
+	IgnoreMerges            bool              `json:"ignore_merges"`
+	Vocab                   map[string]uint32 `json:"vocab"`
+	Merges                  json.RawMessage   `json:"merges"`
+}
+
+// parseModel checks that raw is a byte-level BPE model and returns its vocabulary
+// (byte-level strings to ids) and the model.
+func parseModel(raw json.RawMessage) (map[string]uint32, *model, error) {
+	if isNull(raw) {
+		return nil, nil, unsupported("a tokenizer without a model")
+	}
+	typ, err := typeOf(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("model: %w", err)
+	}
+	if typ != "BPE" {
+		return nil, nil, unsupported("model type %q", typ)
+	}
+	var mj modelJSON
+	if err := json.Unmarshal(raw, &mj); err != nil {
+		return nil, nil, fmt.Errorf("model: %w", err)
+	}
+	switch {
+	case mj.ByteFallback:
+		return nil, nil, unsupported("BPE with byte_fallback (SentencePiece-style)")
+	case mj.Dropout != nil && *mj.Dropout != 0:
+		return nil, nil, unsupported("BPE with dropout")
+	case mj.ContinuingSubwordPrefix != nil && *mj.ContinuingSubwordPrefix != "":
+		return nil, nil, unsupported("BPE with continuing_subword_prefix")
+	case mj.EndOfWordSuffix != nil && *mj.EndOfWordSuffix != "":
+		return nil, nil, unsupported("BPE with end_of_word_suffix")
+	}
+	m := &model{ignoreMerges: mj.IgnoreMerges}
+	for b, r := range byteRune {
+		id, ok := mj.Vocab[string(r)]
+		if !ok {
+			return nil, nil, unsupported("BPE vocabulary without the byte-level symbol %q of byte 0x%02X (not a byte-level vocabulary)", string(r), b)
+		}
+		m.byteID[b] = id
+	}
+	merges, err := parseMerges(mj.Merges)
+	if err != nil {
+		return nil, nil, err
+	}
+	m.merges = make(map[uint64]uint64, len(merges))
+	for rank, mg := range merges {
+		a, aok := mj.Vocab[mg[0]]
+		b, bok := mj.Vocab[mg[1]]
+		c, cok := mj.Vocab[mg[0]+mg[1]]
+		if !aok || !bok || !cok {
+			return nil, nil, fmt.Errorf("merge %d (%q %q): token not in the vocabulary", rank, mg[0], mg[1])
+		}
+		// A repeated pair keeps its last rank, as in tokenizers' map from pairs to ranks.
+		m.merges[uint64(a)<<32|uint64(b)] = uint64(rank)<<32 | uint64(c)
+	}
+	if m.ignoreMerges {
+		m.vocab = make(map[string]uint32, len(mj.Vocab))
+		for tok, id := range mj.Vocab {
+			if b, ok := unByteLevel(tok); ok {
+				m.vocab[string(b)] = id
+			}
+		}
+	}
+	return mj.Vocab, m, nil
+}
+
+// parseMerges accepts both forms of "merges": ["a b", ...] and [["a", "b"], ...].
+func parseMerges(raw json.RawMessage) ([][2]string, error) {
+	var pairs [][2]string
+	body := bytes.TrimLeft(raw, " \t\r\n")
+	if len(body) > 0 && body[0] == '[' {
+		body = bytes.TrimLeft(body[1:], " \t\r\n")
+	}
+	if len(body) == 0 || body[0] != '"' {
+		if err := json.Unmarshal(raw, &pairs); err != nil {
+			return nil, fmt.Errorf("model merges: %w", err)
+		}
+		return pairs, nil
+	}
+	var lines []string
+	if err := json.Unmarshal(raw, &lines); err != nil {
+		return nil, fmt.Errorf("model merges: %w", err)
+	}
+	pairs = make([][2]string, 0, len(lines))
+	for _, l := range lines {
+		if strings.HasPrefix(l, "#version") {
+			continue
+		}
+		a, b, ok := strings.Cut(l, " ")
+		if !ok || strings.Contains(b, " ") {
+			return nil, fmt.Errorf("model merges: %q is not two tokens separated by one space", l)
+		}
+		pairs = append(pairs, [2]string{a, b})
+	}
+	return pairs, nil
+}
