@@ -55,9 +55,6 @@ func parsePreTokenizer(raw json.RawMessage) (preTokenizer, error) {
 	if err := flattenPreTokenizers(raw, &list); err != nil {
 		return preTokenizer{}, err
 	}
-	if len(list) == 0 || list[len(list)-1].Type != "ByteLevel" {
-		return preTokenizer{}, unsupported("a pre_tokenizer that does not end with ByteLevel")
-	}
 	var p preTokenizer
 	for i, pj := range list {
 		switch pj.Type {
@@ -93,6 +90,9 @@ func parsePreTokenizer(raw json.RawMessage) (preTokenizer, error) {
 		default:
 			return preTokenizer{}, unsupported("pre_tokenizer %q", pj.Type)
 		}
+	}
+	if len(list) == 0 || list[len(list)-1].Type != "ByteLevel" {
+		return preTokenizer{}, unsupported("a pre_tokenizer that does not end with ByteLevel")
 	}
 	return p, nil
 }

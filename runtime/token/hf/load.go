@@ -79,10 +79,14 @@ func parse(r io.Reader) (*Tokenizer, error) {
 	return build(&f)
 }
 
-// build checks every component of f and assembles the tokenizer.
+// build checks every component of f, the model first as it matters most, and assembles
+// the tokenizer.
 func build(f *fileJSON) (*Tokenizer, error) {
+	mj, err := parseModel(f.Model)
+	if err != nil {
+		return nil, err
+	}
 	t := &Tokenizer{cache: newCache()}
-	var err error
 	if t.nfc, err = parseNormalizer(f.Normalizer); err != nil {
 		return nil, err
 	}
@@ -92,12 +96,10 @@ func build(f *fileJSON) (*Tokenizer, error) {
 	if err := parseDecoder(f.Decoder); err != nil {
 		return nil, err
 	}
-	vocab, m, err := parseModel(f.Model)
-	if err != nil {
+	if t.model, err = newModel(mj); err != nil {
 		return nil, err
 	}
-	t.model = m
-	if err := t.setVocab(vocab, f.AddedTokens); err != nil {
+	if err := t.setVocab(mj.Vocab, f.AddedTokens); err != nil {
 		return nil, err
 	}
 	if t.prefix, t.suffix, err = parsePostProcessor(f.PostProcessor, t.dec.has); err != nil {

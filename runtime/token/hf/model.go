@@ -19,44 +19,51 @@ type modelJSON struct {
 	Merges                  json.RawMessage   `json:"merges"`
 }
 
-// parseModel checks that raw is a byte-level BPE model and returns its vocabulary
-// (byte-level strings to ids) and the model.
-func parseModel(raw json.RawMessage) (map[string]uint32, *model, error) {
+// parseModel checks that raw is a BPE model without the options byte-level BPE never
+// uses.
+func parseModel(raw json.RawMessage) (*modelJSON, error) {
 	if isNull(raw) {
-		return nil, nil, unsupported("a tokenizer without a model")
+		return nil, unsupported("a tokenizer without a model")
 	}
 	typ, err := typeOf(raw)
 	if err != nil {
-		return nil, nil, fmt.Errorf("model: %w", err)
+		return nil, fmt.Errorf("model: %w", err)
 	}
 	if typ != "BPE" {
-		return nil, nil, unsupported("model type %q", typ)
+		return nil, unsupported("model type %q", typ)
 	}
 	var mj modelJSON
 	if err := json.Unmarshal(raw, &mj); err != nil {
-		return nil, nil, fmt.Errorf("model: %w", err)
+		return nil, fmt.Errorf("model: %w", err)
 	}
 	switch {
 	case mj.ByteFallback:
-		return nil, nil, unsupported("BPE with byte_fallback (SentencePiece-style)")
+		return nil, unsupported("BPE with byte_fallback (SentencePiece-style)")
 	case mj.Dropout != nil && *mj.Dropout != 0:
-		return nil, nil, unsupported("BPE with dropout")
+		return nil, unsupported("BPE with dropout")
 	case mj.ContinuingSubwordPrefix != nil && *mj.ContinuingSubwordPrefix != "":
-		return nil, nil, unsupported("BPE with continuing_subword_prefix")
+		return nil, unsupported("BPE with continuing_subword_prefix")
 	case mj.EndOfWordSuffix != nil && *mj.EndOfWordSuffix != "":
-		return nil, nil, unsupported("BPE with end_of_word_suffix")
+		return nil, unsupported("BPE with end_of_word_suffix")
 	}
+	return &mj, nil
+}
+
+// newModel builds the byte-level model of mj. The vocabulary must hold the byte-level
+// symbol of every byte, and each merge's parts and result must be in it (tokenizers
+// refuses such files too).
+func newModel(mj *modelJSON) (*model, error) {
 	m := &model{ignoreMerges: mj.IgnoreMerges}
 	for b, r := range byteRune {
 		id, ok := mj.Vocab[string(r)]
 		if !ok {
-			return nil, nil, unsupported("BPE vocabulary without the byte-level symbol %q of byte 0x%02X (not a byte-level vocabulary)", string(r), b)
+			return nil, unsupported("BPE vocabulary without the byte-level symbol %q of byte 0x%02X (not a byte-level vocabulary)", string(r), b)
 		}
 		m.byteID[b] = id
 	}
 	merges, err := parseMerges(mj.Merges)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	m.merges = make(map[uint64]uint64, len(merges))
 	for rank, mg := range merges {
@@ -64,7 +71,7 @@ func parseModel(raw json.RawMessage) (map[string]uint32, *model, error) {
 		b, bok := mj.Vocab[mg[1]]
 		c, cok := mj.Vocab[mg[0]+mg[1]]
 		if !aok || !bok || !cok {
-			return nil, nil, fmt.Errorf("merge %d (%q %q): token not in the vocabulary", rank, mg[0], mg[1])
+			return nil, fmt.Errorf("merge %d (%q %q): token not in the vocabulary", rank, mg[0], mg[1])
 		}
 		// A repeated pair keeps its last rank, as in tokenizers' map from pairs to ranks.
 		m.merges[uint64(a)<<32|uint64(b)] = uint64(rank)<<32 | uint64(c)
@@ -77,7 +84,7 @@ func parseModel(raw json.RawMessage) (map[string]uint32, *model, error) {
 			}
 		}
 	}
-	return mj.Vocab, m, nil
+	return m, nil
 }
 
 // parseMerges accepts both forms of "merges": ["a b", ...] and [["a", "b"], ...].
