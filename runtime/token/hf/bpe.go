@@ -13,19 +13,14 @@ const heapMin = 64
 // turned back into the bytes they stand for at load time.
 type model struct {
 	byteID [256]uint32 // id of each single byte
-	// merges maps a pair of ids (left<<32 | right) to rank<<32 | merged id, so that
-	// comparing values compares ranks.
-	merges       map[uint64]uint64
+	// merges maps a pair of ids to rank<<32 | merged id, so that comparing values
+	// compares ranks.
+	merges       *mergeTable
 	ignoreMerges bool
 	vocab        map[string]uint32 // bytes -> id; only filled for ignoreMerges
 }
 
-func (m *model) pair(a, b uint32) uint64 {
-	if v, ok := m.merges[uint64(a)<<32|uint64(b)]; ok {
-		return v
-	}
-	return noMerge
-}
+func (m *model) pair(a, b uint32) uint64 { return m.merges.get(a, b) }
 
 // bpeBuf is merge's scratch space.
 type bpeBuf struct {

@@ -2,6 +2,7 @@ package hf
 
 import (
 	"hash/maphash"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -32,10 +33,21 @@ type shard struct {
 	hand  int // next eviction candidate
 }
 
+// slot is one cache entry. Most pre-tokens are one to three tokens, whose ids are kept in
+// the slot itself to save an allocation per entry.
 type slot struct {
-	key  string
-	ids  []uint32
-	used bool // hit since the hand last passed
+	key   string
+	short [3]uint32
+	long  []uint32 // the ids when there are more than len(short)
+	n     int32    // number of ids
+	used  bool     // hit since the hand last passed
+}
+
+func (e *slot) ids() []uint32 {
+	if int(e.n) <= len(e.short) {
+		return e.short[:e.n]
+	}
+	return e.long
 }
 
 func newCache() *cache {
@@ -60,7 +72,7 @@ func (c *cache) get(dst []uint32, key string) ([]uint32, bool) {
 	i, ok := s.index[key]
 	if ok {
 		s.slots[i].used = true
-		dst = append(dst, s.slots[i].ids...)
+		dst = append(dst, s.slots[i].ids()...)
 	}
 	s.mu.Unlock()
 	return dst, ok
@@ -71,7 +83,12 @@ func (c *cache) put(key string, ids []uint32) {
 	if len(key) > maxCachedKey {
 		return
 	}
-	e := slot{key: strings.Clone(key), ids: append([]uint32(nil), ids...)}
+	e := slot{key: strings.Clone(key), n: int32(len(ids))}
+	if len(ids) <= len(e.short) {
+		copy(e.short[:], ids)
+	} else {
+		e.long = slices.Clone(ids)
+	}
 	s := c.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -65,7 +65,7 @@ func newModel(mj *modelJSON) (*model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.merges = make(map[uint64]uint64, len(merges))
+	m.merges = newMergeTable(len(merges))
 	for rank, mg := range merges {
 		a, aok := mj.Vocab[mg[0]]
 		b, bok := mj.Vocab[mg[1]]
@@ -74,7 +74,7 @@ func newModel(mj *modelJSON) (*model, error) {
 			return nil, fmt.Errorf("merge %d (%q %q): token not in the vocabulary", rank, mg[0], mg[1])
 		}
 		// A repeated pair keeps its last rank, as in tokenizers' map from pairs to ranks.
-		m.merges[uint64(a)<<32|uint64(b)] = uint64(rank)<<32 | uint64(c)
+		m.merges.put(uint64(a)<<32|uint64(b), uint64(rank)<<32|uint64(c))
 	}
 	if m.ignoreMerges {
 		m.vocab = make(map[string]uint32, len(mj.Vocab))

@@ -143,6 +143,13 @@ func (sc scanner) next(s string, i int) int {
 // run returns the end of the run of class c characters starting at s[j].
 func (scanner) run(s string, j int, c uint8) int {
 	for j < len(s) {
+		if b := s[j]; b < utf8.RuneSelf { // inline ASCII fast path
+			if asciiClass[b] != c {
+				return j
+			}
+			j++
+			continue
+		}
 		c2, n := classAt(s, j)
 		if c2 != c {
 			break
