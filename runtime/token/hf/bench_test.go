@@ -12,8 +12,7 @@ func uncached(t *Tokenizer) *Tokenizer {
 }
 
 // BenchmarkEncode measures Encode on the documents of testdata/text (English prose, Go
-// and Python source, Chinese/Japanese/Korean text) with the cache warm, with a fresh
-// cache per call, and without the cache.
+// and Python source, Chinese/Japanese/Korean text) with the cache warm and without it.
 func BenchmarkEncode(b *testing.B) {
 	tok := loadQwen(b)
 	for _, doc := range []string{"prose", "code", "cjk"} {
@@ -27,16 +26,6 @@ func BenchmarkEncode(b *testing.B) {
 			b.SetBytes(int64(len(s)))
 			for b.Loop() {
 				tok.Encode(s, false)
-			}
-		})
-		b.Run(doc+"/fresh", func(b *testing.B) {
-			b.SetBytes(int64(len(s)))
-			for b.Loop() {
-				b.StopTimer()
-				fresh := uncached(tok)
-				fresh.cache = newCache()
-				b.StartTimer()
-				fresh.Encode(s, false)
 			}
 		})
 		b.Run(doc+"/off", func(b *testing.B) {

@@ -82,7 +82,7 @@ func parse(r io.Reader) (*Tokenizer, error) {
 // build checks every component of f, the model first as it matters most, and assembles
 // the tokenizer.
 func build(f *fileJSON) (*Tokenizer, error) {
-	mj, err := parseModel(f.Model)
+	mj, vocab, err := parseModel(f.Model)
 	if err != nil {
 		return nil, err
 	}
@@ -96,10 +96,10 @@ func build(f *fileJSON) (*Tokenizer, error) {
 	if err := parseDecoder(f.Decoder); err != nil {
 		return nil, err
 	}
-	if t.model, err = newModel(mj); err != nil {
+	if t.model, err = newModel(mj, vocab); err != nil {
 		return nil, err
 	}
-	if err := t.setVocab(mj.Vocab, f.AddedTokens); err != nil {
+	if err := t.setVocab(vocab, f.AddedTokens); err != nil {
 		return nil, err
 	}
 	if t.prefix, t.suffix, err = parsePostProcessor(f.PostProcessor, t.dec.has); err != nil {

@@ -9,53 +9,52 @@ import (
 
 // modelJSON is tokenizer.json's "model".
 type modelJSON struct {
-	Type                    string            `json:"type"`
-	Dropout                 *float64          `json:"dropout"`
-	ContinuingSubwordPrefix *string           `json:"continuing_subword_prefix"`
-	EndOfWordSuffix         *string           `json:"end_of_word_suffix"`
-	ByteFallback            bool              `json:"byte_fallback"`
-	IgnoreMerges            bool              `json:"ignore_merges"`
-	Vocab                   map[string]uint32 `json:"vocab"`
-	Merges                  json.RawMessage   `json:"merges"`
+	Type                    string          `json:"type"`
+	Dropout                 *float64        `json:"dropout"`
+	ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
+	EndOfWordSuffix         *string         `json:"end_of_word_suffix"`
+	ByteFallback            bool            `json:"byte_fallback"`
+	IgnoreMerges            bool            `json:"ignore_merges"`
+	Vocab                   json.RawMessage `json:"vocab"` // decoded once the type is known
+	Merges                  json.RawMessage `json:"merges"`
 }
 
 // parseModel checks that raw is a BPE model without the options byte-level BPE never
-// uses.
-func parseModel(raw json.RawMessage) (*modelJSON, error) {
+// uses, and returns it with its vocabulary (byte-level strings to ids).
+func parseModel(raw json.RawMessage) (*modelJSON, map[string]uint32, error) {
 	if isNull(raw) {
-		return nil, unsupported("a tokenizer without a model")
-	}
-	typ, err := typeOf(raw)
-	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
-	}
-	if typ != "BPE" {
-		return nil, unsupported("model type %q", typ)
+		return nil, nil, unsupported("a tokenizer without a model")
 	}
 	var mj modelJSON
 	if err := json.Unmarshal(raw, &mj); err != nil {
-		return nil, fmt.Errorf("model: %w", err)
+		return nil, nil, fmt.Errorf("model: %w", err)
 	}
 	switch {
+	case mj.Type != "BPE":
+		return nil, nil, unsupported("model type %q", mj.Type)
 	case mj.ByteFallback:
-		return nil, unsupported("BPE with byte_fallback (SentencePiece-style)")
+		return nil, nil, unsupported("BPE with byte_fallback (SentencePiece-style)")
 	case mj.Dropout != nil && *mj.Dropout != 0:
-		return nil, unsupported("BPE with dropout")
+		return nil, nil, unsupported("BPE with dropout")
 	case mj.ContinuingSubwordPrefix != nil && *mj.ContinuingSubwordPrefix != "":
-		return nil, unsupported("BPE with continuing_subword_prefix")
+		return nil, nil, unsupported("BPE with continuing_subword_prefix")
 	case mj.EndOfWordSuffix != nil && *mj.EndOfWordSuffix != "":
-		return nil, unsupported("BPE with end_of_word_suffix")
+		return nil, nil, unsupported("BPE with end_of_word_suffix")
 	}
-	return &mj, nil
+	var vocab map[string]uint32
+	if err := json.Unmarshal(mj.Vocab, &vocab); err != nil {
+		return nil, nil, fmt.Errorf("model vocab: %w", err)
+	}
+	return &mj, vocab, nil
 }
 
-// newModel builds the byte-level model of mj. The vocabulary must hold the byte-level
+// newModel builds the byte-level model of mj and its vocabulary. The vocabulary must hold the byte-level
 // symbol of every byte, and each merge's parts and result must be in it (tokenizers
 // refuses such files too).
-func newModel(mj *modelJSON) (*model, error) {
+func newModel(mj *modelJSON, vocab map[string]uint32) (*model, error) {
 	m := &model{ignoreMerges: mj.IgnoreMerges}
 	for b, r := range byteRune {
-		id, ok := mj.Vocab[string(r)]
+		id, ok := vocab[string(r)]
 		if !ok {
 			return nil, unsupported("BPE vocabulary without the byte-level symbol %q of byte 0x%02X (not a byte-level vocabulary)", string(r), b)
 		}
@@ -67,9 +66,9 @@ func newModel(mj *modelJSON) (*model, error) {
 	}
 	m.merges = newMergeTable(len(merges))
 	for rank, mg := range merges {
-		a, aok := mj.Vocab[mg[0]]
-		b, bok := mj.Vocab[mg[1]]
-		c, cok := mj.Vocab[mg[0]+mg[1]]
+		a, aok := vocab[mg[0]]
+		b, bok := vocab[mg[1]]
+		c, cok := vocab[mg[0]+mg[1]]
 		if !aok || !bok || !cok {
 			return nil, fmt.Errorf("merge %d (%q %q): token not in the vocabulary", rank, mg[0], mg[1])
 		}
@@ -77,8 +76,8 @@ func newModel(mj *modelJSON) (*model, error) {
 		m.merges.put(uint64(a)<<32|uint64(b), uint64(rank)<<32|uint64(c))
 	}
 	if m.ignoreMerges {
-		m.vocab = make(map[string]uint32, len(mj.Vocab))
-		for tok, id := range mj.Vocab {
+		m.vocab = make(map[string]uint32, len(vocab))
+		for tok, id := range vocab {
 			if b, ok := unByteLevel(tok); ok {
 				m.vocab[string(b)] = id
 			}
