@@ -1,7 +1,5 @@
 package hf
 
-import "unicode/utf8"
-
 // byteRune is GPT-2's bytes_to_unicode table: the printable character that stands for each
 // byte in a byte-level vocabulary. Printable Latin-1 bytes stand for themselves; the other
 // 68 bytes (controls, space, 0x7F-0xA0, 0xAD) are shifted to U+0100 upwards in byte order,
@@ -41,13 +39,4 @@ func unByteLevel(s string) (b []byte, ok bool) {
 		b = append(b, byte(runeByte[r]))
 	}
 	return b, true
-}
-
-// byteLevel maps bytes to their byte-level string, the form of vocabulary entries.
-func byteLevel(b []byte) string {
-	out := make([]byte, 0, 2*len(b))
-	for _, c := range b {
-		out = utf8.AppendRune(out, byteRune[c])
-	}
-	return string(out)
 }

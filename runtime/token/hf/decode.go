@@ -1,9 +1,14 @@
 package hf
 
 import (
+	"errors"
 	"fmt"
 	"unicode/utf8"
 )
+
+// ErrUnknownID is wrapped by the error Decode returns for an id that is neither in the
+// model's vocabulary nor an added token.
+var ErrUnknownID = errors.New("id is not in the vocabulary")
 
 // decoder turns ids back into text like tokenizers' ByteLevel decoder.
 type decoder struct {
@@ -18,13 +23,16 @@ const noSpan = ^uint64(0)
 // Decode returns the text of ids as the HuggingFace tokenizer's decode does without
 // skipping special tokens: vocabulary entries give the bytes they stand for, added tokens
 // their content, and byte sequences that are not valid UTF-8 become U+FFFD as Rust's
-// String::from_utf8_lossy does. An id outside the vocabulary is an error.
+// String::from_utf8_lossy does. An id outside the vocabulary is an error wrapping
+// ErrUnknownID (HuggingFace skips such ids silently). transformers'
+// clean_up_tokenization_spaces, an option of tokenizer_config.json rather than of the
+// tokenizer, is not applied.
 func (t *Tokenizer) Decode(ids []uint32) (string, error) {
 	d := &t.dec
 	buf := make([]byte, 0, 4*len(ids))
 	for _, id := range ids {
 		if int64(id) >= int64(len(d.spans)) || d.spans[id] == noSpan {
-			return "", fmt.Errorf("decode: id %d is not in the vocabulary of %d ids", id, d.size)
+			return "", fmt.Errorf("decode: id %d (vocabulary of %d ids): %w", id, d.size, ErrUnknownID)
 		}
 		sp := d.spans[id]
 		buf = append(buf, d.blob[sp>>32:uint32(sp)]...)

@@ -8,6 +8,13 @@ import (
 	"testing"
 )
 
+// Tokenizer provides the methods of token.Tokenizer other than EncodeChat, which chat
+// templates add on top.
+var _ interface {
+	Encode(text string, addSpecial bool) []uint32
+	Decode(ids []uint32) (string, error)
+} = (*Tokenizer)(nil)
+
 const qwenPath = "../../../testdata/tokenizers/qwen3/tokenizer.json.gz"
 
 var qwen = sync.OnceValues(func() (*Tokenizer, error) { return Load(qwenPath) })

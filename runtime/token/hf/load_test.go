@@ -3,6 +3,7 @@ package hf
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -208,7 +209,7 @@ func TestDecode(t *testing.T) {
 		}
 	}
 	for _, id := range []uint32{280, 305, 1 << 31} {
-		if _, err := tok.Decode([]uint32{'a', id}); err == nil || !strings.Contains(err.Error(), "not in the vocabulary") {
+		if _, err := tok.Decode([]uint32{'a', id}); !errors.Is(err, ErrUnknownID) || !strings.Contains(err.Error(), fmt.Sprintf("id %d ", id)) {
 			t.Errorf("Decode(%d) error = %v, want one naming the id", id, err)
 		}
 	}
