@@ -9,6 +9,7 @@ require (
 	cuelang.org/go v0.17.1
 	github.com/ardanlabs/jinja v1.8.0
 	github.com/charmbracelet/x/ansi v0.11.9
+	github.com/dlclark/regexp2/v2 v2.13.0
 	github.com/go-zeromq/zmq4 v0.17.0
 	github.com/openai/openai-go/v3 v3.102.0
 	github.com/prometheus/client_golang v1.23.2
@@ -18,6 +19,7 @@ require (
 	github.com/urfave/cli/v2 v2.27.7
 	github.com/vmihailenco/msgpack/v5 v5.4.1
 	go.yaml.in/yaml/v3 v3.0.5
+	golang.org/x/text v0.43.0
 )
 
 require (
@@ -60,7 +62,6 @@ require (
 	golang.org/x/net v0.61.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/tools v0.51.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	honnef.co/go/tools v0.8.2 // indirect

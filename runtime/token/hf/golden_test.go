@@ -1,0 +1,79 @@
+package hf
+
+import (
+	"encoding/json"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// Tokenizer provides the methods of token.Tokenizer other than EncodeChat, which chat
+// templates add on top.
+var _ interface {
+	Encode(text string, addSpecial bool) []uint32
+	Decode(ids []uint32) (string, error)
+} = (*Tokenizer)(nil)
+
+const qwenPath = "../../../testdata/tokenizers/qwen3/tokenizer.json.gz"
+
+var qwen = sync.OnceValues(func() (*Tokenizer, error) { return Load(qwenPath) })
+
+// loadQwen returns the Qwen3 tokenizer, loaded once for all tests (it takes about a
+// second).
+func loadQwen(t testing.TB) *Tokenizer {
+	t.Helper()
+	tok, err := qwen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+type goldenCase struct {
+	Name    string   `json:"name"`
+	Text    string   `json:"text"`
+	IDs     []uint32 `json:"ids"`
+	Decoded string   `json:"decoded"`
+}
+
+func loadGoldens(t testing.TB) []goldenCase {
+	t.Helper()
+	b, err := os.ReadFile("testdata/goldens.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct {
+		Cases []goldenCase `json:"cases"`
+	}
+	if err := json.Unmarshal(b, &g); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Cases) < 300 {
+		t.Fatalf("goldens.json has %d cases, want at least 300", len(g.Cases))
+	}
+	return g.Cases
+}
+
+// TestGoldens checks Encode and Decode against ids computed by transformers.js
+// (testdata/gen_goldens.mjs) for the same Qwen3 tokenizer.json.
+func TestGoldens(t *testing.T) {
+	tok := loadQwen(t)
+	for _, c := range loadGoldens(t) {
+		t.Run(c.Name, func(t *testing.T) {
+			// Twice: the second run is served from the pre-token cache.
+			for range 2 {
+				if got := tok.Encode(c.Text, false); !slices.Equal(got, c.IDs) {
+					t.Fatalf("Encode(%q)\n got %v\nwant %v", c.Text, got, c.IDs)
+				}
+			}
+			got, err := tok.Decode(c.IDs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != c.Decoded {
+				t.Errorf("Decode(%v) = %q, want %q", c.IDs, got, c.Decoded)
+			}
+		})
+	}
+}

@@ -1,0 +1,203 @@
+package hf
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// maxID bounds the ids of a vocabulary, so that a corrupt file cannot make Load allocate
+// an id table of gigabytes. Real vocabularies stay below 300 000.
+const maxID = 1 << 24
+
+// fileJSON is the part of tokenizer.json that decides tokenization. truncation and padding
+// are ignored, as transformers overrides both on every call.
+type fileJSON struct {
+	AddedTokens   []addedJSON     `json:"added_tokens"`
+	Normalizer    json.RawMessage `json:"normalizer"`
+	PreTokenizer  json.RawMessage `json:"pre_tokenizer"`
+	Model         json.RawMessage `json:"model"`
+	PostProcessor json.RawMessage `json:"post_processor"`
+	Decoder       json.RawMessage `json:"decoder"`
+}
+
+type addedJSON struct {
+	ID         uint32 `json:"id"`
+	Content    string `json:"content"`
+	SingleWord bool   `json:"single_word"`
+	Lstrip     bool   `json:"lstrip"`
+	Rstrip     bool   `json:"rstrip"`
+	Normalized bool   `json:"normalized"`
+	Special    bool   `json:"special"`
+}
+
+// unsupported is the error for a component this package cannot reproduce.
+func unsupported(format string, args ...any) error {
+	return fmt.Errorf("%s is not supported: %w", fmt.Sprintf(format, args...), ErrUnsupported)
+}
+
+// Load reads a HuggingFace tokenizer.json, gzip-compressed or not, and returns its
+// tokenizer. A file using anything but byte-level BPE with the supported normalizer,
+// pre-tokenizer, post-processor and decoder fails with an error wrapping ErrUnsupported
+// that names the component.
+func Load(path string) (*Tokenizer, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load tokenizer: %w", err)
+	}
+	defer f.Close()
+	t, err := parse(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+// parse reads tokenizer.json from r, gunzipping it if it starts with gzip's magic bytes.
+func parse(r io.Reader) (*Tokenizer, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("gzip: %w", err)
+		}
+		defer zr.Close()
+		r = zr
+	} else {
+		r = br
+	}
+	var f fileJSON
+	if err := json.NewDecoder(r).Decode(&f); err != nil {
+		return nil, fmt.Errorf("decode json: %w", err)
+	}
+	return build(&f)
+}
+
+// build checks every component of f, the model first as it matters most, and assembles
+// the tokenizer.
+func build(f *fileJSON) (*Tokenizer, error) {
+	mj, vocab, err := parseModel(f.Model)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tokenizer{cache: newCache()}
+	if t.nfc, err = parseNormalizer(f.Normalizer); err != nil {
+		return nil, err
+	}
+	if t.pre, err = parsePreTokenizer(f.PreTokenizer); err != nil {
+		return nil, err
+	}
+	if err := parseDecoder(f.Decoder); err != nil {
+		return nil, err
+	}
+	if t.model, err = newModel(mj, vocab); err != nil {
+		return nil, err
+	}
+	if err := t.setVocab(vocab, f.AddedTokens); err != nil {
+		return nil, err
+	}
+	if t.prefix, t.suffix, err = parsePostProcessor(f.PostProcessor, t.dec.has); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// setVocab builds the decoder's id table and the added-token matchers. An added token's
+// id is its vocabulary id if its content is in the vocabulary, as in tokenizers.
+func (t *Tokenizer) setVocab(vocab map[string]uint32, added []addedJSON) error {
+	size := 0
+	for _, id := range vocab {
+		size = max(size, int(id)+1)
+	}
+	for _, a := range added {
+		size = max(size, int(a.ID)+1)
+	}
+	if size > maxID {
+		return fmt.Errorf("vocabulary ids reach %d, more than the %d supported", size-1, maxID)
+	}
+	d := &t.dec
+	d.spans = make([]uint64, size)
+	for i := range d.spans {
+		d.spans[i] = noSpan
+	}
+	d.addedIDs = make(map[string]uint32, len(added))
+	for tok, id := range vocab {
+		b, ok := unByteLevel(tok)
+		if !ok {
+			b = []byte(tok) // tokenizers' ByteLevel decoder keeps such tokens verbatim
+		}
+		d.set(id, b)
+	}
+	var raw, normed []addedToken
+	for _, a := range added {
+		if a.Content == "" {
+			continue
+		}
+		id := a.ID
+		if vid, ok := vocab[a.Content]; ok {
+			id = vid
+		}
+		d.addedIDs[a.Content] = id
+		b, ok := unByteLevel(a.Content)
+		if !ok {
+			b = []byte(a.Content)
+		}
+		d.set(id, b)
+		tok := addedToken{content: a.Content, id: id, singleWord: a.SingleWord, lstrip: a.Lstrip, rstrip: a.Rstrip}
+		if !a.Normalized {
+			raw = append(raw, tok)
+			continue
+		}
+		if t.nfc {
+			tok.content = norm.NFC.String(tok.content)
+		}
+		normed = append(normed, tok)
+	}
+	if len(raw) > 0 {
+		t.added = newAddedSet(raw)
+	}
+	if len(normed) > 0 {
+		t.normAdded = newAddedSet(normed)
+	}
+	for _, sp := range d.spans {
+		if sp != noSpan {
+			d.size++
+		}
+	}
+	return nil
+}
+
+// set makes b the bytes of id, replacing earlier ones: added tokens override the model's
+// entry, as tokenizers looks them up first.
+func (d *decoder) set(id uint32, b []byte) {
+	start := len(d.blob)
+	d.blob = append(d.blob, b...)
+	d.spans[id] = uint64(start)<<32 | uint64(len(d.blob))
+}
+
+func (d *decoder) has(id uint32) bool {
+	return int64(id) < int64(len(d.spans)) && d.spans[id] != noSpan
+}
+
+// typeOf returns the "type" of a component object.
+func typeOf(raw json.RawMessage) (string, error) {
+	var v struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", err
+	}
+	return v.Type, nil
+}
+
+// isNull reports whether a component is absent or null.
+func isNull(raw json.RawMessage) bool {
+	s := strings.TrimSpace(string(raw))
+	return s == "" || s == "null"
+}

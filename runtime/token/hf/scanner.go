@@ -1,0 +1,185 @@
+package hf
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// The Split patterns the scanner recognises, compared as strings with tokenizer.json's.
+const (
+	// qwenPattern is Qwen2/2.5/3's: one digit per pre-token.
+	qwenPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	// llamaPattern is Llama 3's (OpenAI's cl100k_base): up to three digits per pre-token.
+	llamaPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+)
+
+// Character classes of the patterns. Every character is in exactly one, which is why the
+// patterns' alternatives cover any text without gaps.
+const (
+	cOther   = iota // not a letter, number or White_Space: [^\s\p{L}\p{N}]
+	cLetter         // \p{L}
+	cNumber         // \p{N}
+	cSpace          // White_Space other than \r and \n
+	cNewline        // \r or \n
+)
+
+var asciiClass = func() (t [utf8.RuneSelf]uint8) {
+	for c := range t {
+		switch r := rune(c); {
+		case r == '\r' || r == '\n':
+			t[c] = cNewline
+		case isWhiteSpace(r):
+			t[c] = cSpace
+		case unicode.IsLetter(r):
+			t[c] = cLetter
+		case unicode.IsNumber(r):
+			t[c] = cNumber
+		}
+	}
+	return t
+}()
+
+// classAt returns the class and byte length of the character at s[i]. An invalid UTF-8
+// byte is a one-byte cOther, like the U+FFFD it decodes to.
+func classAt(s string, i int) (uint8, int) {
+	if c := s[i]; c < utf8.RuneSelf {
+		return asciiClass[c], 1
+	}
+	r, n := utf8.DecodeRuneInString(s[i:])
+	switch {
+	case unicode.IsLetter(r):
+		return cLetter, n
+	case unicode.IsNumber(r):
+		return cNumber, n
+	case isWhiteSpace(r):
+		return cSpace, n
+	}
+	return cOther, n
+}
+
+// scanner splits text as the Qwen or Llama 3 pattern does under a backtracking engine
+// (Oniguruma in tokenizers): at each position the first alternative that matches wins.
+// maxDigits is 1 for \p{N} and 3 for \p{N}{1,3}.
+type scanner struct{ maxDigits int }
+
+func (sc scanner) split(dst []string, s string) []string {
+	for i := 0; i < len(s); {
+		j := sc.next(s, i)
+		dst = append(dst, s[i:j])
+		i = j
+	}
+	return dst
+}
+
+// next returns the end of the pre-token that starts at s[i].
+func (sc scanner) next(s string, i int) int {
+	c, n := classAt(s, i)
+	// (?i:'s|'t|'re|'ve|'m|'ll|'d)
+	if s[i] == '\'' {
+		if k := contraction(s[i+1:]); k > 0 {
+			return i + 1 + k
+		}
+	}
+	// [^\r\n\p{L}\p{N}]?\p{L}+
+	if c == cLetter {
+		return sc.run(s, i+n, cLetter)
+	}
+	if (c == cOther || c == cSpace) && i+n < len(s) {
+		if c2, n2 := classAt(s, i+n); c2 == cLetter {
+			return sc.run(s, i+n+n2, cLetter)
+		}
+	}
+	// \p{N} or \p{N}{1,3}
+	if c == cNumber {
+		j := i + n
+		for k := 1; k < sc.maxDigits && j < len(s); k++ {
+			c2, n2 := classAt(s, j)
+			if c2 != cNumber {
+				break
+			}
+			j += n2
+		}
+		return j
+	}
+	//  ?[^\s\p{L}\p{N}]+[\r\n]*
+	j := i
+	if s[i] == ' ' {
+		j++
+	}
+	if j < len(s) {
+		if c2, _ := classAt(s, j); c2 == cOther {
+			j = sc.run(s, j, cOther)
+			return sc.run(s, j, cNewline)
+		}
+	}
+	// c is now cSpace or cNewline: the rest of the pattern is about the run of White_Space
+	// at i. \s*[\r\n]+ backtracks to the run's last \r or \n.
+	end, lastNL := i, -1
+	for end < len(s) {
+		c2, n2 := classAt(s, end)
+		if c2 != cSpace && c2 != cNewline {
+			break
+		}
+		end += n2
+		if c2 == cNewline {
+			lastNL = end
+		}
+	}
+	if lastNL >= 0 {
+		return lastNL
+	}
+	// \s+(?!\S) takes the whole run at the end of the text, else backtracks one character
+	// so that the last space stays with the word that follows.
+	if end == len(s) {
+		return end
+	}
+	if _, k := utf8.DecodeLastRuneInString(s[i:end]); end-k > i {
+		return end - k
+	}
+	// \s+ for a single space before a non-space.
+	return end
+}
+
+// run returns the end of the run of class c characters starting at s[j].
+func (scanner) run(s string, j int, c uint8) int {
+	for j < len(s) {
+		if b := s[j]; b < utf8.RuneSelf { // inline ASCII fast path
+			if asciiClass[b] != c {
+				return j
+			}
+			j++
+			continue
+		}
+		c2, n := classAt(s, j)
+		if c2 != c {
+			break
+		}
+		j += n
+	}
+	return j
+}
+
+// contraction returns the length of the contraction suffix (after the apostrophe) that s
+// starts with, or 0. Oniguruma's (?i) uses Unicode case folding, so "ſ" (U+017F, which
+// folds to "s") counts as an s.
+func contraction(s string) int {
+	if s == "" {
+		return 0
+	}
+	switch s[0] | 0x20 {
+	case 's', 't', 'm', 'd':
+		return 1
+	case 'r', 'v':
+		if len(s) > 1 && s[1]|0x20 == 'e' {
+			return 2
+		}
+	case 'l':
+		if len(s) > 1 && s[1]|0x20 == 'l' {
+			return 2
+		}
+	}
+	if len(s) >= 2 && s[0] == 0xC5 && s[1] == 0xBF {
+		return 2
+	}
+	return 0
+}

@@ -1,0 +1,151 @@
+// Package hf tokenizes text exactly as a HuggingFace byte-level BPE tokenizer.json does
+// (Qwen2/2.5/3, Llama 3.x, GPT-2 style), in pure Go.
+//
+// Cache-aware routing hashes token ids into the engine's KV block hashes, so "close" is not
+// good enough: every id must be the one the engine's tokenizer (the Rust `tokenizers` crate
+// behind transformers) computes. The pipeline therefore follows that crate step by step:
+// added tokens are cut out of the raw text first, each remaining section is normalized
+// (NFC), split into pre-tokens by the Split regex, and each pre-token's bytes are merged by
+// merge rank. Anything in a tokenizer.json this package does not reproduce exactly makes
+// [Load] fail with [ErrUnsupported]: callers fall back to an estimate rather than route on
+// silently wrong ids.
+//
+// Speed matters because every request is tokenized: the two Split patterns in use (Qwen's
+// and Llama 3's) are recognised by a hand-written scanner instead of a backtracking regex,
+// and the ids of recent pre-tokens are cached.
+package hf
+
+import (
+	"errors"
+	"sync"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// ErrUnsupported is wrapped by the error [Load] returns for a tokenizer.json that uses a
+// component this package cannot reproduce exactly.
+var ErrUnsupported = errors.New("only byte-level BPE tokenizers (Qwen2/2.5/3, Llama 3.x, GPT-2 style) are; " +
+	"the router falls back to its body-size estimate without a tokenizer")
+
+// Tokenizer is a loaded byte-level BPE tokenizer. It is safe for concurrent use: everything
+// but the pre-token cache is read-only after [Load].
+type Tokenizer struct {
+	added     *addedSet // added tokens matched in the raw text
+	normAdded *addedSet // added tokens with normalized true, matched after normalization; nil if none
+	nfc       bool      // the normalizer is NFC
+	pre       preTokenizer
+	model     *model
+	cache     *cache // nil disables caching
+	prefix    []uint32
+	suffix    []uint32
+	dec       decoder
+	scratch   sync.Pool // *scratch
+}
+
+// scratch holds the buffers of one Encode call, pooled so that steady-state encoding
+// allocates little more than the returned slice.
+type scratch struct {
+	sections []section
+	inner    []section
+	pieces   []string
+	tmp      []string
+	bpe      bpeBuf
+}
+
+// Encode returns the ids of text, as the HuggingFace tokenizer's encode with
+// add_special_tokens set to addSpecial. Added-token strings inside text (for example
+// "<|im_start|>") become their ids, as HuggingFace does by default. addSpecial adds the
+// post-processor's template ids, such as Llama 3's <|begin_of_text|>; Qwen has none.
+//
+// Invalid UTF-8 in text, which the engine's tokenizer cannot receive, is encoded byte for
+// byte, each invalid byte counting as one character that is neither letter, number nor
+// space.
+func (t *Tokenizer) Encode(text string, addSpecial bool) []uint32 {
+	s, _ := t.scratch.Get().(*scratch)
+	if s == nil {
+		s = new(scratch)
+	}
+	defer t.scratch.Put(s)
+
+	ids := make([]uint32, 0, len(text)/3+len(t.prefix)+len(t.suffix)+1)
+	if addSpecial {
+		ids = append(ids, t.prefix...)
+	}
+	s.sections = t.added.split(s.sections[:0], text)
+	for _, sec := range s.sections {
+		if sec.token {
+			ids = append(ids, sec.id)
+			continue
+		}
+		ids = t.encodeSection(ids, s, sec.text)
+	}
+	if addSpecial {
+		ids = append(ids, t.suffix...)
+	}
+	return ids
+}
+
+// encodeSection appends the ids of a stretch of text that holds no raw added token.
+func (t *Tokenizer) encodeSection(ids []uint32, s *scratch, text string) []uint32 {
+	if t.nfc {
+		text = norm.NFC.String(text)
+	}
+	if t.normAdded == nil {
+		return t.encodePlain(ids, s, text)
+	}
+	s.inner = t.normAdded.split(s.inner[:0], text)
+	for _, sec := range s.inner {
+		if sec.token {
+			ids = append(ids, sec.id)
+			continue
+		}
+		ids = t.encodePlain(ids, s, sec.text)
+	}
+	return ids
+}
+
+// encodePlain appends the ids of normalized text without added tokens.
+func (t *Tokenizer) encodePlain(ids []uint32, s *scratch, text string) []uint32 {
+	if text == "" {
+		return ids
+	}
+	s.pieces, s.tmp = t.pre.split(s.pieces[:0], s.tmp[:0], text)
+	for _, p := range s.pieces {
+		ids = t.encodePiece(ids, s, p)
+	}
+	return ids
+}
+
+// encodePiece appends the ids of one pre-token.
+func (t *Tokenizer) encodePiece(ids []uint32, s *scratch, p string) []uint32 {
+	m := t.model
+	if len(p) == 1 {
+		return append(ids, m.byteID[p[0]])
+	}
+	if m.ignoreMerges {
+		if id, ok := m.vocab[p]; ok {
+			return append(ids, id)
+		}
+	}
+	if t.cache == nil {
+		return m.merge(ids, p, &s.bpe)
+	}
+	if out, ok := t.cache.get(ids, p); ok {
+		return out
+	}
+	n := len(ids)
+	ids = m.merge(ids, p, &s.bpe)
+	t.cache.put(p, ids[n:])
+	return ids
+}
+
+// TokenID returns the id of the added token whose content is content (such as
+// "<|im_start|>"), and whether there is one.
+func (t *Tokenizer) TokenID(content string) (uint32, bool) {
+	id, ok := t.dec.addedIDs[content]
+	return id, ok
+}
+
+// VocabSize returns the number of ids Decode accepts: the model's vocabulary and the added
+// tokens, each id counted once (HuggingFace's get_vocab_size with added tokens).
+func (t *Tokenizer) VocabSize() int { return t.dec.size }
