@@ -111,6 +111,7 @@ func (c *checker) checkModel(m *plan.Model) {
 	if len(m.Buckets) == 0 {
 		c.at(at, "model %q has no buckets: add at least one bucket", m.Name)
 	}
+	c.checkTokenizer(m)
 	ids := map[string]int{}
 	for i := range m.Buckets {
 		b := &m.Buckets[i]

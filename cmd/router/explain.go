@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -16,6 +20,7 @@ import (
 	"github.com/routerkit/router/runtime/policy"
 	"github.com/routerkit/router/runtime/state/load"
 	"github.com/routerkit/router/runtime/state/load/fixture"
+	"github.com/routerkit/router/runtime/token/hf"
 )
 
 func explainCommand() *cli.Command {
@@ -39,7 +44,9 @@ invalid), 2 usage error.`,
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "config", Usage: "config `FILE` (repeat for several files, which unify)"},
 			&cli.StringFlag{Name: "model", Usage: "model `NAME`; may be omitted when the config serves one model"},
-			&cli.Int64Flag{Name: "input-tokens", Usage: "prompt length in `TOKENS` (required)"},
+			&cli.Int64Flag{Name: "input-tokens", Usage: "prompt length in `TOKENS` (or give the prompt with --text or --messages)"},
+			&cli.StringFlag{Name: "text", Usage: "prompt `TEXT`, tokenized with the model's tokenizer as a completion prompt"},
+			&cli.StringFlag{Name: "messages", Usage: "chat `FILE` (JSON: a messages array, or an object with messages, tools, chat_template_kwargs) rendered with the model's chat template and tokenized"},
 			&cli.Int64Flag{Name: "max-tokens", Usage: "requested output budget in `TOKENS`; omitted means unknown"},
 			&cli.StringFlag{Name: "session-id", Usage: "session key passed to the policies"},
 			&cli.StringFlag{Name: "routing-key", Usage: "routing key passed to the policies"},
@@ -63,21 +70,22 @@ func runExplain(c *cli.Context) error {
 		return usageError("--router explains against a running router's live state; it takes no --config, --load or --seed")
 	case remote == "" && len(files) == 0:
 		return usageError("explain needs a config (--config FILE) or a running router (--router URL)")
-	case !c.IsSet("input-tokens"):
-		return usageError("explain needs the prompt length: --input-tokens N")
+	case countSet(c, "input-tokens", "text", "messages") != 1:
+		return usageError("explain needs the prompt one way: --input-tokens N, --text TEXT or --messages FILE")
 	case c.Int64("input-tokens") < 0:
 		return usageError("--input-tokens must not be negative")
 	case c.IsSet("max-tokens") && c.Int64("max-tokens") < 0:
 		return usageError("--max-tokens must not be negative")
 	}
-	var (
-		x   *explain.Explanation
-		err error
-	)
+	req, err := explainRequest(c)
+	if err != nil {
+		return err
+	}
+	var x *explain.Explanation
 	if remote != "" {
-		x, err = explainRemote(c, remote)
+		x, err = explainRemote(c, remote, req)
 	} else {
-		x, err = explainLocal(c, files)
+		x, err = explainLocal(c, files, req)
 	}
 	if err != nil {
 		return err
@@ -95,15 +103,86 @@ func runExplain(c *cli.Context) error {
 	return nil
 }
 
+// explainRequest is the request the flags describe, as a running router reads it.
+func explainRequest(c *cli.Context) (explain.Request, error) {
+	req := explain.Request{
+		Model: c.String("model"), InputTokens: c.Int64("input-tokens"),
+		SessionID: c.String("session-id"), RoutingKey: c.String("routing-key"),
+	}
+	if c.IsSet("max-tokens") {
+		mt := c.Int64("max-tokens")
+		req.MaxTokens = &mt
+	}
+	if c.IsSet("text") {
+		text := c.String("text")
+		req.Text = &text
+	}
+	if path := c.String("messages"); path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return req, cli.Exit(fmt.Sprintf("--messages: %v", err), exitFailure)
+		}
+		if err := readChatFile(data, &req); err != nil {
+			return req, cli.Exit(fmt.Sprintf("--messages %s: %v", path, err), exitFailure)
+		}
+	}
+	return req, nil
+}
+
+// readChatFile reads a messages array, or a chat request object with messages and
+// optionally tools and chat_template_kwargs, into req.
+func readChatFile(data []byte, req *explain.Request) error {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		req.Messages = trimmed
+		return nil
+	}
+	var chat struct {
+		Messages           json.RawMessage `json:"messages"`
+		Tools              json.RawMessage `json:"tools"`
+		ChatTemplateKwargs json.RawMessage `json:"chat_template_kwargs"`
+	}
+	if err := json.Unmarshal(trimmed, &chat); err != nil {
+		return fmt.Errorf("not a JSON messages array or chat request: %w", err)
+	}
+	if len(chat.Messages) == 0 || string(chat.Messages) == "null" {
+		return errors.New("no messages: give a JSON array of messages or an object with a messages array")
+	}
+	req.Messages, req.Tools, req.ChatTemplateKwargs = chat.Messages, chat.Tools, chat.ChatTemplateKwargs
+	return nil
+}
+
+// countSet is how many of the named flags are set.
+func countSet(c *cli.Context, names ...string) int {
+	n := 0
+	for _, name := range names {
+		if c.IsSet(name) {
+			n++
+		}
+	}
+	return n
+}
+
 // explainLocal runs the serving selection code against the config and a load fixture.
-func explainLocal(c *cli.Context, files []string) (*explain.Explanation, error) {
+func explainLocal(c *cli.Context, files []string, req explain.Request) (*explain.Explanation, error) {
 	p, err := compiler.Compile(files)
 	if err != nil {
 		return nil, err
 	}
-	m, err := explainModel(p, c.String("model"))
+	m, err := explainModel(p, req.Model)
 	if err != nil {
 		return nil, err
+	}
+	tok, err := hf.ForModel(m)
+	if err != nil {
+		return nil, err
+	}
+	ids, tokenized, err := req.TokenIDs(tok)
+	if err != nil {
+		return nil, cli.Exit(err.Error(), exitFailure)
+	}
+	if tokenized {
+		req.InputTokens = int64(len(ids))
 	}
 
 	// One instant for the whole explanation: fixture ages and freshness checks agree.
@@ -139,14 +218,15 @@ func explainLocal(c *cli.Context, files []string) (*explain.Explanation, error) 
 
 	facts := &policy.Facts{
 		Model:       m.Name,
-		InputTokens: c.Int64("input-tokens"),
-		SessionKey:  c.String("session-id"),
-		RoutingKey:  c.String("routing-key"),
+		InputTokens: req.InputTokens,
+		TokenIDs:    ids,
+		SessionKey:  req.SessionID,
+		RoutingKey:  req.RoutingKey,
 	}
 	trace := &decision.Trace{}
 	var sel bucket.Selection
-	if c.IsSet("max-tokens") {
-		facts.ExpectedPeak, err = bucket.ExpectedPeak(facts.InputTokens, c.Int64("max-tokens"))
+	if req.MaxTokens != nil {
+		facts.ExpectedPeak, err = bucket.ExpectedPeak(facts.InputTokens, *req.MaxTokens)
 		facts.PeakKnown = err == nil
 	}
 	if err == nil {
@@ -154,7 +234,11 @@ func explainLocal(c *cli.Context, files []string) (*explain.Explanation, error) 
 		sel, err = resolver.Route(policy.WithDryRun(decision.NewContext(c.Context, trace)), facts)
 	}
 
-	return explain.New(facts, trace, sel, err, reg, table, now), nil
+	x := explain.New(facts, trace, sel, err, reg, table, now)
+	if tokenized {
+		x.SetTokens(hf.Describe(m), ids, deps.KV.BlockSizes(m.Name))
+	}
+	return x, nil
 }
 
 // explainModel returns the named model, or the only one when name is empty.

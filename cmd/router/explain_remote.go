@@ -17,15 +17,7 @@ import (
 // explainRemote asks a running router to explain the request against its live state:
 // health, load reports, in-flight counts and bindings as they are now. Nothing is
 // dispatched and no binding is written.
-func explainRemote(c *cli.Context, router string) (*explain.Explanation, error) {
-	req := explain.Request{
-		Model: c.String("model"), InputTokens: c.Int64("input-tokens"),
-		SessionID: c.String("session-id"), RoutingKey: c.String("routing-key"),
-	}
-	if c.IsSet("max-tokens") {
-		mt := c.Int64("max-tokens")
-		req.MaxTokens = &mt
-	}
+func explainRemote(c *cli.Context, router string, req explain.Request) (*explain.Explanation, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err

@@ -55,15 +55,16 @@ func consecutivePorts(n int) (int, bool) {
 	return base, true
 }
 
-// cmdWaitFor polls a URL until it answers 2xx, for at most ten seconds, so a script can
-// wait for a background server without sleeping:
+// cmdWaitFor polls a URL until it answers 2xx, for at most a minute, so a script can wait
+// for a background server without sleeping. Servers are usually up in milliseconds; one
+// loading a real tokenizer takes seconds, and tens of them race-enabled on a busy machine:
 //
 //	waitfor http://127.0.0.1:$P1/health
 func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: waitfor URL")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitForLimit)
 	defer cancel()
 	var last error
 	for ctx.Err() == nil {
@@ -84,8 +85,10 @@ func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	ts.Fatalf("waitfor %s: not ready after 10s: %v", args[0], last)
+	ts.Fatalf("waitfor %s: not ready after %v: %v", args[0], waitForLimit, last)
 }
+
+const waitForLimit = time.Minute
 
 type statusError struct{ status string }
 

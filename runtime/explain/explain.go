@@ -20,14 +20,17 @@ import (
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
 	"github.com/routerkit/router/runtime/state/load"
+	"github.com/routerkit/router/runtime/token"
 )
 
 // Explanation is the decision trace of one selection pass, with each candidate's load at
 // the time, and the outcome. Its JSON form is `router explain --json` and the body of
 // POST /admin/explain.
 type Explanation struct {
-	Model        string               `json:"model"`
-	InputTokens  int64                `json:"input_tokens"`
+	Model       string `json:"model"`
+	InputTokens int64  `json:"input_tokens"`
+	// Tokens is set when the request was given as text and tokenized by the router.
+	Tokens       *Tokens              `json:"tokens,omitempty"`
 	ExpectedPeak *int64               `json:"expected_peak"`
 	Resolved     []string             `json:"resolved"`
 	Excluded     []decision.Exclusion `json:"excluded"`
@@ -168,6 +171,9 @@ func (x *Explanation) WriteText(w io.Writer) {
 		peak = fmt.Sprintf("expected peak %d tokens", *x.ExpectedPeak)
 	}
 	fmt.Fprintf(w, "request: model %s, input %d tokens, %s\n", x.Model, x.InputTokens, peak)
+	if x.Tokens != nil {
+		x.Tokens.writeText(w)
+	}
 	if len(x.Resolved) > 0 {
 		fmt.Fprintf(w, "compatible buckets, in try order: %s\n", strings.Join(x.Resolved, ", "))
 	}
@@ -261,4 +267,38 @@ type Request struct {
 	MaxTokens   *int64 `json:"max_tokens,omitempty"`
 	SessionID   string `json:"session_id,omitempty"`
 	RoutingKey  string `json:"routing_key,omitempty"`
+	// Text, when set instead of InputTokens, is a prompt the router tokenizes with the
+	// model's tokenizer, as it would a completion prompt.
+	Text *string `json:"text,omitempty"`
+	// Messages, when set instead of InputTokens, is a conversation the router renders
+	// with the model's chat template and tokenizes, as it would a chat request; Tools and
+	// ChatTemplateKwargs go to the template with it.
+	Messages           json.RawMessage `json:"messages,omitempty"`
+	Tools              json.RawMessage `json:"tools,omitempty"`
+	ChatTemplateKwargs json.RawMessage `json:"chat_template_kwargs,omitempty"`
+}
+
+// ErrTwoPrompts is a Request that gives its prompt more than one way.
+var ErrTwoPrompts = errors.New("give the prompt one way: input_tokens, text or messages")
+
+// TokenIDs returns the ids of the request's text or messages computed by tok, or nil and
+// false when the request gives its length as input_tokens.
+func (r *Request) TokenIDs(tok token.Tokenizer) ([]uint32, bool, error) {
+	hasText, hasMessages := r.Text != nil, len(r.Messages) > 0 && string(r.Messages) != "null"
+	switch {
+	case hasText && hasMessages, (hasText || hasMessages) && r.InputTokens != 0:
+		return nil, false, ErrTwoPrompts
+	case hasText:
+		return tok.Encode(*r.Text, true), true, nil
+	case hasMessages:
+		if err := token.CheckMessages(r.Messages); err != nil {
+			return nil, false, err
+		}
+		ids, err := tok.EncodeChat(token.Chat{Messages: r.Messages, Tools: r.Tools, Kwargs: r.ChatTemplateKwargs})
+		if err != nil {
+			return nil, false, fmt.Errorf("rendering the chat template: %w", err)
+		}
+		return ids, true, nil
+	}
+	return nil, false, nil
 }

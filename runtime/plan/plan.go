@@ -89,14 +89,34 @@ type KVEvents struct {
 
 // Model is one served model name and its ordered bucket set.
 type Model struct {
-	Name                        string   `json:"name"`
-	SessionIDHeader             string   `json:"session_id_header"`
-	SessionIdleSecs             int      `json:"session_idle_secs"`
-	SessionEvictionIntervalSecs int      `json:"session_eviction_interval_secs"`
-	RoutingKeyHeader            string   `json:"routing_key_header"`
-	StickyIdleSecs              int      `json:"sticky_idle_secs"`
-	StickyEvictionIntervalSecs  int      `json:"sticky_eviction_interval_secs"`
-	Buckets                     []Bucket `json:"buckets"`
+	Name                        string `json:"name"`
+	SessionIDHeader             string `json:"session_id_header"`
+	SessionIdleSecs             int    `json:"session_idle_secs"`
+	SessionEvictionIntervalSecs int    `json:"session_eviction_interval_secs"`
+	RoutingKeyHeader            string `json:"routing_key_header"`
+	StickyIdleSecs              int    `json:"sticky_idle_secs"`
+	StickyEvictionIntervalSecs  int    `json:"sticky_eviction_interval_secs"`
+	// Tokenizer is the model's HuggingFace tokenizer; nil means the stand-in vocabulary.
+	Tokenizer *Tokenizer `json:"tokenizer,omitempty"`
+	Buckets   []Bucket   `json:"buckets"`
+}
+
+// Tokenizer locates a model's HuggingFace tokenizer files. The compiler resolves every path
+// against the directory of the config file that names it and checks that the files load,
+// so serving fails at start, not on the first request.
+type Tokenizer struct {
+	// Path is the tokenizer.json (or tokenizer.json.gz).
+	Path string `json:"path"`
+	// Config is the tokenizer_config.json with the chat template and special tokens; empty
+	// when none was named and none lies beside Path.
+	Config string `json:"config,omitempty"`
+	// ChatTemplate is an inline Jinja template that replaces the config's.
+	ChatTemplate string `json:"chat_template,omitempty"`
+	// ChatTemplateFile is a file with a Jinja template that replaces the config's.
+	ChatTemplateFile string `json:"chat_template_file,omitempty"`
+	// EngineKind is the engine ("sglang" or "vllm") whose request handling chat renders
+	// reproduce: the two rebuild messages and tools differently before templating.
+	EngineKind string `json:"engine_kind"`
 }
 
 // Bucket is a token-length class of requests with its own engine groups.

@@ -181,9 +181,10 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 		peakErr  error
 	)
 	var probe struct {
-		Messages json.RawMessage `json:"messages"`
+		Messages    json.RawMessage `json:"messages"`
+		InputTokens json.RawMessage `json:"input_tokens"`
 	}
-	if json.Unmarshal(body, &probe) == nil && probe.Messages == nil {
+	if json.Unmarshal(body, &probe) == nil && (probe.Messages == nil || probe.InputTokens != nil) {
 		resolver, facts, peakErr, err = s.explainFacts(body)
 	} else {
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -210,7 +211,11 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		sel, err = resolver.Route(policy.WithDryRun(decision.NewContext(r.Context(), trace)), &facts)
 	}
-	writeJSON(w, http.StatusOK, explain.New(&facts, trace, sel, err, s.reg, s.table, time.Now()))
+	x := explain.New(&facts, trace, sel, err, s.reg, s.table, time.Now())
+	if m := s.models[facts.Model]; m != nil && facts.TokenIDs != nil {
+		x.SetTokens(m.tokName, facts.TokenIDs, s.deps.KV.BlockSizes(facts.Model))
+	}
+	writeJSON(w, http.StatusOK, x)
 }
 
 // explainFacts reads an explain.Request into the model's resolver and routing facts, or
@@ -233,10 +238,17 @@ func (s *Server) explainFacts(body []byte) (_ *bucket.Resolver, _ policy.Facts, 
 		return nil, policy.Facts{}, nil, &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, msg: "input_tokens and max_tokens must not be negative"}
 	}
 	facts := policy.Facts{Model: req.Model, InputTokens: req.InputTokens, SessionKey: req.SessionID, RoutingKey: req.RoutingKey}
+	ids, tokenized, err := req.TokenIDs(m.tok)
+	if err != nil {
+		return nil, policy.Facts{}, nil, badRequest("%v", err)
+	}
+	if tokenized {
+		facts.InputTokens, facts.TokenIDs = int64(len(ids)), ids
+	}
 	if req.MaxTokens != nil {
 		// An overflowing budget is explained like any other selection failure, as
 		// `router explain` does offline.
-		facts.ExpectedPeak, peakErr = bucket.ExpectedPeak(req.InputTokens, *req.MaxTokens)
+		facts.ExpectedPeak, peakErr = bucket.ExpectedPeak(facts.InputTokens, *req.MaxTokens)
 		facts.PeakKnown = peakErr == nil
 	}
 	return m.resolver, facts, peakErr, nil

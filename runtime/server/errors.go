@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 )
 
@@ -19,6 +20,7 @@ const (
 	codePrefillError   = "prefill_error"
 	codeUnauthorized   = "unauthorized"
 	codeDraining       = "shutting_down"
+	codeNoTokenizer    = "no_tokenizer"
 )
 
 // httpError is a failure answered with an OpenAI-shaped error body.
@@ -31,6 +33,14 @@ type httpError struct {
 }
 
 func (e *httpError) Error() string { return e.msg }
+
+// badRequest is a 400 invalid_request whose message names the field to fix.
+func badRequest(format string, args ...any) *httpError {
+	return &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, msg: fmt.Sprintf(format, args...)}
+}
+
+// writeHTTPError answers with e.
+func writeHTTPError(w http.ResponseWriter, e *httpError) { writeError(w, e.status, e.code, e.msg) }
 
 // writeError answers with {"error": {"message", "type", "code"}} and the machine-readable
 // code in x-router-error-code, so scripts need not parse the body.

@@ -46,6 +46,9 @@ func startScaledFleet(t testing.TB, p *plan.Plan, timeScale float64) *fleetCase 
 	}
 	for i := range specs {
 		specs[i].Addr = ""
+		if specs[i].KVEvents != nil {
+			specs[i].KVEvents.Endpoint = "tcp://127.0.0.1:0"
+		}
 	}
 	fleet, err := sim.Start(context.Background(), specs)
 	if err != nil {
@@ -53,7 +56,11 @@ func startScaledFleet(t testing.TB, p *plan.Plan, timeScale float64) *fleetCase 
 	}
 	t.Cleanup(func() { fleet.Close() })
 	for i := range p.Engines {
-		p.Engines[i].URL = fleet.Engine(p.Engines[i].ID).URL()
+		e := fleet.Engine(p.Engines[i].ID)
+		p.Engines[i].URL = e.URL()
+		if kv := p.Engines[i].KVEvents; kv != nil {
+			kv.Endpoint = e.KVEndpoints()[0]
+		}
 	}
 	rec := &recordingTransport{next: http.DefaultTransport.(*http.Transport).Clone()}
 	srv, err := New(p, Options{Transport: rec, Logger: slog.New(slog.DiscardHandler)})

@@ -19,8 +19,12 @@ const maxBodyBytes = 32 << 20
 // chatRequest is the part of an OpenAI chat completion request the router validates and
 // routes on. The body itself is forwarded as the client sent it.
 type chatRequest struct {
-	Model               *string         `json:"model"`
-	Messages            []token.Message `json:"messages"`
+	Model    *string         `json:"model"`
+	Messages json.RawMessage `json:"messages"`
+	// Tools and ChatTemplateKwargs reach the chat template as the client wrote them.
+	Tools               json.RawMessage `json:"tools"`
+	ChatTemplateKwargs  json.RawMessage `json:"chat_template_kwargs"`
+	AddGenerationPrompt *bool           `json:"add_generation_prompt"`
 	Stream              bool            `json:"stream"`
 	MaxTokens           *int64          `json:"max_tokens"`
 	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
@@ -47,21 +51,10 @@ type prepared struct {
 // resolver, the input token count and ids, the expected peak, and the session and routing
 // keys from the model's configured headers.
 func (s *Server) prepare(w http.ResponseWriter, r *http.Request) (*prepared, *httpError) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, &httpError{status: http.StatusRequestEntityTooLarge, code: codeBodyTooLarge, msg: fmt.Sprintf("request body exceeds %d bytes", maxBodyBytes)}
-		}
-		return nil, &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, msg: "reading request body: " + err.Error()}
-	}
 	var req chatRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) && typeErr.Field != "" {
-			return nil, &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, msg: fmt.Sprintf("%s: expected %s, got JSON %s", typeErr.Field, typeErr.Type, typeErr.Value)}
-		}
-		return nil, &httpError{status: http.StatusBadRequest, code: codeInvalidJSON, msg: "request body is not a JSON object: " + err.Error()}
+	body, herr := readBody(w, r, &req)
+	if herr != nil {
+		return nil, herr
 	}
 	if herr := validate(&req); herr != nil {
 		return nil, herr
@@ -71,7 +64,11 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request) (*prepared, *ht
 		return nil, &httpError{status: http.StatusNotFound, code: codeModelNotFound, model: *req.Model,
 			msg: fmt.Sprintf("model %q is not served by this router (served: %s)", *req.Model, s.modelList)}
 	}
-	ids := token.EncodeChat(req.Messages)
+	ids, err := m.tok.EncodeChat(req.chat())
+	if err != nil {
+		return nil, &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, model: m.plan.Name,
+			msg: "rendering the chat template: " + err.Error()}
+	}
 	p := &prepared{body: body, model: m.plan, resolver: m.resolver, stream: req.Stream}
 	p.facts = policy.Facts{
 		Model:       m.plan.Name,
@@ -96,6 +93,26 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request) (*prepared, *ht
 	return p, nil
 }
 
+// readBody reads a request body of at most maxBodyBytes and decodes the JSON object into v.
+func readBody(w http.ResponseWriter, r *http.Request, v any) ([]byte, *httpError) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, &httpError{status: http.StatusRequestEntityTooLarge, code: codeBodyTooLarge, msg: fmt.Sprintf("request body exceeds %d bytes", maxBodyBytes)}
+		}
+		return nil, badRequest("reading request body: %v", err)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) && typeErr.Field != "" {
+			return nil, badRequest("%s: expected %s, got JSON %s", typeErr.Field, typeErr.Type, typeErr.Value)
+		}
+		return nil, &httpError{status: http.StatusBadRequest, code: codeInvalidJSON, msg: "request body is not a JSON object: " + err.Error()}
+	}
+	return body, nil
+}
+
 // validate checks the fields the router understands, with SGLang's sampling ranges. The
 // message names the field so a client can fix its request.
 func validate(req *chatRequest) *httpError {
@@ -105,8 +122,6 @@ func validate(req *chatRequest) *httpError {
 	switch {
 	case req.Model == nil || *req.Model == "":
 		return bad("model: required")
-	case len(req.Messages) == 0:
-		return bad("messages: at least one message is required")
 	case req.MaxTokens != nil && *req.MaxTokens < 0:
 		return bad("max_tokens: must be at least 0, got %d", *req.MaxTokens)
 	case req.MaxCompletionTokens != nil && *req.MaxCompletionTokens < 0:
@@ -128,12 +143,21 @@ func validate(req *chatRequest) *httpError {
 	case req.N != nil && *req.N < 1:
 		return bad("n: must be at least 1, got %d", *req.N)
 	}
-	for i, m := range req.Messages {
-		if m.Role == "" {
-			return bad("messages[%d].role: required", i)
-		}
+	return validateMessages(req.Messages)
+}
+
+// validateMessages is token.CheckMessages as a 400.
+func validateMessages(raw json.RawMessage) *httpError {
+	if err := token.CheckMessages(raw); err != nil {
+		return badRequest("%v", err)
 	}
 	return nil
+}
+
+// chat is what the model's chat template renders.
+func (req *chatRequest) chat() token.Chat {
+	return token.Chat{Messages: req.Messages, Tools: req.Tools, Kwargs: req.ChatTemplateKwargs,
+		NoGenerationPrompt: req.AddGenerationPrompt != nil && !*req.AddGenerationPrompt}
 }
 
 func outside(v *float64, lo, hi float64) bool {

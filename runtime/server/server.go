@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -25,6 +26,8 @@ import (
 	"github.com/routerkit/router/runtime/policy"
 	"github.com/routerkit/router/runtime/state/kv"
 	"github.com/routerkit/router/runtime/state/load"
+	"github.com/routerkit/router/runtime/token"
+	"github.com/routerkit/router/runtime/token/hf"
 )
 
 // Options are the server's injectable parts; zero values give production defaults.
@@ -39,10 +42,13 @@ type Options struct {
 	RecentDecisions int
 }
 
-// served is a model the router serves with its resolver.
+// served is a model the router serves with its resolver and tokenizer.
 type served struct {
 	plan     *plan.Model
 	resolver *bucket.Resolver
+	tok      token.Tokenizer
+	// tokName names tok in explanations.
+	tokName string
 }
 
 // Server is a router built from one plan.
@@ -100,7 +106,11 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("building buckets of model %s: %w", m.Name, err)
 		}
-		s.models[m.Name] = &served{plan: m, resolver: r}
+		tok, err := hf.ForModel(m)
+		if err != nil {
+			return nil, fmt.Errorf("loading the tokenizer of model %s: %w", m.Name, err)
+		}
+		s.models[m.Name] = &served{plan: m, resolver: r, tok: tok, tokName: hf.Describe(m)}
 		names = append(names, m.Name)
 	}
 	s.modelList = strings.Join(names, ", ")
@@ -115,6 +125,10 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.chat)
 	mux.HandleFunc("GET /v1/models", s.listModels)
+	for _, prefix := range []string{"/v1", ""} {
+		mux.HandleFunc("POST "+prefix+"/tokenize", s.tokenize)
+		mux.HandleFunc("POST "+prefix+"/detokenize", s.detokenize)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", s.ready)
 	mux.Handle("GET /metrics", s.metrics.handler())
@@ -214,7 +228,17 @@ func modelRoles(p *plan.Plan, model string) []plan.Role {
 var routes = map[string]string{
 	"/v1/chat/completions": http.MethodPost, "/v1/models": http.MethodGet, "/healthz": http.MethodGet,
 	"/readyz": http.MethodGet, "/metrics": http.MethodGet, "/admin/state": http.MethodGet, "/admin/explain": http.MethodPost,
+	"/v1/tokenize": http.MethodPost, "/tokenize": http.MethodPost, "/v1/detokenize": http.MethodPost, "/detokenize": http.MethodPost,
 }
+
+// routeList is routes as "METHOD /path" phrases in path order, for the 404 answer.
+var routeList = func() string {
+	paths := slices.Sorted(maps.Keys(routes))
+	for i, p := range paths {
+		paths[i] = routes[p] + " " + p
+	}
+	return strings.Join(paths, ", ")
+}()
 
 // noRoute answers any other method or path with an OpenAI-shaped 405 or 404.
 func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
@@ -223,7 +247,7 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, codeMethod, fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, method))
 		return
 	}
-	writeError(w, http.StatusNotFound, codeNotFound, fmt.Sprintf("no route %s %s: this router serves POST /v1/chat/completions, GET /v1/models, GET /healthz, GET /readyz, GET /metrics, GET /admin/state and POST /admin/explain", r.Method, r.URL.Path))
+	writeError(w, http.StatusNotFound, codeNotFound, fmt.Sprintf("no route %s %s: this router serves %s", r.Method, r.URL.Path, routeList))
 }
 
 func (s *Server) listModels(w http.ResponseWriter, _ *http.Request) {

@@ -20,7 +20,10 @@ const maxBodyBytes = 32 << 20
 // plus SGLang's disaggregation and data-parallel extensions. Other fields are ignored.
 type chatRequest struct {
 	Model               string          `json:"model"`
-	Messages            []token.Message `json:"messages"`
+	Messages            messages        `json:"messages"`
+	Tools               json.RawMessage `json:"tools"`
+	ChatTemplateKwargs  json.RawMessage `json:"chat_template_kwargs"`
+	AddGenerationPrompt *bool           `json:"add_generation_prompt"`
 	Stream              bool            `json:"stream"`
 	StreamOptions       *streamOptions  `json:"stream_options"`
 	MaxTokens           *int            `json:"max_tokens"`
@@ -32,6 +35,24 @@ type chatRequest struct {
 	BootstrapPort       *int            `json:"bootstrap_port"`
 	BootstrapRoom       *uint64         `json:"bootstrap_room"`
 	DataParallelRank    *int            `json:"data_parallel_rank"`
+}
+
+// messages keeps the client's JSON for the chat template beside the decoded list the
+// simulator validates.
+type messages struct {
+	raw  json.RawMessage
+	list []token.Message
+}
+
+func (m *messages) UnmarshalJSON(data []byte) error {
+	m.raw = append(m.raw[:0], data...)
+	return json.Unmarshal(data, &m.list)
+}
+
+// chat is what the engine's chat template renders.
+func (req *chatRequest) chat() token.Chat {
+	return token.Chat{Messages: req.Messages.raw, Tools: req.Tools, Kwargs: req.ChatTemplateKwargs,
+		NoGenerationPrompt: req.AddGenerationPrompt != nil && !*req.AddGenerationPrompt}
 }
 
 type streamOptions struct {
@@ -78,7 +99,7 @@ func (e *Engine) validateChat(req *chatRequest) *badRequest {
 	switch {
 	case req.Model != "" && req.Model != e.spec.Model:
 		return &badRequest{status: http.StatusNotFound, msg: fmt.Sprintf("The model `%s` does not exist.", req.Model)}
-	case len(req.Messages) == 0:
+	case len(req.Messages.list) == 0:
 		return invalid("Messages cannot be empty.")
 	case req.StreamOptions != nil && !req.Stream:
 		return invalid("Stream options can only be defined when `stream=True`.")
@@ -89,7 +110,7 @@ func (e *Engine) validateChat(req *chatRequest) *badRequest {
 	case req.TopP != nil && (*req.TopP <= 0 || *req.TopP > 1):
 		return invalid("top_p must be in (0, 1], got %v.", *req.TopP)
 	}
-	for _, m := range req.Messages {
+	for _, m := range req.Messages.list {
 		if !validRoles[m.Role] {
 			return invalid("Invalid message role %q.", m.Role)
 		}
@@ -209,7 +230,10 @@ func (e *Engine) handleChat(w http.ResponseWriter, r *http.Request) {
 
 // newJob tokenizes the request, plays its disaggregation part and queues it on a rank.
 func (e *Engine) newJob(ctx context.Context, req *chatRequest) (*job, *badRequest) {
-	ids := token.EncodeChat(req.Messages)
+	ids, err := e.spec.Tokenizer.EncodeChat(req.chat())
+	if err != nil {
+		return nil, invalid("Failed to apply the chat template: %v", err)
+	}
 	maxOut, reason, bad := e.outputBudget(req, len(ids))
 	if bad != nil {
 		return nil, bad

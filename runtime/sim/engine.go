@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/token"
 )
 
 // EngineSpec describes one simulated engine.
@@ -36,6 +37,9 @@ type EngineSpec struct {
 	Config Config
 	// Faults are the failures simulated from the start.
 	Faults Faults
+	// Tokenizer turns prompts into token ids; nil means the stand-in vocabulary of
+	// package token, which is what a router without a configured tokenizer computes.
+	Tokenizer token.Tokenizer
 }
 
 // KVEventsSpec is where an engine publishes its KV events.
@@ -117,6 +121,9 @@ func (s *EngineSpec) normalize() error {
 	}
 	if s.DPSize == 0 {
 		s.DPSize = 1
+	}
+	if s.Tokenizer == nil {
+		s.Tokenizer = token.Standin{}
 	}
 	if s.DPSize < 0 {
 		return fmt.Errorf("engine %s: dp size must be positive", s.ID)

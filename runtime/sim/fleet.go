@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/token"
+	"github.com/routerkit/router/runtime/token/hf"
 )
 
 // Fleet is a set of simulated engines running in this process. Prefill and decode engines
@@ -90,10 +92,19 @@ func (f *Fleet) closeEngines() error {
 }
 
 // SpecsFromPlan returns one spec per engine of a compiled plan: at the host and port of
-// its URL, with its model, role, bootstrap port, DP size and KV event publisher. cfg is
+// its URL, with its model, role, bootstrap port, DP size, KV event publisher and its model's
+// tokenizer (loaded once per model). cfg is
 // the performance model of every engine; a plan's KV block size overrides cfg.BlockSize.
 func SpecsFromPlan(p *plan.Plan, cfg Config) ([]EngineSpec, error) {
 	specs := make([]EngineSpec, 0, len(p.Engines))
+	toks := map[string]token.Tokenizer{}
+	for i := range p.Models {
+		tok, err := hf.ForModel(&p.Models[i])
+		if err != nil {
+			return nil, fmt.Errorf("loading the tokenizer of model %s: %w", p.Models[i].Name, err)
+		}
+		toks[p.Models[i].Name] = tok
+	}
 	for _, pe := range p.Engines {
 		u, err := url.Parse(pe.URL)
 		if err != nil || u.Host == "" {
@@ -105,7 +116,7 @@ func SpecsFromPlan(p *plan.Plan, cfg Config) ([]EngineSpec, error) {
 		}
 		spec := EngineSpec{
 			ID: pe.ID, Model: pe.Model, Role: pe.Role, Addr: addr,
-			BootstrapPort: pe.BootstrapPort, DPSize: pe.DPSize, Config: cfg,
+			BootstrapPort: pe.BootstrapPort, DPSize: pe.DPSize, Config: cfg, Tokenizer: toks[pe.Model],
 		}
 		if kv := pe.KVEvents; kv != nil {
 			spec.KVEvents = &KVEventsSpec{Endpoint: kv.Endpoint, Topic: kv.Topic}

@@ -36,6 +36,9 @@ type Chat struct {
 	// Kwargs is the request's chat_template_kwargs object (e.g. enable_thinking); empty or
 	// null means none.
 	Kwargs json.RawMessage
+	// NoGenerationPrompt leaves out the assistant header a template appends for the
+	// answer (a request's add_generation_prompt: false); the zero value appends it.
+	NoGenerationPrompt bool
 }
 
 // ErrNoDecode is returned by a tokenizer that cannot turn ids back into text.
@@ -61,3 +64,22 @@ func (Standin) EncodeChat(c Chat) ([]uint32, error) {
 
 // Decode implements Tokenizer: the stand-in's ids are hashes and have no text.
 func (Standin) Decode([]uint32) (string, error) { return "", ErrNoDecode }
+
+// CheckMessages checks what every chat template relies on: a non-empty array of messages,
+// each with a role. What a message may hold beyond that is the template's business. The
+// router and `router explain` check requests alike with it.
+func CheckMessages(raw json.RawMessage) error {
+	var msgs []Message
+	if err := json.Unmarshal(raw, &msgs); err != nil || len(msgs) == 0 {
+		if err != nil && len(raw) > 0 && string(raw) != "null" {
+			return fmt.Errorf("messages: %w", err)
+		}
+		return errors.New("messages: at least one message is required")
+	}
+	for i, m := range msgs {
+		if m.Role == "" {
+			return fmt.Errorf("messages[%d].role: required", i)
+		}
+	}
+	return nil
+}

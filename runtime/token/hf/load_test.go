@@ -233,7 +233,7 @@ func TestUnsupported(t *testing.T) {
 				t.Fatalf("Load error = %v, want ErrUnsupported", err)
 			}
 			want := path + ": " + tt.want + ": only byte-level BPE tokenizers (Qwen2/2.5/3, Llama 3.x, GPT-2 style) are; " +
-				"the router falls back to its body-size estimate without a tokenizer"
+				"without a tokenizer the model uses the router's stand-in vocabulary, whose counts are approximate and whose ids match no engine's"
 			if err.Error() != want {
 				t.Errorf("Load error\n got %s\nwant %s", err, want)
 			}

@@ -25,7 +25,7 @@ import (
 // ErrUnsupported is wrapped by the error [Load] returns for a tokenizer.json that uses a
 // component this package cannot reproduce exactly.
 var ErrUnsupported = errors.New("only byte-level BPE tokenizers (Qwen2/2.5/3, Llama 3.x, GPT-2 style) are; " +
-	"the router falls back to its body-size estimate without a tokenizer")
+	"without a tokenizer the model uses the router's stand-in vocabulary, whose counts are approximate and whose ids match no engine's")
 
 // Tokenizer is a loaded byte-level BPE tokenizer. It is safe for concurrent use: everything
 // but the pre-token cache is read-only after [Load].

@@ -1,0 +1,230 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/routerkit/router/runtime/explain"
+	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/state/kv"
+	"github.com/routerkit/router/runtime/token"
+)
+
+const qwenDir = "../../testdata/tokenizers/qwen3"
+
+// qwenPlan is a cache-aware model "m" on the Qwen3 tokenizer over two engines that publish
+// KV events; the simulator loads the same tokenizer from the plan.
+func qwenPlan() *plan.Plan {
+	engines := []plan.Engine{plainEngine("E1"), plainEngine("E2")}
+	for i := range engines {
+		engines[i].KVEvents = &plan.KVEvents{Endpoint: "tcp://127.0.0.1:0"}
+	}
+	g := group(plan.CacheAware, plan.Admission{})
+	g.Policy.MinMatchedTokens, g.Policy.SwitchMarginTokens = i64(32), i64(0)
+	g.Policy.CandidateMinWorkers, g.Policy.CandidateRatio, g.Policy.CandidateMaxWorkers, g.Policy.MinLoadChoices = 2, 1, 2, 2
+	g.Policy.PrefixSource = &plan.PrefixSource{Type: "local_index"}
+	p := testPlan(engines, plan.Model{Name: "m", Buckets: []plan.Bucket{{ID: "all", MaxContextTokens: i64(32768), Groups: plan.Groups{Plain: &g}}}})
+	p.Models[0].Tokenizer = &plan.Tokenizer{Path: qwenDir + "/tokenizer.json.gz", Config: qwenDir + "/tokenizer_config.json", EngineKind: "sglang"}
+	return p
+}
+
+// referenceChat is a chat request and the ids the reference implementations compute for
+// it (Python Jinja2 as SGLang renders it, then transformers.js; see
+// runtime/token/hf/testdata/gen_chat_goldens.mjs).
+func referenceChat(t *testing.T, name string) (messages string, ids []uint32) {
+	t.Helper()
+	data, err := os.ReadFile("../token/hf/testdata/chat_goldens.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var goldens []struct {
+		Name     string   `json:"name"`
+		Messages string   `json:"messages"`
+		IDs      []uint32 `json:"ids"`
+	}
+	if err := json.Unmarshal(data, &goldens); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range goldens {
+		if g.Name == name {
+			return g.Messages, g.IDs
+		}
+	}
+	t.Fatalf("no chat golden %q", name)
+	return "", nil
+}
+
+func (fc *fleetCase) postJSON(t *testing.T, path, body string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Post(fc.url+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// TestTokenizeMatchesTheReference: /v1/tokenize answers the reference ids for a prompt and
+// a chat, and /v1/detokenize turns them back into the text.
+func TestTokenizeMatchesTheReference(t *testing.T) {
+	fc := startFleet(t, qwenPlan())
+	messages, want := referenceChat(t, "qwen3/multi_turn_think/sglang")
+	for _, path := range []string{"/v1/tokenize", "/tokenize"} {
+		status, body := fc.postJSON(t, path, `{"model": "m", "messages": `+messages+`}`)
+		var got struct {
+			Tokens      []uint32 `json:"tokens"`
+			Count       int      `json:"count"`
+			MaxModelLen int      `json:"max_model_len"`
+		}
+		if err := json.Unmarshal(body, &got); err != nil || status != http.StatusOK {
+			t.Fatalf("%s: %d %s", path, status, body)
+		}
+		if !slices.Equal(got.Tokens, want) || got.Count != len(want) || got.MaxModelLen != 32768 {
+			t.Errorf("%s chat = %+v, want the reference %v (count %d, max_model_len 32768)", path, got, want, len(want))
+		}
+	}
+	// Reference ids of the hf goldens "hello" and "sentence" (transformers.js).
+	hello, sentence := []uint32{9707, 11, 1879, 0}, []uint32{785, 3974, 13876, 38835, 34208, 916, 279, 15678, 5562, 13}
+	status, body := fc.postJSON(t, "/v1/tokenize", `{"prompt": ["Hello, world!", "The quick brown fox jumps over the lazy dog."]}`)
+	var batch struct {
+		Tokens [][]uint32 `json:"tokens"`
+		Count  []int      `json:"count"`
+	}
+	if err := json.Unmarshal(body, &batch); err != nil || status != http.StatusOK {
+		t.Fatalf("batch: %d %s", status, body)
+	}
+	if len(batch.Tokens) != 2 || !slices.Equal(batch.Tokens[0], hello) || !slices.Equal(batch.Tokens[1], sentence) || !slices.Equal(batch.Count, []int{4, 10}) {
+		t.Errorf("batch = %+v, want %v and %v", batch, hello, sentence)
+	}
+	status, body = fc.postJSON(t, "/v1/detokenize", `{"model": "m", "tokens": [9707, 11, 1879, 0]}`)
+	var text struct{ Text, Prompt string }
+	if err := json.Unmarshal(body, &text); err != nil || status != http.StatusOK || text.Text != "Hello, world!" || text.Prompt != text.Text {
+		t.Errorf("detokenize = %d %s", status, body)
+	}
+}
+
+func TestTokenizeErrors(t *testing.T) {
+	fc := startFleet(t, qwenPlan())
+	tests := []struct {
+		name, path, body string
+		status           int
+		code, msg        string
+	}{
+		{"unknown model", "/v1/tokenize", `{"model": "x", "prompt": "hi"}`, 404, codeModelNotFound, `is not served by this router`},
+		{"prompt and messages", "/v1/tokenize", `{"prompt": "hi", "messages": [{"role": "user", "content": "hi"}]}`, 400, codeInvalidRequest, "exactly one of prompt"},
+		{"neither", "/v1/tokenize", `{"model": "m"}`, 400, codeInvalidRequest, "exactly one of prompt"},
+		{"prompt of numbers", "/v1/tokenize", `{"prompt": [1, 2]}`, 400, codeInvalidRequest, "prompt: a string or an array of strings"},
+		{"message without role", "/v1/tokenize", `{"messages": [{"content": "hi"}]}`, 400, codeInvalidRequest, "messages[0].role: required"},
+		{"not JSON", "/v1/tokenize", `{"prompt": `, 400, codeInvalidJSON, "not a JSON object"},
+		{"negative id", "/v1/detokenize", `{"tokens": [-1]}`, 400, codeInvalidRequest, "tokens[0]: -1 is not a token id"},
+		{"id outside the vocabulary", "/v1/detokenize", `{"tokens": [9707, 99999999]}`, 400, codeInvalidRequest, "99999999"},
+		{"no tokens", "/v1/detokenize", `{"model": "m"}`, 400, codeInvalidRequest, "tokens: required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := http.Post(fc.url+tt.path, "application/json", strings.NewReader(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tt.status || resp.Header.Get("X-Router-Error-Code") != tt.code || !strings.Contains(string(b), tt.msg) {
+				t.Errorf("got %d %s %s, want %d %s containing %q", resp.StatusCode, resp.Header.Get("X-Router-Error-Code"), b, tt.status, tt.code, tt.msg)
+			}
+		})
+	}
+}
+
+// TestStandinCannotDetokenize: a model on the stand-in vocabulary says why it cannot.
+func TestStandinCannotDetokenize(t *testing.T) {
+	p := testPlan([]plan.Engine{plainEngine("E1")}, plan.Model{Name: "m", Buckets: []plan.Bucket{{ID: "all", Groups: plan.Groups{Plain: ptr(group(plan.RoundRobin, plan.Admission{}))}}}})
+	fc := startFleet(t, p)
+	status, body := fc.postJSON(t, "/v1/detokenize", `{"tokens": [1, 2]}`)
+	if status != http.StatusNotImplemented || !strings.Contains(string(body), "configure the model's HuggingFace tokenizer") {
+		t.Errorf("detokenize on the stand-in = %d %s", status, body)
+	}
+	status, body = fc.postJSON(t, "/v1/tokenize", `{"prompt": "Hello, world!"}`)
+	if status != http.StatusOK || !strings.Contains(string(body), fmt.Sprint(token.Encode("Hello, world!")[0])) {
+		t.Errorf("tokenize on the stand-in = %d %s", status, body)
+	}
+}
+
+// TestRealTokenizerPrefixHits: with the Qwen3 tokenizer on both sides, the blocks the
+// router hashes for a chat are SGLang's hashes of the reference ids, the engine that served
+// a conversation publishes them, and the same conversation is then routed to it.
+func TestRealTokenizerPrefixHits(t *testing.T) {
+	fc := startFleet(t, qwenPlan())
+	messages, want := referenceChat(t, "qwen3/tools_nested/sglang")
+	tools := referenceTools(t, "qwen3/tools_nested/sglang")
+	chat := `{"model": "m", "max_tokens": 2, "messages": ` + messages + `, "tools": ` + tools + `}`
+
+	status, body := fc.postJSON(t, "/admin/explain", chat)
+	var x explain.Explanation
+	if err := json.Unmarshal(body, &x); err != nil || status != http.StatusOK {
+		t.Fatalf("explain: %d %s", status, body)
+	}
+	ref := token.BlockHashes(want, kv.DefaultBlockSize)
+	if x.InputTokens != int64(len(want)) || x.Tokens == nil || len(x.Tokens.Blocks) != 1 ||
+		x.Tokens.Blocks[0].Count != len(ref) || !slices.Equal(x.Tokens.Blocks[0].First, ref[:4]) {
+		t.Fatalf("explained tokens = %d %+v, want %d tokens and blocks %v", x.InputTokens, x.Tokens, len(want), ref[:4])
+	}
+
+	first := fc.chatEngine(t, chat)
+	waitFor(t, "the engine's KV events indexed", func() bool {
+		return len(fc.srv.deps.KV.Lookup(want, kv.DefaultBlockSize)) > 0
+	})
+	for range 3 {
+		if got := fc.chatEngine(t, chat); got != first {
+			t.Fatalf("repeated conversation went to %s, want %s which holds its prefix", got, first)
+		}
+	}
+}
+
+// chatEngine sends a chat request and returns the engine it was dispatched to.
+func (fc *fleetCase) chatEngine(t *testing.T, body string) string {
+	t.Helper()
+	before := map[string]int{}
+	for _, e := range fc.srv.plan.Engines {
+		before[e.ID] = len(fc.sent.bodies(e.URL))
+	}
+	status, _, resp := fc.post(t, body)
+	if status != http.StatusOK {
+		t.Fatalf("chat: %d %s", status, resp)
+	}
+	for _, e := range fc.srv.plan.Engines {
+		if len(fc.sent.bodies(e.URL)) > before[e.ID] {
+			return e.ID
+		}
+	}
+	t.Fatal("the chat request reached no engine")
+	return ""
+}
+
+func referenceTools(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile("../token/hf/testdata/chat_goldens.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var goldens []struct {
+		Name  string `json:"name"`
+		Tools string `json:"tools"`
+	}
+	if err := json.Unmarshal(data, &goldens); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range goldens {
+		if g.Name == name {
+			return g.Tools
+		}
+	}
+	t.Fatalf("no chat golden %q", name)
+	return ""
+}

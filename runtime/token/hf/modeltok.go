@@ -1,0 +1,136 @@
+package hf
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/token"
+	"github.com/routerkit/router/runtime/token/chattemplate"
+)
+
+// Model is a model's tokenizer as its engines run it: the tokenizer.json vocabulary and
+// the chat template that turns a conversation into the prompt it encodes.
+type Model struct {
+	tok  *Tokenizer
+	tmpl *chattemplate.Model
+	// engine is whose request handling renders reproduce: SGLang and vLLM rebuild
+	// messages and tools differently before the template sees them.
+	engine chattemplate.Engine
+}
+
+var _ token.Tokenizer = (*Model)(nil)
+
+// FileError is a failure to load one of a tokenizer's files; Field names the config
+// field that gave the file, so the compiler can point at it.
+type FileError struct {
+	Field string
+	Err   error
+}
+
+func (e *FileError) Error() string { return e.Err.Error() }
+func (e *FileError) Unwrap() error { return e.Err }
+
+// ForModel returns the tokenizer of a compiled model: its HuggingFace tokenizer when the
+// plan names one, and the stand-in vocabulary otherwise.
+func ForModel(m *plan.Model) (token.Tokenizer, error) {
+	if m.Tokenizer == nil {
+		return token.Standin{}, nil
+	}
+	return Open(*m.Tokenizer)
+}
+
+// Describe names a model's tokenizer for explanations and logs.
+func Describe(m *plan.Model) string {
+	if m.Tokenizer == nil {
+		return "the stand-in vocabulary"
+	}
+	return m.Tokenizer.Path
+}
+
+// loaded memoizes Load within a process: the compiler checks a tokenizer by loading it,
+// then serve, explain and sim run the same one, and loading Qwen3's 11 MB file takes most
+// of a second. Keys hold the file's size and modification time, so an edited file is
+// loaded anew; there is one entry per configured tokenizer file.
+var loaded sync.Map // string -> *Tokenizer
+
+// loadShared is Load through the memo. A *Tokenizer is safe for concurrent use.
+func loadShared(path string) (*Tokenizer, error) {
+	key := path
+	if info, err := os.Stat(path); err == nil {
+		key = fmt.Sprintf("%s|%d|%d", path, info.Size(), info.ModTime().UnixNano())
+	}
+	if t, ok := loaded.Load(key); ok {
+		return t.(*Tokenizer), nil
+	}
+	t, err := Load(path)
+	if err != nil {
+		return nil, err
+	}
+	loaded.Store(key, t)
+	return t, nil
+}
+
+// Open loads the files a compiled tokenizer names: the vocabulary, the tokenizer config
+// with its special tokens and chat template, and a template that replaces the config's.
+// The template is checked on sample conversations, so a construct the renderer cannot
+// handle fails here rather than on a request.
+func Open(t plan.Tokenizer) (*Model, error) {
+	tok, err := loadShared(t.Path)
+	if err != nil {
+		return nil, &FileError{Field: "path", Err: err}
+	}
+	var cfg chattemplate.Config
+	field := "config"
+	if t.Config != "" {
+		if cfg, err = chattemplate.LoadConfig(t.Config); err != nil {
+			return nil, &FileError{Field: field, Err: err}
+		}
+	}
+	switch {
+	case t.ChatTemplate != "":
+		cfg.ChatTemplate, cfg.ToolUseTemplate, field = t.ChatTemplate, "", "chat_template"
+	case t.ChatTemplateFile != "":
+		data, err := os.ReadFile(t.ChatTemplateFile)
+		if err != nil {
+			return nil, &FileError{Field: "chat_template_file", Err: fmt.Errorf("reading the chat template: %w", err)}
+		}
+		cfg.ChatTemplate, cfg.ToolUseTemplate, field = string(data), "", "chat_template_file"
+	}
+	if cfg.ChatTemplate == "" {
+		// Chat requests are what the router serves, and a conversation cannot be
+		// tokenized as the engine does without the engine's template.
+		return nil, &FileError{Field: "config", Err: errors.New("the tokenizer has no chat template: name a tokenizer_config.json that has one with config, or give chat_template or chat_template_file")}
+	}
+	tmpl, err := cfg.Compile()
+	if err == nil {
+		err = tmpl.Check()
+	}
+	if err != nil {
+		return nil, &FileError{Field: field, Err: err}
+	}
+	engine := chattemplate.SGLang
+	if t.EngineKind == "vllm" {
+		engine = chattemplate.VLLM
+	}
+	return &Model{tok: tok, tmpl: tmpl, engine: engine}, nil
+}
+
+// Encode implements token.Tokenizer.
+func (m *Model) Encode(text string, addSpecial bool) []uint32 { return m.tok.Encode(text, addSpecial) }
+
+// Decode implements token.Tokenizer.
+func (m *Model) Decode(ids []uint32) (string, error) { return m.tok.Decode(ids) }
+
+// EncodeChat implements token.Tokenizer: the rendered prompt already holds the template's
+// special tokens (BOS included), so it is encoded without adding them again, as SGLang
+// and vLLM do.
+func (m *Model) EncodeChat(c token.Chat) ([]uint32, error) {
+	prompt, err := m.tmpl.Render(c, chattemplate.Options{AddGenerationPrompt: !c.NoGenerationPrompt, Engine: m.engine})
+	if err != nil {
+		return nil, err
+	}
+	return m.tok.Encode(prompt, false), nil
+}
