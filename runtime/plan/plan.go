@@ -200,11 +200,18 @@ type PressureGuard struct {
 
 // PrefixSource says where the cache-aware policy looks up prefix ownership.
 type PrefixSource struct {
-	// Type is "local_index" (radix tree fed by KV events) or "remote_indexer".
+	// Type is "local_index" (index fed by KV events), "remote_indexer" or "approximate"
+	// (index learned from the router's own dispatches).
 	Type               string `json:"type"`
 	Endpoint           string `json:"endpoint,omitempty"`
 	QueryTimeoutMS     int    `json:"query_timeout_ms,omitempty"`
 	MaxInflightQueries int    `json:"max_inflight_queries,omitempty"`
+	// Approximate source: each engine's share in tokens, how long an entry lives after
+	// its last use (0, left out of the JSON: until the capacity evicts it) and the page
+	// size of its hashes. The struct stays comparable: it keys the shared indexes.
+	CapacityTokens int64 `json:"capacity_tokens,omitempty"`
+	TTLSecs        int   `json:"ttl_secs,omitempty"`
+	BlockSize      int   `json:"block_size,omitempty"`
 }
 
 // Model returns the named model, or nil.

@@ -18,6 +18,7 @@ import (
 	"github.com/routerkit/router/runtime/state/affinity"
 	"github.com/routerkit/router/runtime/state/kv"
 	"github.com/routerkit/router/runtime/state/load"
+	"github.com/routerkit/router/runtime/state/prefix"
 )
 
 // Policy selects one engine from a group's candidates.
@@ -84,6 +85,10 @@ type Deps struct {
 	// that every policy using a source shares its in-flight limit. A cache-aware
 	// attachment with a remote_indexer source needs its client here.
 	Indexers map[plan.PrefixSource]*kv.Remote
+	// Approx are the approximate prefix indexes, one per approximate prefix source, fed by
+	// RecordDispatch. A cache-aware attachment with an approximate source needs its index
+	// here.
+	Approx map[plan.PrefixSource]*prefix.Approx
 }
 
 // New builds the policy a plan attachment of the model describes.
@@ -141,6 +146,13 @@ func affinityStore(stores *affinity.Stores, of func(*affinity.Stores, string) *a
 func cacheSource(src *plan.PrefixSource, deps Deps) (CacheSource, error) {
 	if src == nil || src.Type == "" || src.Type == "local_index" {
 		return LocalIndex(deps.KV), nil
+	}
+	if src.Type == "approximate" {
+		a := deps.Approx[*src]
+		if a == nil {
+			return nil, &InvalidConfiguration{Msg: "no index for the approximate prefix source: build Deps with NewDeps"}
+		}
+		return Approximate(a), nil
 	}
 	if src.Type != "remote_indexer" {
 		return nil, &InvalidConfiguration{Msg: fmt.Sprintf("unknown prefix source type %q", src.Type)}

@@ -1,0 +1,125 @@
+package server
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+
+	"github.com/routerkit/router/runtime/plan"
+)
+
+// approxGroup is a cache-aware group over an approximate prefix index that follows any
+// holder of 64 tokens or more.
+func approxGroup() plan.Group {
+	g := group(plan.CacheAware, plan.Admission{})
+	g.Policy.MinMatchedTokens, g.Policy.SwitchMarginTokens = i64(64), i64(0)
+	g.Policy.CandidateMinWorkers, g.Policy.CandidateRatio, g.Policy.CandidateMaxWorkers, g.Policy.MinLoadChoices = 4, 1, 4, 2
+	g.Policy.PrefixSource = &plan.PrefixSource{Type: "approximate", CapacityTokens: 500_000, TTLSecs: 120, BlockSize: 16}
+	return g
+}
+
+// sharedPrefixChats are conversations with one long system prompt and different
+// questions, as many clients of one application send.
+func sharedPrefixChats(n int) []openai.ChatCompletionNewParams {
+	system := strings.Repeat("You are a careful assistant for the routing team; answer briefly and cite the runbook. ", 12)
+	out := make([]openai.ChatCompletionNewParams, n)
+	for i := range out {
+		out[i] = openai.ChatCompletionNewParams{Model: "m", MaxTokens: openai.Int(2), Messages: []openai.ChatCompletionMessageParamUnion{
+			openai.SystemMessage(system), openai.UserMessage(fmt.Sprintf("Question %d: which engine holds my prefix?", i))}}
+	}
+	return out
+}
+
+// TestApproximatePrefixFollowsTheFirstEngine: with no KV events configured, the router
+// learns from its own dispatches where a system prompt was sent, sends the later
+// conversations sharing it to that engine, and the engine reports them as cache hits.
+func TestApproximatePrefixFollowsTheFirstEngine(t *testing.T) {
+	g := approxGroup()
+	p := testPlan([]plan.Engine{plainEngine("E1"), plainEngine("E2"), plainEngine("E3")},
+		plan.Model{Name: "m", Buckets: []plan.Bucket{{ID: "all", Groups: plan.Groups{Plain: &g}}}})
+	fc := startFleet(t, p)
+	c := fc.client()
+	chats := sharedPrefixChats(6)
+
+	var first string
+	for i, params := range chats {
+		before := fc.sentCounts()
+		got, err := c.Chat.Completions.New(testCtx(t), params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		engine := fc.sentTo(t, before)
+		cached := got.Usage.PromptTokensDetails.CachedTokens
+		if i == 0 {
+			first = engine
+			if cached != 0 {
+				t.Fatalf("first conversation: %d cached tokens on a cold engine", cached)
+			}
+			continue
+		}
+		if engine != first {
+			t.Fatalf("conversation %d went to %s, want %s which served the shared prompt first", i, engine, first)
+		}
+		if cached < 128 || cached%16 != 0 {
+			t.Fatalf("conversation %d: %d cached tokens, want the shared prompt's pages (at least 128)", i, cached)
+		}
+	}
+	if n := fc.srv.deps.Approx[*g.Policy.PrefixSource].Blocks(first); n == 0 {
+		t.Fatalf("the index holds no block of %s", first)
+	}
+}
+
+// TestApproximatePrefixPD: in a PD bucket the prefill engine that computed a prompt is the
+// one the index learns, and later prompts sharing its prefix go to it.
+func TestApproximatePrefixPD(t *testing.T) {
+	g := approxGroup()
+	p := testPlan([]plan.Engine{pdEngine("P1", plan.RolePrefill, 8998), pdEngine("P2", plan.RolePrefill, 8999),
+		pdEngine("P3", plan.RolePrefill, 9000), pdEngine("D1", plan.RoleDecode, 0)},
+		plan.Model{Name: "pd", Buckets: []plan.Bucket{{ID: "all", Groups: plan.Groups{PD: &plan.PDGroups{
+			Prefill: g, Decode: group(plan.PowerOfTwo, plan.Admission{})}}}}})
+	fc := startFleet(t, p)
+	c := fc.client()
+	chats := sharedPrefixChats(4)
+	var first string
+	for i, params := range chats {
+		params.Model = "pd"
+		before := fc.sentCounts()
+		if _, err := c.Chat.Completions.New(testCtx(t), params); err != nil {
+			t.Fatal(err)
+		}
+		engine := fc.sentTo(t, before, plan.RolePrefill)
+		if i == 0 {
+			first = engine
+		} else if engine != first {
+			t.Fatalf("conversation %d was prefilled on %s, want %s which prefilled the shared prompt first", i, engine, first)
+		}
+	}
+	if n := fc.srv.deps.Approx[*g.Policy.PrefixSource].Blocks("D1"); n != 0 {
+		t.Fatalf("the decode engine has %d blocks in the index, want none", n)
+	}
+}
+
+// sentCounts is how many requests each engine has been sent so far.
+func (fc *fleetCase) sentCounts() map[string]int {
+	out := map[string]int{}
+	for _, e := range fc.srv.plan.Engines {
+		out[e.ID] = len(fc.sent.bodies(e.URL))
+	}
+	return out
+}
+
+// sentTo returns the engine, of one of roles if given, that was sent a request since
+// before.
+func (fc *fleetCase) sentTo(t *testing.T, before map[string]int, roles ...plan.Role) string {
+	t.Helper()
+	for _, e := range fc.srv.plan.Engines {
+		if (len(roles) == 0 || slices.Contains(roles, e.Role)) && len(fc.sent.bodies(e.URL)) > before[e.ID] {
+			return e.ID
+		}
+	}
+	t.Fatal("the request reached no engine")
+	return ""
+}
