@@ -64,6 +64,8 @@ type EngineState struct {
 	Rejections  float64 `json:"admission_rejections"`
 	HealthError string  `json:"health_error,omitempty"`
 	LoadError   string  `json:"load_error,omitempty"`
+	// PrefixIndex is the engine's size in each of the router's prefix indexes.
+	PrefixIndex []PrefixIndexSize `json:"prefix_index,omitempty"`
 }
 
 // BucketState is one bucket's counters.
@@ -98,6 +100,7 @@ func (s *Server) state(w http.ResponseWriter, _ *http.Request) {
 			Healthy: wk.Healthy(), Inflight: wk.Inflight(), ReportAgeMS: -1,
 			Picks: picks[e.ID], Rejections: rejections[e.ID],
 			HealthError: status[e.ID].HealthError, LoadError: status[e.ID].LoadError,
+			PrefixIndex: s.prefixSizes(e),
 		}
 		if r := s.table.LoadAt(wk, s.table.Now()); r != nil {
 			sample := r.Sample

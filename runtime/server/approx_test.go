@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 
@@ -67,9 +68,38 @@ func TestApproximatePrefixFollowsTheFirstEngine(t *testing.T) {
 			t.Fatalf("conversation %d: %d cached tokens, want the shared prompt's pages (at least 128)", i, cached)
 		}
 	}
-	if n := fc.srv.deps.Approx[*g.Policy.PrefixSource].Blocks(first); n == 0 {
-		t.Fatalf("the index holds no block of %s", first)
+	// /admin/state reports each engine's size in the index: the shared prompt's pages and
+	// the six questions' on the first engine, nothing elsewhere.
+	for _, e := range fc.state(t).Engines {
+		if len(e.PrefixIndex) != 1 || e.PrefixIndex[0].Source != "approximate" || e.PrefixIndex[0].CapacityTokens != 500_000 {
+			t.Fatalf("%s: prefix_index %+v, want one approximate index of 500000 tokens", e.ID, e.PrefixIndex)
+		}
+		size := e.PrefixIndex[0]
+		if (e.ID == first) != (size.Blocks > 0) || size.Tokens != int64(size.Blocks)*16 {
+			t.Fatalf("%s: prefix_index %+v; the first engine was %s", e.ID, size, first)
+		}
 	}
+}
+
+// TestStateShowsLocalIndexSizes: an engine that publishes KV events shows the blocks its
+// events stored in the local index.
+func TestStateShowsLocalIndexSizes(t *testing.T) {
+	fc := startFleet(t, qwenPlan())
+	// Events published before the router's subscription connects are lost, so each try
+	// sends a new prompt until one's blocks arrive.
+	for try := range 100 {
+		fc.chatEngine(t, chat("m", strings.Repeat(fmt.Sprintf("Tell me about prefix caches, take %d. ", try), 20), `, "max_tokens": 2`))
+		time.Sleep(50 * time.Millisecond)
+		for _, e := range fc.state(t).Engines {
+			if len(e.PrefixIndex) != 1 || e.PrefixIndex[0].Source != "local_index" {
+				t.Fatalf("%s: prefix_index %+v, want the local index only", e.ID, e.PrefixIndex)
+			}
+			if size := e.PrefixIndex[0]; size.Blocks > 0 && size.Tokens == int64(size.Blocks)*16 {
+				return
+			}
+		}
+	}
+	t.Fatal("no engine's blocks reached the local index")
 }
 
 // TestApproximatePrefixPD: in a PD bucket the prefill engine that computed a prompt is the
