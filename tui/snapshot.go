@@ -48,6 +48,18 @@ type Engine struct {
 	Rejections  float64 `json:"admission_rejections"`
 	HealthError string  `json:"health_error"`
 	LoadError   string  `json:"load_error"`
+	// PrefixIndex is the engine's size in each of the router's prefix indexes; empty when
+	// no cache-aware source indexes it, or the router predates the field.
+	PrefixIndex []PrefixIndex `json:"prefix_index"`
+}
+
+// PrefixIndex is an engine's size in one prefix index: "local_index" (fed by KV events)
+// or "approximate" (learned from the router's dispatches).
+type PrefixIndex struct {
+	Source         string `json:"source"`
+	Blocks         int64  `json:"blocks"`
+	Tokens         int64  `json:"tokens"`
+	CapacityTokens int64  `json:"capacity_tokens"`
 }
 
 // Load is an engine's last usable load report. The capacity fields mean something only
@@ -116,6 +128,9 @@ func (st *State) clean() {
 		}
 		for j := range e.Groups {
 			e.Groups[j] = clean(e.Groups[j])
+		}
+		for j := range e.PrefixIndex {
+			e.PrefixIndex[j].Source = clean(e.PrefixIndex[j].Source)
 		}
 	}
 	for i := range st.Buckets {
