@@ -165,13 +165,16 @@ func (m Model) enginesTable() *table {
 }
 
 // prefixCell shows the engine's size in each prefix index in tokens: "ev:" for the index
-// KV events feed, "ap:" for the approximate one with its capacity, e.g. "ap:12.3k/500k".
+// KV events feed, "sp:" for its unconfirmed speculative entries, "ap:" for the approximate
+// index with its capacity, e.g. "ap:12.3k/500k".
 func (e *Engine) prefixCell() string {
 	var parts []string
 	for _, p := range e.PrefixIndex {
 		switch p.Source {
 		case "local_index":
 			parts = append(parts, "ev:"+formatTokens(p.Tokens))
+		case "speculative":
+			parts = append(parts, "sp:"+formatTokens(p.Tokens))
 		case "approximate":
 			cell := "ap:" + formatTokens(p.Tokens)
 			if p.CapacityTokens > 0 {

@@ -19,6 +19,7 @@ func TestPrefixCell(t *testing.T) {
 		{[]PrefixIndex{{Source: "local_index", Tokens: 10_240}}, "ev:10.2k"},
 		{[]PrefixIndex{{Source: "approximate", Tokens: 33_600, CapacityTokens: 500_000}}, "ap:33.6k/500k"},
 		{[]PrefixIndex{{Source: "local_index", Tokens: 0}, {Source: "approximate", Tokens: 16}}, "ev:0 ap:16"},
+		{[]PrefixIndex{{Source: "local_index", Tokens: 1600}, {Source: "speculative", Tokens: 256}}, "ev:1.6k sp:256"},
 		{[]PrefixIndex{{Source: "from_a_later_version", Tokens: 16}}, "-"},
 	} {
 		e := Engine{PrefixIndex: tt.idx}

@@ -212,6 +212,9 @@ type PrefixSource struct {
 	CapacityTokens int64 `json:"capacity_tokens,omitempty"`
 	TTLSecs        int   `json:"ttl_secs,omitempty"`
 	BlockSize      int   `json:"block_size,omitempty"`
+	// SpeculativeTTLMS, for the local index, records each dispatched prompt as held by its
+	// engine for this long, until the engine's BlockStored events confirm it; 0 is off.
+	SpeculativeTTLMS int `json:"speculative_ttl_ms,omitempty"`
 }
 
 // Model returns the named model, or nil.

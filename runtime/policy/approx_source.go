@@ -42,6 +42,20 @@ func newApproxIndexes(p *plan.Plan, clock func() time.Time) map[plan.PrefixSourc
 			engines = append(engines, prefix.Engine{ID: e.ID, Model: e.Model})
 		}
 	}
+	for _, src := range cacheSources(p) {
+		if src.Type != "approximate" || out[src] != nil {
+			continue
+		}
+		cfg := prefix.Config{CapacityTokens: src.CapacityTokens, TTL: time.Duration(src.TTLSecs) * time.Second, BlockSize: src.BlockSize}
+		out[src] = prefix.New(cfg, engines, clock)
+	}
+	return out
+}
+
+// cacheSources lists the prefix sources of the plan's cache-aware attachments, in plan
+// order, with repeats.
+func cacheSources(p *plan.Plan) []plan.PrefixSource {
+	var out []plan.PrefixSource
 	for _, m := range p.Models {
 		for _, b := range m.Buckets {
 			var groups []*plan.Group
@@ -52,12 +66,9 @@ func newApproxIndexes(p *plan.Plan, clock func() time.Time) map[plan.PrefixSourc
 				groups = append(groups, &b.Groups.PD.Prefill)
 			}
 			for _, g := range groups {
-				src := g.Policy.PrefixSource
-				if g.Policy.Type != plan.CacheAware || src == nil || src.Type != "approximate" || out[*src] != nil {
-					continue
+				if g.Policy.Type == plan.CacheAware && g.Policy.PrefixSource != nil {
+					out = append(out, *g.Policy.PrefixSource)
 				}
-				cfg := prefix.Config{CapacityTokens: src.CapacityTokens, TTL: time.Duration(src.TTLSecs) * time.Second, BlockSize: src.BlockSize}
-				out[*src] = prefix.New(cfg, engines, clock)
 			}
 		}
 	}

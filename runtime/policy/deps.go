@@ -20,6 +20,7 @@ import (
 //
 //	go deps.Affinity.Run(ctx)                      // sweeps idle bindings
 //	sub, err := kv.Subscribe(ctx, p, deps.KV, log) // feeds the prefix index
+//	deps.RecordSpeculative(engineID, ids)          // as each dispatch starts
 //	deps.RecordDispatch(engineID, ids)             // after each successful dispatch
 //
 // A caller that removes a worker from the registry must also call
@@ -39,5 +40,7 @@ func NewDeps(p *plan.Plan, table *load.Table, rnd Rand, clock func() time.Time) 
 		KV:       kv.NewIndex(p),
 		Indexers: indexers,
 		Approx:   newApproxIndexes(p, clock),
+
+		speculative: newSpeculatives(p, clock),
 	}, nil
 }

@@ -89,6 +89,10 @@ type Deps struct {
 	// RecordDispatch. A cache-aware attachment with an approximate source needs its index
 	// here.
 	Approx map[plan.PrefixSource]*prefix.Approx
+
+	// speculative holds the speculative entries of local_index sources that ask for them,
+	// fed by RecordSpeculative; without them a local source reads its events alone.
+	speculative map[plan.PrefixSource]*speculative
 }
 
 // New builds the policy a plan attachment of the model describes.
@@ -145,7 +149,14 @@ func affinityStore(stores *affinity.Stores, of func(*affinity.Stores, string) *a
 // cacheSource returns the shared source a cache-aware attachment reads.
 func cacheSource(src *plan.PrefixSource, deps Deps) (CacheSource, error) {
 	if src == nil || src.Type == "" || src.Type == "local_index" {
-		return LocalIndex(deps.KV), nil
+		if src == nil || src.SpeculativeTTLMS <= 0 {
+			return LocalIndex(deps.KV), nil
+		}
+		spec := deps.speculative[*src]
+		if spec == nil {
+			return nil, &InvalidConfiguration{Msg: "no speculative entries for the local prefix index: build Deps with NewDeps"}
+		}
+		return speculativeSource{localSource{deps.KV}, spec}, nil
 	}
 	if src.Type == "approximate" {
 		a := deps.Approx[*src]

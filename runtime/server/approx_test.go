@@ -153,3 +153,21 @@ func (fc *fleetCase) sentTo(t *testing.T, before map[string]int, roles ...plan.R
 	t.Fatal("the request reached no engine")
 	return ""
 }
+
+// TestSpeculativeEntriesRecordedAtDispatch: with speculative_ttl_ms on the local index,
+// the engine a request is dispatched to holds its prompt speculatively, whatever its KV
+// events say, and /admin/state shows those entries beside the event-fed ones.
+func TestSpeculativeEntriesRecordedAtDispatch(t *testing.T) {
+	p := qwenPlan()
+	p.Models[0].Buckets[0].Groups.Plain.Policy.PrefixSource = &plan.PrefixSource{Type: "local_index", SpeculativeTTLMS: 60_000}
+	fc := startFleet(t, p)
+	engine := fc.chatEngine(t, chat("m", strings.Repeat("Tell me about speculative entries. ", 20), `, "max_tokens": 2`))
+	for _, e := range fc.state(t).Engines {
+		if len(e.PrefixIndex) != 2 || e.PrefixIndex[0].Source != "local_index" || e.PrefixIndex[1].Source != "speculative" {
+			t.Fatalf("%s: prefix_index %+v, want the local index and its speculative entries", e.ID, e.PrefixIndex)
+		}
+		if spec := e.PrefixIndex[1]; (e.ID == engine) != (spec.Blocks > 0) || spec.Tokens != int64(spec.Blocks)*16 {
+			t.Fatalf("%s: speculative %+v; the request went to %s", e.ID, spec, engine)
+		}
+	}
+}

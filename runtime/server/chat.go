@@ -41,7 +41,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(rec, be.Status(), be.Code(), be.Error())
 		return
 	}
-	defer s.learnPrefix(p, sel, rec)
+	defer s.learnPrefix(p, sel, rec)()
 	if sel.Bucket.PD() {
 		s.dispatchPD(rec, r, p, sel)
 		return

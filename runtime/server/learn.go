@@ -6,24 +6,33 @@ import (
 	"github.com/routerkit/router/runtime/bucket"
 )
 
-// learnPrefix teaches the approximate prefix indexes what a finished request left in its
-// engine's KV cache: the plain engine's, or the prefill engine's for a PD request, since
-// prefill is where the prompt's pages are computed and reused. Only a request the engine
-// served in full counts (a 200 whose stream did not fail), so an engine that refuses or
-// drops work does not attract more of the same prompts.
+// learnPrefix feeds the router's prefix indexes with a dispatch, in two steps: it records
+// speculative entries for the local index at once, as the dispatch starts, and returns
+// the step to run when the dispatch has ended, which teaches the approximate indexes
+// what the request left in its engine's KV cache. The handler defers the returned step:
 //
-// It runs when the dispatch has ended, not when the pick was made: a burst of identical
-// prompts sent before the first one finishes is placed by the load fallback (docs/config.md,
-// "approximate").
-func (s *Server) learnPrefix(p *prepared, sel bucket.Selection, rec *recorder) {
-	if rec.status != http.StatusOK || rec.failure != "" || len(s.deps.Approx) == 0 {
-		return
-	}
+//	defer s.learnPrefix(p, sel, rec)()
+//
+// The engine is the plain one, or the prefill one for a PD request, since prefill is
+// where the prompt's pages are computed and reused. The approximate indexes learn only
+// from a request the engine served in full (a 200 whose stream did not fail), so an
+// engine that refuses or drops work does not attract more of the same prompts; a burst
+// of identical prompts sent before the first one finishes is placed by the load fallback
+// (docs/config.md, "Prefix sources"). Speculative entries are guesses that expire unless
+// the engine's KV events confirm them, so they are recorded before the outcome is known.
+func (s *Server) learnPrefix(p *prepared, sel bucket.Selection, rec *recorder) func() {
 	pick := sel.Plain
 	if sel.Bucket.PD() {
 		pick = sel.Prefill
 	}
-	if pick.Engine != nil {
-		s.deps.RecordDispatch(pick.Engine.ID(), p.facts.TokenIDs)
+	if pick.Engine == nil {
+		return func() {}
+	}
+	id := pick.Engine.ID()
+	s.deps.RecordSpeculative(id, p.facts.TokenIDs)
+	return func() {
+		if rec.status == http.StatusOK && rec.failure == "" {
+			s.deps.RecordDispatch(id, p.facts.TokenIDs)
+		}
 	}
 }

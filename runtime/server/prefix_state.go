@@ -12,8 +12,9 @@ import (
 // about, as /admin/state reports it. A remote indexer keeps its index elsewhere, so it has
 // no size here.
 type PrefixIndexSize struct {
-	// Source is "local_index" (fed by the engine's KV events) or "approximate" (learned from
-	// the router's dispatches).
+	// Source is "local_index" (fed by the engine's KV events), "speculative" (the local
+	// index's guesses from dispatches, not yet confirmed by events or expired) or
+	// "approximate" (learned from the router's dispatches).
 	Source string `json:"source"`
 	// Blocks is how many pages the index holds for the engine (summed over DP ranks for the
 	// local index), and Tokens the same in tokens.
@@ -25,12 +26,16 @@ type PrefixIndexSize struct {
 }
 
 // prefixSizes lists the engine's size in every local prefix index: the event-fed one when
-// the engine publishes KV events, then each approximate one, largest capacity first.
+// the engine publishes KV events, its speculative entries when a source keeps them, then
+// each approximate index, largest capacity first.
 func (s *Server) prefixSizes(e plan.Engine) []PrefixIndexSize {
 	var out []PrefixIndexSize
 	if e.KVEvents != nil {
 		n, bs := s.deps.KV.Blocks(e.ID), kv.BlockSize(e)
 		out = append(out, PrefixIndexSize{Source: "local_index", Blocks: n, Tokens: int64(n) * int64(bs)})
+	}
+	if n, tokens, ok := s.deps.SpeculativeBlocks(e.ID); ok {
+		out = append(out, PrefixIndexSize{Source: "speculative", Blocks: n, Tokens: tokens})
 	}
 	var approx []PrefixIndexSize
 	for _, a := range s.deps.Approx {
