@@ -8,6 +8,13 @@ import "strings"
 // keeps its meaning as the configuration's min_match_ratio; its other flags tune mechanisms
 // the router replaced, so they are refused, each with what does the job here.
 
+// speculativeTTLMS is how long a migrated approximate index counts a dispatched prompt as
+// held before the dispatch succeeds. sgl-router inserted a request into its tree when it
+// picked the worker, so requests sharing a prefix followed it while the first one still
+// ran; the index learns on success, and this entry bridges the wait. 30 s covers most
+// requests; a longer one is learned when it succeeds.
+const speculativeTTLMS int64 = 30_000
+
 // classicFlags are the classic cache-aware flags, bound to the fields of c.
 func (c *cli) classicFlags() []flagSpec {
 	return []flagSpec{
@@ -61,6 +68,7 @@ func prefixNote(in Input, c *cli) string {
 	var b strings.Builder
 	b.WriteString("The prefix index is approximate: like sgl-router's radix tree it learns from the router's own dispatches, over blocks of 16 tokens rather than characters, ")
 	b.WriteString("up to 500000 tokens per engine, entries expiring 120 s after their last use (prefix_source.capacity_tokens, ttl_secs, block_size). ")
+	b.WriteString("It learns when a dispatch succeeds; until then a dispatched prompt counts as held for up to 30 s (speculative_ttl_ms), as sgl-router inserted it when picking. ")
 	b.WriteString("If every engine publishes KV events, migrate with --engines-publish-kv-events for the exact event-fed index instead.")
 	if c.cacheThreshold != nil {
 		b.WriteString(" --cache-threshold compared matched characters to the request's and followed the tree above the ratio; min_match_ratio compares matched tokens to input tokens and admits a holder at the ratio.")

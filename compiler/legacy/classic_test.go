@@ -2,6 +2,7 @@ package legacy
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -23,10 +24,11 @@ func TestCacheAwareIndexChoice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := selection(p).PrefixSource.Type; got != "approximate" {
-		t.Fatalf("without it: %q, want approximate", got)
+	if got := selection(p).PrefixSource; got.Type != "approximate" || got.SpeculativeTTLMS != 30_000 {
+		t.Fatalf("without it: %+v, want approximate with 30 s speculative entries", got)
 	}
-	if !strings.Contains(string(src), `type: "approximate" // --policy cache_aware: learned from the router's dispatches`) {
+	if !regexp.MustCompile(`type: +"approximate" +// --policy cache_aware: learned from the router's dispatches`).Match(src) ||
+		!regexp.MustCompile(`speculative_ttl_ms: 30000 +// sgl-router inserted each request into its tree as it picked it`).Match(src) {
 		t.Fatalf("the source's comment does not name the flag:\n%s", src)
 	}
 }

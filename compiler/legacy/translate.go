@@ -217,7 +217,9 @@ func (t *translator) cacheTuning(p *node) {
 	if t.in.EnginesPublishKVEvents {
 		p.child("prefix_source").set("type", "local_index", from+" with --engines-publish-kv-events: fed by the engines' KV events")
 	} else {
-		p.child("prefix_source").set("type", "approximate", from+": learned from the router's dispatches, as sgl-router's radix tree")
+		src := p.child("prefix_source")
+		src.set("type", "approximate", from+": learned from the router's dispatches, as sgl-router's radix tree")
+		src.set("speculative_ttl_ms", speculativeTTLMS, "sgl-router inserted each request into its tree as it picked it, so a burst follows the first pick")
 	}
 }
 

@@ -212,8 +212,10 @@ type PrefixSource struct {
 	CapacityTokens int64 `json:"capacity_tokens,omitempty"`
 	TTLSecs        int   `json:"ttl_secs,omitempty"`
 	BlockSize      int   `json:"block_size,omitempty"`
-	// SpeculativeTTLMS, for the local index, records each dispatched prompt as held by its
-	// engine for this long, until the engine's BlockStored events confirm it; 0 is off.
+	// SpeculativeTTLMS, for the local and approximate indexes, records each dispatched
+	// prompt as held by its engine for this long as the dispatch starts, until the
+	// engine's BlockStored events (local) or the dispatch's success (approximate) confirm
+	// it; 0 is off.
 	SpeculativeTTLMS int `json:"speculative_ttl_ms,omitempty"`
 }
 

@@ -90,8 +90,8 @@ type Deps struct {
 	// here.
 	Approx map[plan.PrefixSource]*prefix.Approx
 
-	// speculative holds the speculative entries of local_index sources that ask for them,
-	// fed by RecordSpeculative; without them a local source reads its events alone.
+	// speculative holds the speculative entries of the local_index and approximate sources
+	// that ask for them, fed by RecordSpeculative.
 	speculative map[plan.PrefixSource]*speculative
 }
 
@@ -146,17 +146,24 @@ func affinityStore(stores *affinity.Stores, of func(*affinity.Stores, string) *a
 	return nil, &InvalidConfiguration{Msg: fmt.Sprintf("no affinity store for model %q: the shared stores were built from another plan", model)}
 }
 
-// cacheSource returns the shared source a cache-aware attachment reads.
+// cacheSource returns the shared source a cache-aware attachment reads, with its
+// speculative entries when it asks for them.
 func cacheSource(src *plan.PrefixSource, deps Deps) (CacheSource, error) {
+	base, err := baseSource(src, deps)
+	if err != nil || src == nil || src.SpeculativeTTLMS <= 0 {
+		return base, err
+	}
+	spec := deps.speculative[*src]
+	if spec == nil {
+		return nil, &InvalidConfiguration{Msg: fmt.Sprintf("no speculative entries for the %s prefix source: build Deps with NewDeps", src.Type)}
+	}
+	return speculativeSource{base, spec}, nil
+}
+
+// baseSource returns the source's own index or client.
+func baseSource(src *plan.PrefixSource, deps Deps) (CacheSource, error) {
 	if src == nil || src.Type == "" || src.Type == "local_index" {
-		if src == nil || src.SpeculativeTTLMS <= 0 {
-			return LocalIndex(deps.KV), nil
-		}
-		spec := deps.speculative[*src]
-		if spec == nil {
-			return nil, &InvalidConfiguration{Msg: "no speculative entries for the local prefix index: build Deps with NewDeps"}
-		}
-		return speculativeSource{localSource{deps.KV}, spec}, nil
+		return LocalIndex(deps.KV), nil
 	}
 	if src.Type == "approximate" {
 		a := deps.Approx[*src]

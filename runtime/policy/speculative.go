@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -10,35 +11,43 @@ import (
 	"github.com/routerkit/router/runtime/token"
 )
 
-// Speculative entries close the gap between a pick and the engine's KV events about it
-// (llm-d's speculativeIndexing, 2 s by default): an event-fed index learns of a prompt
-// only after the engine has computed it and its BlockStored has crossed the network, so
-// a burst of identical prompts sent meanwhile all miss and the load fallback scatters
-// them over the group, each engine computing the same prefix. With speculative_ttl_ms
-// set, the router records each dispatched prompt as held by its engine for that long;
-// the engine's own events then confirm it in the local index, where it lives as long as
-// the engine keeps it. A prompt the engine never stores (it failed, or evicted the pages
-// at once) stops attracting requests when the entry expires.
+// Speculative entries close the gap between a pick and what confirms it (llm-d's
+// speculativeIndexing, 2 s by default): an event-fed index learns of a prompt only after
+// the engine has computed it and its BlockStored has crossed the network, and the
+// approximate index only once the dispatch has succeeded, so a burst of identical prompts
+// sent meanwhile all miss and the load fallback scatters them over the group, each engine
+// computing the same prefix. With speculative_ttl_ms set, the router records each
+// dispatched prompt as held by its engine for that long, as the dispatch starts; the
+// engine's events (local index) or the dispatch's success (approximate index) then
+// confirm it in the source's own index, where it lives as that index says. A prompt never
+// confirmed (the request failed, the engine evicted the pages at once) stops attracting
+// requests when the entry expires. sgl-router's radix tree had this effect by inserting
+// each request as it was picked.
 //
-// Speculative entries live in approximate indexes of their own, one per page size of the
-// engines publishing events, never in the event-fed index, so events and guesses never
-// overwrite each other.
+// Speculative entries live in approximate indexes of their own, one per page size, never
+// in the source's index, so confirmations and guesses never overwrite each other.
 type speculative struct {
 	bySize map[int]*prefix.Approx
 }
 
-// newSpeculative returns the speculative entries of one local_index source, or nil when
-// the source has none.
+// newSpeculative returns the speculative entries of one local_index or approximate source,
+// or nil when the source has none. They track the engines the source's index tracks: the
+// engines publishing KV events, by their page size, or every plain and prefill engine at
+// the approximate source's page size.
 func newSpeculative(p *plan.Plan, src plan.PrefixSource, clock func() time.Time) *speculative {
 	if src.SpeculativeTTLMS <= 0 {
 		return nil
 	}
 	engines := map[int][]prefix.Engine{}
 	for _, e := range p.Engines {
-		if e.KVEvents != nil && e.Role != plan.RoleDecode {
-			bs := kv.BlockSize(e)
-			engines[bs] = append(engines[bs], prefix.Engine{ID: e.ID, Model: e.Model})
+		if e.Role == plan.RoleDecode || (src.Type == "local_index" && e.KVEvents == nil) {
+			continue
 		}
+		bs := kv.BlockSize(e)
+		if src.Type == "approximate" {
+			bs = cmp.Or(src.BlockSize, prefix.DefaultBlockSize)
+		}
+		engines[bs] = append(engines[bs], prefix.Engine{ID: e.ID, Model: e.Model})
 	}
 	s := &speculative{bySize: map[int]*prefix.Approx{}}
 	for bs, es := range engines {
@@ -48,12 +57,12 @@ func newSpeculative(p *plan.Plan, src plan.PrefixSource, clock func() time.Time)
 	return s
 }
 
-// newSpeculatives returns the speculative entries of every local_index source of the
-// plan's cache-aware policies that asks for them.
+// newSpeculatives returns the speculative entries of every source of the plan's
+// cache-aware policies that asks for them.
 func newSpeculatives(p *plan.Plan, clock func() time.Time) map[plan.PrefixSource]*speculative {
 	out := map[plan.PrefixSource]*speculative{}
 	for _, src := range cacheSources(p) {
-		if src.Type == "local_index" && out[src] == nil {
+		if out[src] == nil {
 			if s := newSpeculative(p, src, clock); s != nil {
 				out[src] = s
 			}
@@ -78,7 +87,7 @@ func (s *speculative) lookup(res *PrefixResult, model string, ids []uint32) {
 }
 
 // RecordSpeculative records that a request of the prompt ids is being dispatched to the
-// engine, for the local_index sources with speculative entries. The server calls it when
+// engine, for the sources with speculative entries. The server calls it when
 // dispatch starts, before the engine has stored anything, with the prefill engine for PD.
 func (d Deps) RecordSpeculative(engineID string, ids []uint32) {
 	for _, s := range d.speculative {
@@ -104,17 +113,17 @@ func (d Deps) SpeculativeBlocks(engineID string) (blocks int, tokens int64, ok b
 	return blocks, tokens, ok
 }
 
-// speculativeSource is the local index with a source's speculative entries: a prefix is
-// the longer of what the events say and what the router guessed.
+// speculativeSource is a source with its speculative entries: a prefix is the longer of
+// what the source's index says and what the router guessed.
 type speculativeSource struct {
-	local localSource
-	spec  *speculative
+	src  CacheSource // localSource or approxSource: comparable, as the memo needs
+	spec *speculative
 }
 
-func (speculativeSource) Name() string { return "local_index" }
+func (s speculativeSource) Name() string { return s.src.Name() }
 
 func (s speculativeSource) Lookup(ctx context.Context, model string, ids []uint32) (PrefixResult, error) {
-	res, err := s.local.Lookup(ctx, model, ids)
+	res, err := s.src.Lookup(ctx, model, ids)
 	if err != nil {
 		return res, err
 	}

@@ -15,8 +15,9 @@ import (
 )
 
 // burstCase is three engines publishing KV events under one cache-aware group reading the
-// local index, optionally with speculative entries, on a settable clock. No event is
-// applied unless a test applies it: the burst arrives before any.
+// local or approximate index, optionally with speculative entries, on a settable clock.
+// No event is applied and no dispatch ends unless a test says so: the burst arrives before
+// anything confirms the first prompt.
 type burstCase struct {
 	now     time.Time
 	deps    Deps
@@ -25,13 +26,16 @@ type burstCase struct {
 	prompt  []uint32
 }
 
-func newBurst(t *testing.T, speculativeMS int) *burstCase {
+func newBurst(t *testing.T, source string, speculativeMS int) *burstCase {
 	bc := &burstCase{now: t0, prompt: make([]uint32, 256)}
 	for i := range bc.prompt {
 		bc.prompt[i] = uint32(i*31 + 7)
 	}
 	clock := func() time.Time { return bc.now }
-	src := plan.PrefixSource{Type: "local_index", SpeculativeTTLMS: speculativeMS}
+	src := plan.PrefixSource{Type: source, SpeculativeTTLMS: speculativeMS}
+	if source == "approximate" {
+		src.CapacityTokens, src.TTLSecs, src.BlockSize = 500_000, 120, 16
+	}
 	pol := plan.Policy{Type: plan.CacheAware, MinMatchedTokens: ptrTo(int64(64)), CandidateMinWorkers: 3, CandidateRatio: 1,
 		CandidateMaxWorkers: 3, SwitchMarginTokens: ptrTo(int64(0)), MinLoadChoices: 2, PrefixSource: &src}
 	p := &plan.Plan{Models: []plan.Model{{Name: "m", Buckets: []plan.Bucket{{ID: "b", Groups: plan.Groups{Plain: &plan.Group{Policy: pol}}}}}}}
@@ -67,23 +71,26 @@ func (bc *burstCase) send(t *testing.T) string {
 	return pick.Engine.ID()
 }
 
-// TestBurstDoesNotScatter measures a burst of twelve identical prompts sent before the
-// first engine's KV events arrive. Without speculative entries every pick misses and the
-// load fallback spreads them over all three engines, each computing the same prefix; with
-// them, every prompt after the first finds it on the first engine.
+// TestBurstDoesNotScatter measures a burst of twelve identical prompts sent before
+// anything confirms the first one: the first engine's KV events (local index) or the
+// first dispatch's success (approximate index). Without speculative entries every pick
+// misses and the load fallback spreads them over all three engines, each computing the
+// same prefix; with them, every prompt after the first finds it on the first engine.
 func TestBurstDoesNotScatter(t *testing.T) {
-	for _, tt := range []struct {
-		speculativeMS int
-		engines       int
-	}{{0, 3}, {2000, 1}} {
-		bc := newBurst(t, tt.speculativeMS)
-		seen := map[string]int{}
-		for range 12 {
-			seen[bc.send(t)]++
-		}
-		t.Logf("speculative_ttl_ms %d: 12 identical prompts went to %d engines %v", tt.speculativeMS, len(seen), seen)
-		if len(seen) != tt.engines {
-			t.Errorf("speculative_ttl_ms %d: the burst went to %d engines %v, want %d", tt.speculativeMS, len(seen), seen, tt.engines)
+	for _, source := range []string{"local_index", "approximate"} {
+		for _, tt := range []struct {
+			speculativeMS int
+			engines       int
+		}{{0, 3}, {2000, 1}} {
+			bc := newBurst(t, source, tt.speculativeMS)
+			seen := map[string]int{}
+			for range 12 {
+				seen[bc.send(t)]++
+			}
+			t.Logf("%s, speculative_ttl_ms %d: 12 identical prompts went to %d engines %v", source, tt.speculativeMS, len(seen), seen)
+			if len(seen) != tt.engines {
+				t.Errorf("%s, speculative_ttl_ms %d: the burst went to %d engines %v, want %d", source, tt.speculativeMS, len(seen), seen, tt.engines)
+			}
 		}
 	}
 }
@@ -91,7 +98,7 @@ func TestBurstDoesNotScatter(t *testing.T) {
 // TestSpeculativeEntriesExpireUnlessConfirmed: a guess the engine's events never confirm
 // stops counting after its TTL; a confirmed prefix stays, as the event-fed index holds it.
 func TestSpeculativeEntriesExpireUnlessConfirmed(t *testing.T) {
-	bc := newBurst(t, 2000)
+	bc := newBurst(t, "local_index", 2000)
 	first := bc.send(t)
 	src := bc.pol.(*CacheAware).source
 	held := func() map[string]int64 {
@@ -126,5 +133,30 @@ func TestSpeculativeNeedsItsEntries(t *testing.T) {
 	var ic *InvalidConfiguration
 	if !errors.As(err, &ic) {
 		t.Fatalf("New without the entries: %v, want InvalidConfiguration", err)
+	}
+}
+
+// TestApproximateSpeculationConfirmedBySuccess: on the approximate index a guess lasts its
+// TTL, and the dispatch's success makes it an entry of the index's own lifetime.
+func TestApproximateSpeculationConfirmedBySuccess(t *testing.T) {
+	bc := newBurst(t, "approximate", 2000)
+	first := bc.send(t)
+	src := bc.pol.(*CacheAware).source
+	if src.Name() != "approximate" {
+		t.Fatalf("source %q", src.Name())
+	}
+	held := func() map[string]int64 {
+		res, _ := src.Lookup(context.Background(), "m", bc.prompt)
+		return res.Matched
+	}
+	bc.now = bc.now.Add(2001 * time.Millisecond)
+	if got := held(); len(got) != 0 {
+		t.Fatalf("unconfirmed after the TTL: %v, want nothing", got)
+	}
+	bc.send(t)
+	bc.deps.RecordDispatch(first, bc.prompt)
+	bc.now = bc.now.Add(time.Minute)
+	if got := held(); got[first] != 256 {
+		t.Fatalf("after the dispatch succeeded: %v, want %s holding 256 tokens until ttl_secs", got, first)
 	}
 }
