@@ -25,9 +25,9 @@ import (
 //
 // A caller that removes a worker from the registry must also call
 // deps.Affinity.RemoveEngine(id), deps.KV.RemoveEngine(id) and RemoveEngine(id) on each of
-// deps.Approx; `router serve` never does, since its engines are fixed by the
-// configuration. A remote indexer's endpoint scheme is checked here, so an unsupported one
-// fails at startup.
+// deps.Approx (speculative entries expire on their own); `router serve` never does, since
+// its engines are fixed by the configuration. A remote indexer's endpoint scheme is
+// checked here, so an unsupported one fails at startup.
 func NewDeps(p *plan.Plan, table *load.Table, rnd Rand, clock func() time.Time) (Deps, error) {
 	indexers, err := kv.NewRemotes(p, &http.Client{})
 	if err != nil {
