@@ -188,7 +188,7 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 		resolver, facts, peakErr, err = s.explainFacts(body)
 	} else {
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		p, herr := s.prepare(w, r)
+		p, herr := s.prepareChat(w, r)
 		if herr != nil {
 			writeError(w, herr.status, herr.code, herr.msg)
 			return

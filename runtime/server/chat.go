@@ -10,15 +10,20 @@ import (
 	"github.com/routerkit/router/runtime/decision"
 )
 
-// chat serves POST /v1/chat/completions: prepare once, select bucket-first, then
-// dispatch. Selection failures never reach an engine; a dispatch failure never restarts
-// selection.
-func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+// routed serves an endpoint whose requests go to engines chosen by selection (chat,
+// completions, generate, embeddings and the like): prepare once with the endpoint's
+// preparer, select bucket-first, then dispatch. Selection failures never reach an engine;
+// a dispatch failure never restarts selection.
+func (s *Server) routed(prepare preparer) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { s.route(w, r, prepare) }
+}
+
+func (s *Server) route(w http.ResponseWriter, r *http.Request, prepare preparer) {
 	rec := &recorder{ResponseWriter: w, start: time.Now()}
 	d := &Decision{Time: rec.start}
 	defer s.finish(rec, d)
 
-	p, herr := s.prepare(rec, r)
+	p, herr := prepare(rec, r)
 	if herr != nil {
 		d.Model, d.Error = herr.model, herr.msg
 		writeError(rec, herr.status, herr.code, herr.msg)

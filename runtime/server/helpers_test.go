@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/sim"
+	"github.com/routerkit/router/runtime/state/kv"
 )
 
 // fleetCase is a router over simulated engines, all real HTTP servers on 127.0.0.1.
@@ -207,4 +209,43 @@ func contextWithCancel(t *testing.T) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	t.Cleanup(cancel)
 	return ctx, cancel
+}
+
+// warmKV waits out ZMQ's slow joiner: a publisher drops events until the router's
+// subscription reaches it, so each KV-event engine gets fresh prompts, sent to it
+// directly, until the router's index shows one of them.
+func (fc *fleetCase) warmKV(t *testing.T) {
+	t.Helper()
+	for i, e := range fc.srv.plan.Engines {
+		if e.KVEvents == nil {
+			continue
+		}
+		for round := 0; ; round++ {
+			ids := make([]uint32, 2*kv.DefaultBlockSize)
+			for j := range ids {
+				ids[j] = uint32(1_000_000*(i+1) + 1000*round + j)
+			}
+			raw, _ := json.Marshal(ids)
+			resp, err := http.Post(e.URL+"/generate", "application/json", strings.NewReader(`{"input_ids": `+string(raw)+`, "sampling_params": {"max_new_tokens": 1}}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			indexed := false
+			for range 20 {
+				if len(fc.srv.deps.KV.Lookup(ids, kv.DefaultBlockSize)) > 0 {
+					indexed = true
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if indexed {
+				break
+			}
+			if round == 100 {
+				t.Fatalf("the router's index never saw %s's KV events", e.ID)
+			}
+		}
+	}
 }

@@ -37,7 +37,7 @@ var errDecodeDone = errors.New("decode finished")
 // counts are released on every path.
 func (s *Server) dispatchPD(rw *recorder, r *http.Request, p *prepared, sel bucket.Selection) {
 	pre, dec := sel.Prefill.Engine, sel.Decode.Engine
-	body, err := withBootstrap(p.body, pre, rand.Uint64()&(1<<63-1))
+	body, err := withBootstrap(p.body, pre, rand.Uint64()&(1<<63-1), p.batch)
 	if err != nil {
 		writeError(rw, http.StatusInternalServerError, bucket.CodeInternal, err.Error())
 		return
@@ -92,10 +92,38 @@ func (s *Server) prefill(ctx context.Context, w *engine.Worker, in *http.Request
 	return err
 }
 
+// withoutField returns body, a JSON object, without its top-level key; other fields keep
+// their values and keys come out sorted.
+func withoutField(body []byte, key string) ([]byte, *httpError) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return nil, &httpError{status: http.StatusBadRequest, code: codeInvalidJSON, msg: "request body is not a JSON object: " + err.Error()}
+	}
+	delete(fields, key)
+	out, err := encodeFields(fields)
+	if err != nil {
+		return nil, &httpError{status: http.StatusInternalServerError, code: bucket.CodeInternal, msg: err.Error()}
+	}
+	return out, nil
+}
+
+// encodeFields encodes a JSON object without escaping <, > and &, so prompts reach the
+// engine as the client wrote them.
+func encodeFields(fields map[string]json.RawMessage) ([]byte, error) {
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(fields); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
+}
+
 // withBootstrap returns body with bootstrap_host, bootstrap_port and bootstrap_room set
-// for the prefill engine, overwriting whatever the client sent. Other fields keep their
+// for the prefill engine (arrays of batch entries for a batch of prompts), overwriting
+// whatever the client sent. Other fields keep their
 // values; keys come out sorted.
-func withBootstrap(body []byte, pre *engine.Worker, room uint64) ([]byte, error) {
+func withBootstrap(body []byte, pre *engine.Worker, room uint64, batch int) ([]byte, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil {
 		return nil, fmt.Errorf("adding bootstrap fields: %w", err)
@@ -104,14 +132,23 @@ func withBootstrap(body []byte, pre *engine.Worker, room uint64) ([]byte, error)
 	if err != nil {
 		return nil, fmt.Errorf("adding bootstrap fields: prefill url: %w", err)
 	}
-	fields["bootstrap_host"], _ = json.Marshal(u.Hostname())
-	fields["bootstrap_port"], _ = json.Marshal(pre.BootstrapPort())
-	fields["bootstrap_room"], _ = json.Marshal(room)
-	var out bytes.Buffer
-	enc := json.NewEncoder(&out)
-	enc.SetEscapeHTML(false) // keep <, > and & in prompts as the client wrote them
-	if err := enc.Encode(fields); err != nil {
+	host, port := any(u.Hostname()), any(pre.BootstrapPort())
+	rooms := any(room)
+	if batch > 0 {
+		// A batch gets one bootstrap entry per prompt, each prompt its own room, as
+		// SGLang's PD router sends them.
+		hosts, ports, rs := make([]string, batch), make([]int, batch), make([]uint64, batch)
+		for i := range batch {
+			hosts[i], ports[i], rs[i] = u.Hostname(), pre.BootstrapPort(), (room+uint64(i))&(1<<63-1)
+		}
+		host, port, rooms = hosts, ports, rs
+	}
+	fields["bootstrap_host"], _ = json.Marshal(host)
+	fields["bootstrap_port"], _ = json.Marshal(port)
+	fields["bootstrap_room"], _ = json.Marshal(rooms)
+	out, err := encodeFields(fields)
+	if err != nil {
 		return nil, fmt.Errorf("adding bootstrap fields: %w", err)
 	}
-	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
+	return out, nil
 }

@@ -123,13 +123,24 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 // Handler returns the router's HTTP routes.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", s.chat)
+	mux.HandleFunc("POST /v1/chat/completions", s.routed(s.prepareChat))
+	mux.HandleFunc("POST /v1/completions", s.routed(s.prepareCompletion))
+	mux.HandleFunc("POST /generate", s.routed(s.prepareGenerate))
+	mux.HandleFunc("POST /v1/embeddings", s.routed(s.prepareInputs(embeddingsShape)))
+	mux.HandleFunc("POST /v1/rerank", s.routed(s.prepareInputs(rerankShape)))
+	mux.HandleFunc("POST /v1/score", s.routed(s.prepareInputs(scoreShape)))
+	mux.HandleFunc("POST /classify", s.routed(s.prepareInputs(classifyShape)))
 	mux.HandleFunc("GET /v1/models", s.listModels)
+	mux.HandleFunc("GET /v1/models/{id}", s.getModel)
+	mux.HandleFunc("GET /get_model_info", s.engineInfo)
+	mux.HandleFunc("GET /get_server_info", s.engineInfo)
 	for _, prefix := range []string{"/v1", ""} {
 		mux.HandleFunc("POST "+prefix+"/tokenize", s.tokenize)
 		mux.HandleFunc("POST "+prefix+"/detokenize", s.detokenize)
 	}
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	for _, path := range []string{"GET /healthz", "GET /health"} {
+		mux.HandleFunc(path, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	}
 	mux.HandleFunc("GET /readyz", s.ready)
 	mux.Handle("GET /metrics", s.metrics.handler())
 	mux.HandleFunc("GET /admin/state", s.admin(s.state))
@@ -229,6 +240,9 @@ var routes = map[string]string{
 	"/v1/chat/completions": http.MethodPost, "/v1/models": http.MethodGet, "/healthz": http.MethodGet,
 	"/readyz": http.MethodGet, "/metrics": http.MethodGet, "/admin/state": http.MethodGet, "/admin/explain": http.MethodPost,
 	"/v1/tokenize": http.MethodPost, "/tokenize": http.MethodPost, "/v1/detokenize": http.MethodPost, "/detokenize": http.MethodPost,
+	"/v1/completions": http.MethodPost, "/generate": http.MethodPost, "/v1/embeddings": http.MethodPost, "/v1/rerank": http.MethodPost,
+	"/v1/score": http.MethodPost, "/classify": http.MethodPost, "/v1/models/{id}": http.MethodGet, "/health": http.MethodGet,
+	"/get_model_info": http.MethodGet, "/get_server_info": http.MethodGet,
 }
 
 // routeList is routes as "METHOD /path" phrases in path order, for the 404 answer.
@@ -252,8 +266,8 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) listModels(w http.ResponseWriter, _ *http.Request) {
 	data := make([]map[string]any, 0, len(s.plan.Models))
-	for _, m := range s.plan.Models {
-		data = append(data, map[string]any{"id": m.Name, "object": "model", "created": s.started.Unix(), "owned_by": "router"})
+	for i := range s.plan.Models {
+		data = append(data, s.modelCard(&s.plan.Models[i]))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }

@@ -165,6 +165,7 @@ func TestStandinCannotDetokenize(t *testing.T) {
 // a conversation publishes them, and the same conversation is then routed to it.
 func TestRealTokenizerPrefixHits(t *testing.T) {
 	fc := startFleet(t, qwenPlan())
+	fc.warmKV(t)
 	ref := referenceChat(t, "qwen3/tools_nested/sglang")
 	want := ref.IDs
 	chat := `{"model": "m", "max_tokens": 2, "messages": ` + ref.Messages + `, "tools": ` + ref.Tools + `}`
@@ -180,33 +181,13 @@ func TestRealTokenizerPrefixHits(t *testing.T) {
 		t.Fatalf("explained tokens = %d %+v, want %d tokens and blocks %v", x.InputTokens, x.Tokens, len(want), blocks[:4])
 	}
 
-	first := fc.chatEngine(t, chat)
+	first := fc.engineOf(t, "/v1/chat/completions", chat)
 	waitFor(t, "the engine's KV events indexed", func() bool {
 		return len(fc.srv.deps.KV.Lookup(want, kv.DefaultBlockSize)) > 0
 	})
 	for range 3 {
-		if got := fc.chatEngine(t, chat); got != first {
+		if got := fc.engineOf(t, "/v1/chat/completions", chat); got != first {
 			t.Fatalf("repeated conversation went to %s, want %s which holds its prefix", got, first)
 		}
 	}
-}
-
-// chatEngine sends a chat request and returns the engine it was dispatched to.
-func (fc *fleetCase) chatEngine(t *testing.T, body string) string {
-	t.Helper()
-	before := map[string]int{}
-	for _, e := range fc.srv.plan.Engines {
-		before[e.ID] = len(fc.sent.bodies(e.URL))
-	}
-	status, _, resp := fc.post(t, body)
-	if status != http.StatusOK {
-		t.Fatalf("chat: %d %s", status, resp)
-	}
-	for _, e := range fc.srv.plan.Engines {
-		if len(fc.sent.bodies(e.URL)) > before[e.ID] {
-			return e.ID
-		}
-	}
-	t.Fatal("the chat request reached no engine")
-	return ""
 }

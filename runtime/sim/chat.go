@@ -35,7 +35,23 @@ type chatRequest struct {
 	BootstrapPort       *int            `json:"bootstrap_port"`
 	BootstrapRoom       *uint64         `json:"bootstrap_room"`
 	DataParallelRank    *int            `json:"data_parallel_rank"`
+
+	// api is the API the request came by, which shapes the answer; promptIDs are the
+	// input ids of a completion or generate request (a chat's come from its template),
+	// and prompts how many prompts a batch had (0 for a single prompt).
+	api       api
+	promptIDs []uint32
+	prompts   int
 }
+
+// api is the API a generation request came by.
+type api int
+
+const (
+	apiChat api = iota
+	apiCompletions
+	apiGenerate
+)
 
 // messages keeps the client's JSON for the chat template beside the decoded list the
 // simulator validates.
@@ -99,7 +115,7 @@ func (e *Engine) validateChat(req *chatRequest) *badRequest {
 	switch {
 	case req.Model != "" && req.Model != e.spec.Model:
 		return &badRequest{status: http.StatusNotFound, msg: fmt.Sprintf("The model `%s` does not exist.", req.Model)}
-	case len(req.Messages.list) == 0:
+	case req.api == apiChat && len(req.Messages.list) == 0:
 		return invalid("Messages cannot be empty.")
 	case req.StreamOptions != nil && !req.Stream:
 		return invalid("Stream options can only be defined when `stream=True`.")
@@ -189,17 +205,32 @@ type job struct {
 	inputs  int
 }
 
-func (e *Engine) handleChat(w http.ResponseWriter, r *http.Request) {
-	fs := e.faults.Load()
-	if fs.Hang {
+func (e *Engine) handleChat(w http.ResponseWriter, r *http.Request) { e.generate(w, r, e.decodeChat) }
+
+// requestFaults plays the faults that hang or fail a request before the engine reads it;
+// handled reports that the request was answered (or left hanging) by one.
+func (e *Engine) requestFaults(w http.ResponseWriter, r *http.Request) (fs *faultState, handled bool) {
+	fs = e.faults.Load()
+	switch {
+	case fs.Hang:
 		e.hang(r.Context())
-		return
-	}
-	if fs.failNow() {
+		return fs, true
+	case fs.failNow():
 		writeError(w, fs.FailStatus, "Simulated failure.")
+		return fs, true
+	}
+	return fs, false
+}
+
+// generate serves a generation request of any API: faults first, then the request's
+// decoding into the engine's common form, its disaggregation part, and the answer in the
+// API's shape once the batch scheduler has run it.
+func (e *Engine) generate(w http.ResponseWriter, r *http.Request, decode func(http.ResponseWriter, *http.Request) (*chatRequest, *badRequest)) {
+	fs, handled := e.requestFaults(w, r)
+	if handled {
 		return
 	}
-	req, bad := e.decodeChat(w, r)
+	req, bad := decode(w, r)
 	if e.spec.Role == plan.RolePrefill && req.hasBootstrap() {
 		// Tell a waiting decode peer how this prefill ended, whatever the path; after
 		// settle has reported success this is a no-op.
@@ -230,9 +261,12 @@ func (e *Engine) handleChat(w http.ResponseWriter, r *http.Request) {
 
 // newJob tokenizes the request, plays its disaggregation part and queues it on a rank.
 func (e *Engine) newJob(ctx context.Context, req *chatRequest) (*job, *badRequest) {
-	ids, err := e.spec.Tokenizer.EncodeChat(req.chat())
-	if err != nil {
-		return nil, invalid("Failed to apply the chat template: %v", err)
+	ids := req.promptIDs
+	if req.api == apiChat {
+		var err error
+		if ids, err = e.spec.Tokenizer.EncodeChat(req.chat()); err != nil {
+			return nil, invalid("Failed to apply the chat template: %v", err)
+		}
 	}
 	maxOut, reason, bad := e.outputBudget(req, len(ids))
 	if bad != nil {

@@ -293,6 +293,13 @@ func (e *Engine) pickRank(want *int) *rank {
 func (e *Engine) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", e.handleChat)
+	mux.HandleFunc("POST /v1/completions", e.handleCompletions)
+	mux.HandleFunc("POST /generate", e.handleGenerate)
+	mux.HandleFunc("POST /v1/embeddings", e.inputs(e.embeddings))
+	mux.HandleFunc("POST /v1/rerank", e.inputs(e.rerank))
+	mux.HandleFunc("POST /v1/score", e.inputs(e.score))
+	mux.HandleFunc("POST /classify", e.inputs(e.classify))
+	mux.HandleFunc("GET /get_model_info", e.handleModelInfo)
 	mux.HandleFunc("GET /health", e.handleHealth)
 	mux.HandleFunc("GET /health_generate", e.handleHealth)
 	mux.HandleFunc("GET /v1/models", e.handleModels)
