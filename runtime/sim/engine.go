@@ -18,6 +18,9 @@ import (
 type EngineSpec struct {
 	ID    string
 	Model string
+	// Kind is the engine software imitated: its load endpoints and metric names, its KV
+	// event encoding and block hashes, its PD protocol. Empty means SGLang.
+	Kind plan.Kind
 	// Role is plain (the default), prefill or decode.
 	Role plan.Role
 	// Addr is the host:port to serve on. The host must be a loopback address; empty
@@ -40,11 +43,16 @@ type EngineSpec struct {
 
 // KVEventsSpec is where an engine publishes its KV events.
 type KVEventsSpec struct {
-	// Endpoint is "tcp://host:port" for DP rank 0; rank r binds port+r, always on
-	// 127.0.0.1. Port 0 picks free consecutive ports.
+	// Endpoint is "tcp://host:port" for DP rank 0; rank r uses port+r. A binding publisher
+	// listens on 127.0.0.1 whatever the host, and port 0 picks free consecutive ports.
 	Endpoint string
+	// Dial makes the publisher connect to a router listening at Endpoint (the router's
+	// kv_events.mode "bind") instead of binding it.
+	Dial bool
 	// Topic is the first frame of every message; empty means "kv@<id>@<model>".
 	Topic string
+	// Encoding is a plan.Encoding* name; empty means the engine kind's.
+	Encoding string
 }
 
 // Engine is one running simulated engine.
@@ -140,8 +148,29 @@ func (s *EngineSpec) normalize() error {
 	if !isLoopback(host) {
 		return fmt.Errorf("engine %s: the simulator serves on loopback addresses only, not %q", s.ID, host)
 	}
-	if s.KVEvents != nil && s.KVEvents.Topic == "" {
-		s.KVEvents = &KVEventsSpec{Endpoint: s.KVEvents.Endpoint, Topic: "kv@" + s.ID + "@" + s.Model}
+	switch s.Kind {
+	case "":
+		s.Kind = plan.KindSGLang
+	case plan.KindSGLang, plan.KindVLLM:
+	default:
+		return fmt.Errorf("engine %s: unknown kind %q", s.ID, s.Kind)
+	}
+	if s.KVEvents != nil {
+		kv := *s.KVEvents
+		if kv.Topic == "" {
+			kv.Topic = "kv@" + s.ID + "@" + s.Model
+		}
+		switch kv.Encoding {
+		case "":
+			kv.Encoding = plan.EncodingSGLangArray
+			if s.Kind == plan.KindVLLM {
+				kv.Encoding = plan.EncodingVLLMMap
+			}
+		case plan.EncodingSGLangArray, plan.EncodingVLLMArray, plan.EncodingVLLMMap:
+		default:
+			return fmt.Errorf("engine %s: unknown kv events encoding %q", s.ID, kv.Encoding)
+		}
+		s.KVEvents = &kv
 	}
 	return nil
 }
@@ -197,6 +226,9 @@ func (e *Engine) openPublishers() ([]*publisher, error) {
 		return nil, fmt.Errorf("engine %s: %w", e.spec.ID, err)
 	}
 	attempts := 1
+	if kv.Dial && hasZeroPort(ep0) {
+		return nil, fmt.Errorf("engine %s: a publisher that dials needs the router's port, not 0", e.spec.ID)
+	}
 	if hasZeroPort(ep0) {
 		attempts = 50
 	}
@@ -217,7 +249,13 @@ func (e *Engine) tryPublishers(kv *KVEventsSpec) ([]*publisher, error) {
 		if err != nil {
 			return nil, err
 		}
-		p, err := newPublisher(ep, kv.Topic, r, e.spec.Config.BlockSize)
+		if kv.Dial {
+			ep, err = dialEndpoint(base, r)
+			if err != nil {
+				return nil, err
+			}
+		}
+		p, err := newPublisher(ep, kv.Topic, r, e.spec.Config.BlockSize, pubEncoding{name: kv.Encoding, seed: e.spec.ID}, kv.Dial)
 		if err != nil {
 			for _, p := range pubs {
 				p.close()
@@ -289,12 +327,19 @@ func (e *Engine) routes() http.Handler {
 	mux.HandleFunc("GET /health", e.handleHealth)
 	mux.HandleFunc("GET /health_generate", e.handleHealth)
 	mux.HandleFunc("GET /v1/models", e.handleModels)
-	mux.HandleFunc("GET /server_info", e.handleServerInfo)
-	mux.HandleFunc("GET /get_server_info", e.handleServerInfo)
-	mux.HandleFunc("GET /v1/loads", e.handleLoads)
-	mux.HandleFunc("GET /get_load", e.handleGetLoad)
-	mux.HandleFunc("GET /metrics", e.handleMetrics)
-	mux.HandleFunc("POST /flush_cache", e.handleFlush)
+	if e.spec.Kind == plan.KindVLLM {
+		// vLLM has neither SGLang's load endpoints nor /server_info: load comes from
+		// its Prometheus gauges.
+		mux.HandleFunc("GET /metrics", e.handleVLLMMetrics)
+		mux.HandleFunc("POST /reset_prefix_cache", e.handleFlush)
+	} else {
+		mux.HandleFunc("GET /server_info", e.handleServerInfo)
+		mux.HandleFunc("GET /get_server_info", e.handleServerInfo)
+		mux.HandleFunc("GET /v1/loads", e.handleLoads)
+		mux.HandleFunc("GET /get_load", e.handleGetLoad)
+		mux.HandleFunc("GET /metrics", e.handleMetrics)
+		mux.HandleFunc("POST /flush_cache", e.handleFlush)
+	}
 	mux.HandleFunc("/sim/faults", e.handleFaults)
 	return mux
 }

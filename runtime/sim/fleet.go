@@ -104,11 +104,11 @@ func SpecsFromPlan(p *plan.Plan, cfg Config) ([]EngineSpec, error) {
 			addr = net.JoinHostPort(u.Hostname(), "80")
 		}
 		spec := EngineSpec{
-			ID: pe.ID, Model: pe.Model, Role: pe.Role, Addr: addr,
+			ID: pe.ID, Model: pe.Model, Kind: pe.Kind, Role: pe.Role, Addr: addr,
 			BootstrapPort: pe.BootstrapPort, DPSize: pe.DPSize, Config: cfg,
 		}
 		if kv := pe.KVEvents; kv != nil {
-			spec.KVEvents = &KVEventsSpec{Endpoint: kv.Endpoint, Topic: kv.Topic}
+			spec.KVEvents = &KVEventsSpec{Endpoint: kv.Endpoint, Topic: kv.Topic, Encoding: kv.Encoding, Dial: kv.Mode == plan.KVBind}
 			if kv.BlockSize > 0 {
 				spec.Config.BlockSize = kv.BlockSize
 			}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-zeromq/zmq4"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/routerkit/router/runtime/plan"
 )
 
 // kvEventKind is the type of a KV-cache event.
@@ -107,36 +109,63 @@ func (w *errWriter) hashes(h int64) {
 	w.do(w.enc.EncodeInt(h))
 }
 
-// publisher is one rank's ZMQ PUB socket. Its sequence numbers start at 0, as SGLang's do.
+// publisher is one rank's ZMQ PUB socket. Its sequence numbers start at 0, as SGLang's
+// and vLLM's do.
 type publisher struct {
 	sock      zmq4.Socket
 	endpoint  string
 	topic     []byte
 	dpRank    int
 	blockSize int
+	encoding  string      // a plan.Encoding* name; "" is SGLang's
+	vllm      *vllmHasher // the vLLM encodings' block names
 	seq       uint64
 }
 
-// newPublisher binds a PUB socket at endpoint ("tcp://host:port"; port 0 picks a free one).
-func newPublisher(endpoint, topic string, dpRank, blockSize int) (*publisher, error) {
-	sock := zmq4.NewPub(context.Background())
-	if err := sock.Listen(endpoint); err != nil {
-		sock.Close()
+// newPublisher binds a PUB socket at endpoint ("tcp://host:port"; port 0 picks a free
+// one), as SGLang and vLLM do for a wildcard endpoint, or with dial set connects it to a
+// router listening there, as they (and llm-d's simulator) do for a named host. A dialing
+// publisher connects in the background and reconnects, so it may start before the
+// router listens; batches published while it is not connected are lost.
+func newPublisher(endpoint, topic string, dpRank, blockSize int, enc pubEncoding, dial bool) (*publisher, error) {
+	p := &publisher{topic: []byte(topic), dpRank: dpRank, blockSize: blockSize, encoding: enc.name}
+	if enc.name == plan.EncodingVLLMArray || enc.name == plan.EncodingVLLMMap {
+		p.vllm = newVLLMHasher(enc.seed)
+	}
+	if dial {
+		p.sock = zmq4.NewPub(context.Background(), zmq4.WithDialerMaxRetries(-1),
+			zmq4.WithDialerRetry(100*time.Millisecond), zmq4.WithAutomaticReconnect(true))
+		p.endpoint = endpoint
+		go func() { _ = p.sock.Dial(endpoint) }() // returns once connected, or closed
+		return p, nil
+	}
+	p.sock = zmq4.NewPub(context.Background())
+	if err := p.sock.Listen(endpoint); err != nil {
+		p.sock.Close()
 		return nil, fmt.Errorf("kv events: %w", err)
 	}
-	return &publisher{
-		sock:      sock,
-		endpoint:  "tcp://" + sock.Addr().String(),
-		topic:     []byte(topic),
-		dpRank:    dpRank,
-		blockSize: blockSize,
-	}, nil
+	p.endpoint = "tcp://" + p.sock.Addr().String()
+	return p, nil
+}
+
+// pubEncoding is what a publisher sends: a plan.Encoding* name and, for vLLM's, the seed
+// of its block hashes (vLLM's PYTHONHASHSEED).
+type pubEncoding struct {
+	name string
+	seed string
 }
 
 // publish sends one batch as the three frames (topic, 8-byte big-endian sequence, payload).
 // The PUB socket only queues the message, so publish does not wait for subscribers.
 func (p *publisher) publish(events []kvEvent) error {
-	payload, err := encodeBatch(time.Now(), events, p.dpRank, p.blockSize)
+	var payload []byte
+	var err error
+	switch p.encoding {
+	case plan.EncodingVLLMArray, plan.EncodingVLLMMap:
+		payload, err = p.vllm.encodeBatch(time.Now(), events, p.dpRank, p.blockSize, p.encoding == plan.EncodingVLLMMap)
+	default:
+		payload, err = encodeBatch(time.Now(), events, p.dpRank, p.blockSize)
+	}
 	if err != nil {
 		return err
 	}
@@ -172,4 +201,26 @@ func rankEndpoint(base string, r int) (string, error) {
 		port += r
 	}
 	return "tcp://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), nil
+}
+
+// dialEndpoint returns the router endpoint rank r of a dialing publisher connects to:
+// port base+r, as vLLM offsets a connecting publisher's port too
+// (ZmqEventPublisher.offset_endpoint_port). A wildcard host means the local router.
+func dialEndpoint(base string, r int) (string, error) {
+	addr, ok := strings.CutPrefix(base, "tcp://")
+	if !ok {
+		return "", fmt.Errorf("kv events endpoint %q: only tcp:// is supported", base)
+	}
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("kv events endpoint %q: %w", base, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port <= 0 || port+r > 65535 {
+		return "", fmt.Errorf("kv events endpoint %q: bad port", base)
+	}
+	if host == "" || host == "*" || net.ParseIP(host).IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "tcp://" + net.JoinHostPort(host, strconv.Itoa(port+r)), nil
 }
