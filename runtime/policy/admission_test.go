@@ -39,7 +39,7 @@ func TestAdmissionCheck(t *testing.T) {
 		{name: "basic report has no kv or pending metrics", limits: Limits{MaxKVTokens: 1, MaxPendingPrefillTokens: 1}, report: basic},
 		// vLLM's /metrics: KV usage and capacity, no pending-prefill tokens.
 		{name: "vllm metrics report bounds kv tokens", limits: Limits{MaxKVTokens: 4000, MaxPendingPrefillTokens: 1},
-			report: &load.Report{Sample: load.Sample{KVKnown: true, UsedKVTokens: 4000, TotalKVTokens: 4000, MaxKVTokens: 16000}},
+			report:    &load.Report{Sample: load.Sample{KVKnown: true, UsedKVTokens: 4000, TotalKVTokens: 4000, MaxKVTokens: 16000}},
 			wantLimit: LimitKVTokens, wantValue: 4000},
 		{name: "vllm metrics report below the kv cap, no pending-prefill metric", limits: Limits{MaxKVTokens: 4001, MaxPendingPrefillTokens: 1},
 			report: &load.Report{Sample: load.Sample{KVKnown: true, UsedKVTokens: 4000, TotalKVTokens: 4000, MaxKVTokens: 16000, WaitingUncachedTokens: 99}}},
