@@ -1,0 +1,327 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/server"
+	"github.com/routerkit/router/runtime/sim"
+)
+
+// routedTo records which engine host each request the router dispatched went to.
+type routedTo struct {
+	next  http.RoundTripper
+	mu    sync.Mutex
+	hosts []string
+}
+
+func (r *routedTo) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPost {
+		r.mu.Lock()
+		r.hosts = append(r.hosts, req.URL.Host)
+		r.mu.Unlock()
+	}
+	return r.next.RoundTrip(req)
+}
+
+func (r *routedTo) last() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.hosts) == 0 {
+		return ""
+	}
+	return r.hosts[len(r.hosts)-1]
+}
+
+// kindsFleet is a router serving a simulated fleet, with a map from engine host to id.
+type kindsFleet struct {
+	fleet  *sim.Fleet
+	url    string
+	routed *routedTo
+	byHost map[string]string
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startKindsFleet starts the plan's engines as simulated ones of their kinds, KV-event
+// encodings and modes: connect-mode publishers bind free ports, which the plan then
+// names; bind-mode publishers dial the port the plan gives the router. Then it serves
+// the router on a free port.
+func startKindsFleet(t *testing.T, p *plan.Plan, cfg sim.Config) *kindsFleet {
+	t.Helper()
+	specs, err := sim.SpecsFromPlan(p, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range specs {
+		specs[i].Addr = ""
+		if kv := specs[i].KVEvents; kv != nil && !kv.Dial {
+			kv.Endpoint = "tcp://127.0.0.1:0"
+		}
+	}
+	fleet, err := sim.Start(context.Background(), specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fleet.Close() })
+	kf := &kindsFleet{fleet: fleet, byHost: map[string]string{}, routed: &routedTo{next: http.DefaultTransport.(*http.Transport).Clone()}}
+	for i := range p.Engines {
+		e := &p.Engines[i]
+		se := fleet.Engine(e.ID)
+		e.URL = se.URL()
+		kf.byHost[strings.TrimPrefix(se.URL(), "http://")] = e.ID
+		if e.KVEvents != nil && e.KVEvents.Mode == plan.KVConnect {
+			e.KVEvents.Endpoint = se.KVEndpoints()[0]
+		}
+	}
+	srv, err := server.New(p, server.Options{Transport: kf.routed, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kf.url = "http://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	eventually(t, "router ready", func() bool {
+		resp, err := http.Get(kf.url + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return kf
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// chat posts a non-streaming chat request to base (an engine or the router) and returns
+// the status.
+func chat(t *testing.T, base, prompt string, maxTokens int) int {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"model": "m", "max_tokens": maxTokens,
+		"messages": []map[string]string{{"role": "user", "content": prompt}}})
+	resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+// metric reads one sample of the router's /metrics, -1 when absent.
+func (kf *kindsFleet) metric(t *testing.T, series string) float64 {
+	t.Helper()
+	resp, err := http.Get(kf.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	return -1
+}
+
+func prompt(tag string) string {
+	return fmt.Sprintf("%s: %s", tag, strings.Repeat(tag+" shares this long prefix with nobody else; ", 20))
+}
+
+// TestMixedFleetCacheAwareOverEveryEncodingAndMode runs SGLang and vLLM engines behind
+// `router serve` with every KV-event encoding (SGLang array, vLLM array, vLLM map) in
+// both modes (the router dials the engine, or the engine dials the router). Each engine
+// caches a prompt nobody else has; the router's index learns it over real ZMQ, and
+// cache_aware then sends the same prompt to that engine.
+func TestMixedFleetCacheAwareOverEveryEncodingAndMode(t *testing.T) {
+	type variant struct {
+		kind     plan.Kind
+		encoding string
+		mode     string
+	}
+	var variants []variant
+	for _, mode := range []string{plan.KVConnect, plan.KVBind} {
+		variants = append(variants,
+			variant{plan.KindSGLang, plan.EncodingSGLangArray, mode},
+			variant{plan.KindVLLM, plan.EncodingVLLMArray, mode},
+			variant{plan.KindVLLM, plan.EncodingVLLMMap, mode})
+	}
+	bindPort := freePort(t)
+	p := &plan.Plan{Health: plan.Health{IntervalMS: 1000, TimeoutMS: 1000, FailureThreshold: 3, SuccessThreshold: 1}, ShutdownGraceSecs: 5}
+	for i, v := range variants {
+		id := fmt.Sprintf("%s-%s-%s", v.kind, strings.ReplaceAll(v.encoding, "_", "-"), v.mode)
+		source := "loads"
+		if v.kind == plan.KindVLLM {
+			source = "metrics"
+		}
+		kv := &plan.KVEvents{Mode: v.mode, Topic: "kv@" + id + "@m", Encoding: v.encoding, MaxBlocks: 1 << 16}
+		if v.mode == plan.KVBind {
+			kv.Endpoint = "tcp://127.0.0.1:" + strconv.Itoa(bindPort) // one endpoint, told apart by topic
+		}
+		p.Engines = append(p.Engines, plan.Engine{Kind: v.kind, ID: id, Model: "m", Role: plan.RolePlain, DPSize: 1,
+			URL: "http://127.0.0.1:" + strconv.Itoa(40000+i), Load: plan.LoadSource{Source: source, IntervalMS: 200, StaleAfterMS: 2000}, KVEvents: kv})
+	}
+	p.Models = []plan.Model{{Name: "m", Buckets: []plan.Bucket{{ID: "all", Groups: plan.Groups{Plain: &plan.Group{Policy: plan.Policy{
+		Type: plan.CacheAware, MinMatchedTokens: new(int64(32)), CandidateMinWorkers: 8, CandidateRatio: 0.05, CandidateMaxWorkers: 32,
+		SwitchMarginTokens: new(int64(0)), MinLoadChoices: 2}}}}}}}
+	cfg := sim.DefaultConfig()
+	cfg.TimeScale = 0
+	kf := startKindsFleet(t, p, cfg)
+
+	for _, e := range p.Engines {
+		blocks := fmt.Sprintf("router_kv_blocks{engine=%q}", e.ID)
+		// ZMQ's slow joiner: warm up with fresh prompts until the index holds blocks of the
+		// engine, so the subscription (or the publisher's connection) is up.
+		for i := 0; kf.metric(t, blocks) <= 0; i++ {
+			if i == 500 {
+				t.Fatalf("%s: the router's index never saw the engine's KV events", e.ID)
+			}
+			chat(t, e.URL, prompt(fmt.Sprintf("%s warm-up %d", e.ID, i)), 1)
+			time.Sleep(20 * time.Millisecond)
+		}
+		before := kf.metric(t, blocks)
+		if code := chat(t, e.URL, prompt(e.ID), 1); code != http.StatusOK {
+			t.Fatalf("%s: direct request: %d", e.ID, code)
+		}
+		eventually(t, e.ID+"'s new blocks in the router's index", func() bool { return kf.metric(t, blocks) > before })
+		if code := chat(t, kf.url, prompt(e.ID), 1); code != http.StatusOK {
+			t.Fatalf("%s: routed request: %d", e.ID, code)
+		}
+		if got := kf.byHost[kf.routed.last()]; got != e.ID {
+			t.Errorf("the prompt %s cached went to %s", e.ID, got)
+		}
+	}
+	if v := kf.metric(t, "router_kv_event_unknown_topic_total"); v != 0 {
+		t.Errorf("unknown topics = %v", v)
+	}
+}
+
+// state reads the router's /admin/state engines by id.
+func (kf *kindsFleet) state(t *testing.T) map[string]server.EngineState {
+	t.Helper()
+	resp, err := http.Get(kf.url + "/admin/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st server.State
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]server.EngineState{}
+	for _, e := range st.Engines {
+		out[e.ID] = e
+	}
+	return out
+}
+
+// TestVLLMLoadFromMetrics runs vLLM engines, which have no /v1/loads, behind `router
+// serve` with the vLLM kind's default load source, /metrics: requests the router did not
+// send (so its in-flight counts cannot see them) make load_based avoid the busy engine,
+// and max_running_requests rejects once every engine reports the cap.
+func TestVLLMLoadFromMetrics(t *testing.T) {
+	p := &plan.Plan{Health: plan.Health{IntervalMS: 1000, TimeoutMS: 1000, FailureThreshold: 3, SuccessThreshold: 1}, ShutdownGraceSecs: 5}
+	for i, id := range []string{"V1", "V2"} {
+		p.Engines = append(p.Engines, plan.Engine{Kind: plan.KindVLLM, ID: id, Model: "m", Role: plan.RolePlain, DPSize: 1,
+			URL: "http://127.0.0.1:" + strconv.Itoa(41000+i), Load: plan.LoadSource{Source: "metrics", IntervalMS: 100, StaleAfterMS: 2000}})
+	}
+	p.Models = []plan.Model{{Name: "m", Buckets: []plan.Bucket{{ID: "all", Groups: plan.Groups{Plain: &plan.Group{Policy: plan.Policy{
+		Type: plan.LoadBased, Admission: plan.Admission{MaxRunningRequests: 8}}}}}}}}
+	cfg := sim.DefaultConfig()
+	cfg.DecodePerToken = 200 * time.Millisecond // a 64-token answer runs for 12.8 s
+	kf := startKindsFleet(t, p, cfg)
+
+	busy := func(engine string, n int) {
+		for range n {
+			go func() {
+				resp, err := http.Post(p.Engines[map[string]int{"V1": 0, "V2": 1}[engine]].URL+"/v1/chat/completions", "application/json",
+					strings.NewReader(`{"model":"m","max_tokens":64,"messages":[{"role":"user","content":"keep busy"}]}`))
+				if err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}()
+		}
+	}
+	running := func(want map[string]int64) func() bool {
+		return func() bool {
+			st := kf.state(t)
+			for id, n := range want {
+				l := st[id].Load
+				if l == nil || l.Running != n || !l.KVKnown {
+					return false
+				}
+			}
+			return true
+		}
+	}
+
+	// V1 runs six requests; V2's short ones, finished or just reported, never add up to that.
+	busy("V1", 6)
+	eventually(t, "V1's running requests reported through /metrics", running(map[string]int64{"V1": 6, "V2": 0}))
+	for i := range 4 {
+		if code := chat(t, kf.url, fmt.Sprintf("short %d", i), 1); code != http.StatusOK {
+			t.Fatalf("routed request %d: %d", i, code)
+		}
+		if got := kf.byHost[kf.routed.last()]; got != "V2" {
+			t.Fatalf("request %d went to %s, the engine /metrics reports busy", i, got)
+		}
+	}
+
+	busy("V1", 2)
+	busy("V2", 8)
+	eventually(t, "both engines at the running cap", running(map[string]int64{"V1": 8, "V2": 8}))
+	body, _ := json.Marshal(map[string]any{"model": "m", "max_tokens": 1, "messages": []map[string]string{{"role": "user", "content": "rejected"}}})
+	resp, err := http.Post(kf.url+"/v1/chat/completions", "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(msg), "engine V1 rejected by admission: reported running requests is 8, cap 8") {
+		t.Fatalf("at the cap: %d %s; want 503 with V1 rejected at the running cap", resp.StatusCode, msg)
+	}
+}
