@@ -42,7 +42,12 @@ func Start(ctx context.Context, specs []EngineSpec) (*Fleet, error) {
 			return nil, fmt.Errorf("start simulated engines: %w", err)
 		}
 		f.engines = append(f.engines, e)
-		if e.spec.Role == plan.RolePrefill {
+		switch {
+		case e.spec.Kind == plan.KindVLLM:
+			// vLLM hands KV over by engine and request id, whatever the role: with
+			// kv_both every engine can prefill for a remote decode.
+			rs.local["vllm:"+e.spec.ID] = true
+		case e.spec.Role == plan.RolePrefill:
 			rs.local[bootstrapAddr("127.0.0.1", e.spec.BootstrapPort)] = true
 		}
 	}

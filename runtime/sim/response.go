@@ -35,6 +35,8 @@ type completion struct {
 	Model   string   `json:"model"`
 	Choices []choice `json:"choices"`
 	Usage   usage    `json:"usage"`
+	// KVTransferParams is what a vLLM prefill engine returns for the decode engine.
+	KVTransferParams *kvTransferParams `json:"kv_transfer_params,omitempty"`
 }
 
 type choice struct {
@@ -75,6 +77,11 @@ func (e *Engine) respond(w http.ResponseWriter, ctx context.Context, j *job, f F
 	if !e.awaitDone(ctx, j) {
 		return
 	}
+	var params *kvTransferParams
+	if e.remoteDecode(j.req) && j.reason == "length" {
+		// vLLM hands the KV over only when the prefill stopped on its token cap.
+		params = e.newTransfer(j)
+	}
 	u := e.settle(j)
 	var text strings.Builder
 	for i := range u.CompletionTokens {
@@ -83,7 +90,7 @@ func (e *Engine) respond(w http.ResponseWriter, ctx context.Context, j *job, f F
 	body, err := json.Marshal(completion{
 		ID: j.id, Object: "chat.completion", Created: j.created, Model: e.spec.Model,
 		Choices: []choice{{Message: message{Role: "assistant", Content: text.String()}, FinishReason: j.reason}},
-		Usage:   u,
+		Usage:   u, KVTransferParams: params,
 	})
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error())
