@@ -78,6 +78,20 @@ func (e *Engine) ID() string { return e.spec.ID }
 // Model returns the served model name.
 func (e *Engine) Model() string { return e.spec.Model }
 
+// Kind returns the engine software the simulator imitates.
+func (e *Engine) Kind() plan.Kind { return e.spec.Kind }
+
+// KVEncoding returns the encoding of the engine's KV events, or "" when they are off.
+func (e *Engine) KVEncoding() string {
+	if e.spec.KVEvents == nil {
+		return ""
+	}
+	return e.spec.KVEvents.Encoding
+}
+
+// KVDials reports whether the engine's publishers dial a router rather than bind.
+func (e *Engine) KVDials() bool { return e.spec.KVEvents != nil && e.spec.KVEvents.Dial }
+
 // Role returns the engine's role.
 func (e *Engine) Role() plan.Role { return e.spec.Role }
 
