@@ -121,13 +121,13 @@ type engineInfo struct {
 	stats     engineStats
 }
 
-// block is one router-hashed block held by at least one rank.
+// block is one router-hashed block held by at least one rank. It is a map value, not a
+// pointer, so a lookup reads the owners with one map probe.
 type block struct {
-	// digest is the block's full SHA-256, which its children's hashes chain over; known
-	// is false for a block stored by hash alone, which then has no children.
-	digest [32]byte
-	known  bool
 	owners []owner
+	// digest is the block's full SHA-256, which its children's hashes chain over; nil for
+	// a block stored by hash alone, which then has no children.
+	digest *[32]byte
 }
 
 // Index is the local prefix index: for each router block hash, the engine ranks holding
@@ -138,8 +138,8 @@ type Index struct {
 	sizes   map[string][]int       // model -> distinct block sizes, fixed
 
 	mu     sync.RWMutex
-	blocks map[int64]*block // router hash -> block
-	ranks  []*rankState     // by owner
+	blocks map[int64]block // router hash -> block
+	ranks  []*rankState    // by owner
 
 	unknownTopics counter // bind-mode messages whose topic names no engine
 }
@@ -148,7 +148,7 @@ type Index struct {
 // engine without kv_events never owns a block). A nil plan gives an index of no engines,
 // on which every lookup misses.
 func NewIndex(p *plan.Plan) *Index {
-	ix := &Index{engines: map[string]*engineInfo{}, sizes: map[string][]int{}, blocks: map[int64]*block{}}
+	ix := &Index{engines: map[string]*engineInfo{}, sizes: map[string][]int{}, blocks: map[int64]block{}}
 	if p == nil {
 		return ix
 	}
@@ -247,11 +247,9 @@ func (ix *Index) LookupHashes(hashes []int64, blockSize int) []Match {
 	defer ix.mu.RUnlock()
 	var buf [16]owner
 	alive := buf[:0]
-	if b := ix.blocks[hashes[0]]; b != nil {
-		for _, o := range b.owners {
-			if ix.ownerOf[o].blockSize == blockSize {
-				alive = append(alive, o)
-			}
+	for _, o := range ix.blocks[hashes[0]].owners {
+		if ix.ownerOf[o].blockSize == blockSize {
+			alive = append(alive, o)
 		}
 	}
 	var out []Match
@@ -268,10 +266,7 @@ func (ix *Index) LookupHashes(hashes []int64, blockSize int) []Match {
 	// Block i's hash chains over every earlier block, so a rank holding it holds the whole
 	// prefix up to it; walk while some rank holds every block so far.
 	for i := 1; i < len(hashes) && len(alive) > 0; i++ {
-		var next []owner
-		if b := ix.blocks[hashes[i]]; b != nil {
-			next = b.owners
-		}
+		next := ix.blocks[hashes[i]].owners
 		kept := alive[:0]
 		for _, o := range alive {
 			if slices.Contains(next, o) {

@@ -82,52 +82,44 @@ func (ix *Index) store(o owner, e Event, st *engineStats, buf []byte) []byte {
 	size := len(e.Tokens) / n
 	var parent *[sha256.Size]byte
 	if e.HasParent {
-		h, ok := ix.ranks[o].held[e.Parent]
-		var b *block
-		if ok {
-			b = ix.blocks[h.router]
+		if h, ok := ix.ranks[o].held[e.Parent]; ok {
+			parent = ix.blocks[h.router].digest
 		}
-		if b == nil || !b.known {
+		if parent == nil {
 			st.orphans.add(n)
 			return buf
 		}
-		d := b.digest
-		parent = &d
 	}
 	for i, h := range e.Hashes {
-		var digest [sha256.Size]byte
+		digest := new([sha256.Size]byte)
 		var router int64
-		digest, router, buf = chainHash(parent, e.Tokens[i*size:(i+1)*size], buf)
-		ix.hold(o, h, router, &digest, e.Medium, st)
-		parent = &digest
+		*digest, router, buf = chainHash(parent, e.Tokens[i*size:(i+1)*size], buf)
+		parent = ix.hold(o, h, router, digest, e.Medium, st)
 	}
 	return buf
 }
 
 // hold makes rank o hold the block the engine calls engine and the router calls router,
-// on medium m, evicting the rank's oldest block when that passes its cap.
-func (ix *Index) hold(o owner, engine, router int64, digest *[sha256.Size]byte, m Medium, st *engineStats) {
+// on medium m, evicting the rank's oldest block when that passes its cap. It returns the
+// block's digest as the index keeps it, nil when unknown.
+func (ix *Index) hold(o owner, engine, router int64, digest *[sha256.Size]byte, m Medium, st *engineStats) *[sha256.Size]byte {
 	rs := ix.ranks[o]
 	if cur, ok := rs.held[engine]; ok {
 		if cur.router == router {
 			cur.medium |= m
 			rs.held[engine] = cur
-			ix.learnDigest(router, digest)
-			return
+			return ix.learnDigest(router, digest)
 		}
 		ix.drop(o, engine) // the engine reused its name for other tokens
 	}
 	b := ix.blocks[router]
-	if b == nil {
-		b = &block{}
-		ix.blocks[router] = b
-	}
-	if !b.known && digest != nil {
-		b.digest, b.known = *digest, true
+	if b.digest == nil {
+		b.digest = digest
 	}
 	if !slices.Contains(b.owners, o) {
 		b.owners = append(b.owners, o)
 	}
+	ix.blocks[router] = b
 	rs.gen++
 	rs.held[engine] = held{router: router, medium: m, gen: rs.gen}
 	rs.order = append(rs.order, orderEntry{engine: engine, gen: rs.gen})
@@ -135,12 +127,18 @@ func (ix *Index) hold(o owner, engine, router int64, digest *[sha256.Size]byte, 
 		ix.evictOldest(o, st)
 	}
 	rs.compact()
+	return b.digest
 }
 
-func (ix *Index) learnDigest(router int64, digest *[sha256.Size]byte) {
-	if b := ix.blocks[router]; b != nil && !b.known && digest != nil {
-		b.digest, b.known = *digest, true
+// learnDigest records the digest of a block stored by hash alone, once a store with
+// token ids names it, and returns the digest the index keeps.
+func (ix *Index) learnDigest(router int64, digest *[sha256.Size]byte) *[sha256.Size]byte {
+	b, ok := ix.blocks[router]
+	if ok && b.digest == nil && digest != nil {
+		b.digest = digest
+		ix.blocks[router] = b
 	}
+	return b.digest
 }
 
 // evictOldest drops the rank's oldest current block.
@@ -204,18 +202,17 @@ func (ix *Index) drop(o owner, engine int64) {
 
 // unlink removes o from the router block's owners, and the block once nobody holds it.
 func (ix *Index) unlink(o owner, router int64) {
-	b := ix.blocks[router]
-	if b == nil {
-		return
-	}
+	b, ok := ix.blocks[router]
 	i := slices.Index(b.owners, o)
-	if i < 0 {
+	if !ok || i < 0 {
 		return
 	}
 	b.owners[i] = b.owners[len(b.owners)-1]
 	b.owners = b.owners[:len(b.owners)-1]
 	if len(b.owners) == 0 {
 		delete(ix.blocks, router)
+	} else {
+		ix.blocks[router] = b
 	}
 }
 

@@ -172,3 +172,25 @@ func BenchmarkIndexBytesPerBlock(b *testing.B) {
 var sink *Index
 
 func keepAlive(ix *Index) { sink = ix }
+
+// BenchmarkIndexApplyStored is the ingestion of one vLLM-style BlockStored of 16 chained
+// 16-token blocks: decoding aside, the router's rehash of every block from its token ids
+// and the bookkeeping of engine and router hashes. The rank's cap keeps the index at 4096
+// blocks, so steady state includes evicting the oldest.
+func BenchmarkIndexApplyStored(b *testing.B) {
+	p := &plan.Plan{Engines: []plan.Engine{{ID: "V", Model: "m", KVEvents: &plan.KVEvents{MaxBlocks: 4096}}}}
+	ix := NewIndex(p)
+	prompt := benchPrompt(16 * DefaultBlockSize)
+	hs := make([]int64, 16)
+	b.ReportAllocs()
+	n := int64(0)
+	for b.Loop() {
+		prompt[0]++ // another chain each time
+		for j := range hs {
+			n++
+			hs[j] = n
+		}
+		ix.Apply("V", 0, vllmStore(prompt, hs, nil))
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*16), "ns/block")
+}
