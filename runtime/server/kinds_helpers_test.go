@@ -192,4 +192,3 @@ func (kf *kindsFleet) state(t *testing.T) map[string]server.EngineState {
 	}
 	return out
 }
-
