@@ -14,6 +14,7 @@ import (
 // router dials the engine's publisher, which a wildcard address cannot name.
 func (c *checker) checkKVEvents() {
 	topics := map[string]string{} // bind endpoint + topic -> engine id
+	binds := map[string]string{}  // bind port -> endpoint as first written
 	for i := range c.p.Engines {
 		e := &c.p.Engines[i]
 		kv := e.KVEvents
@@ -28,6 +29,11 @@ func (c *checker) checkKVEvents() {
 				c.at(append(at, sel("topic")...), "engine %q binds its KV events endpoint, where publishers are told apart by topic only: set kv_events.topic to the topic the engine publishes, e.g. \"kv@%s@%s\"", e.ID, e.ID, e.Model)
 				continue
 			}
+			if first, ok := binds[bindKey(kv.Endpoint)]; ok && listenHost(first) != listenHost(kv.Endpoint) {
+				c.at(append(at, sel("endpoint")...), "engine %q binds %s, but another engine binds the same port as %s: the router listens once per port, so write the same endpoint for both", e.ID, kv.Endpoint, first)
+				continue
+			}
+			binds[bindKey(kv.Endpoint)] = kv.Endpoint
 			key := bindKey(kv.Endpoint) + " " + kv.Topic
 			if other, ok := topics[key]; ok {
 				c.at(append(at, sel("topic")...), "engines %q and %q both publish topic %q to bind endpoint %s: give each engine its own topic", other, e.ID, kv.Topic, kv.Endpoint)
@@ -72,6 +78,15 @@ func endpointHost(ep string) string {
 		return ""
 	}
 	return host
+}
+
+// listenHost is the address the router listens on for a bind endpoint: "*" and an empty
+// host are every interface, as 0.0.0.0.
+func listenHost(ep string) string {
+	if h := endpointHost(ep); h != "*" && h != "" {
+		return h
+	}
+	return "0.0.0.0"
 }
 
 // bindKey identifies a listening socket: the port, since wildcard and named hosts of
