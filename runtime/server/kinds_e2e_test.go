@@ -149,3 +149,56 @@ func TestVLLMLoadFromMetrics(t *testing.T) {
 		t.Fatalf("at the cap: %d %s; want 503 with V1 rejected at the running cap", resp.StatusCode, msg)
 	}
 }
+
+// TestKVEventGapRefilledFromTheReplaySocket loses one KV-event batch of a vLLM engine on
+// the wire (the simulator keeps it for replay, as vLLM's publisher does); the next batch
+// reveals the gap, the router asks the engine's replay socket for the lost one, and the
+// prefix that only the lost batch announced is then routed to its holder.
+func TestKVEventGapRefilledFromTheReplaySocket(t *testing.T) {
+	p := &plan.Plan{Health: plan.Health{IntervalMS: 1000, TimeoutMS: 1000, FailureThreshold: 3, SuccessThreshold: 1}, ShutdownGraceSecs: 5}
+	for i, id := range []string{"V1", "V2", "V3"} {
+		p.Engines = append(p.Engines, plan.Engine{Kind: plan.KindVLLM, ID: id, Model: "m", Role: plan.RolePlain, DPSize: 1,
+			URL:  "http://127.0.0.1:" + strconv.Itoa(42000+i),
+			Load: plan.LoadSource{Source: "metrics", IntervalMS: 200, StaleAfterMS: 2000},
+			KVEvents: &plan.KVEvents{Mode: plan.KVConnect, Topic: "kv@" + id + "@m", Encoding: plan.EncodingVLLMMap,
+				ReplayEndpoint: "tcp://127.0.0.1:0", MaxBlocks: 1 << 16}})
+	}
+	p.Models = []plan.Model{{Name: "m", Buckets: []plan.Bucket{{ID: "all", Groups: plan.Groups{Plain: &plan.Group{Policy: plan.Policy{
+		Type: plan.CacheAware, MinMatchedTokens: new(int64(32)), CandidateMinWorkers: 8, CandidateRatio: 0.05, CandidateMaxWorkers: 32,
+		SwitchMarginTokens: new(int64(0)), MinLoadChoices: 2}}}}}}}
+	cfg := sim.DefaultConfig()
+	cfg.TimeScale = 0
+	kf := startKindsFleet(t, p, cfg)
+	v1 := p.Engines[0]
+	blocks := `router_kv_blocks{engine="V1"}`
+	for i := 0; kf.metric(t, blocks) <= 0; i++ {
+		if i == 500 {
+			t.Fatal("the router's index never saw V1's KV events")
+		}
+		chat(t, v1.URL, prompt(fmt.Sprintf("V1 warm-up %d", i)), 1)
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	se := kf.fleet.Engine("V1")
+	if err := se.SetFaults(sim.Faults{DropKVEvents: true}); err != nil {
+		t.Fatal(err)
+	}
+	if code := chat(t, v1.URL, prompt("lost"), 1); code != http.StatusOK {
+		t.Fatalf("direct request: %d", code)
+	}
+	if err := se.SetFaults(sim.Faults{}); err != nil {
+		t.Fatal(err)
+	}
+	chat(t, v1.URL, prompt("after the loss"), 1)
+	refilled := `router_kv_event_replays_total{engine="V1",result="refilled"}`
+	eventually(t, "the gap refilled", func() bool { return kf.metric(t, refilled) == 1 })
+	if v := kf.metric(t, `router_kv_event_gaps_total{engine="V1"}`); v != 1 {
+		t.Fatalf("gaps = %v, want 1", v)
+	}
+	if code := chat(t, kf.url, prompt("lost"), 1); code != http.StatusOK {
+		t.Fatalf("routed request: %d", code)
+	}
+	if got := kf.byHost[kf.routed.last()]; got != "V1" {
+		t.Errorf("the prefix announced only by the replayed batch went to %s", got)
+	}
+}

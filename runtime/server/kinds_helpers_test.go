@@ -49,6 +49,7 @@ func (r *routedTo) last() string {
 }
 
 // kindsFleet is a router serving a simulated fleet, with a map from engine host to id.
+// Engines with a replay endpoint get one on a free port, which the plan then names.
 type kindsFleet struct {
 	fleet  *sim.Fleet
 	url    string
@@ -81,6 +82,9 @@ func startKindsFleet(t *testing.T, p *plan.Plan, cfg sim.Config) *kindsFleet {
 		if kv := specs[i].KVEvents; kv != nil && !kv.Dial {
 			kv.Endpoint = "tcp://127.0.0.1:0"
 		}
+		if kv := specs[i].KVEvents; kv != nil && kv.ReplayEndpoint != "" {
+			kv.ReplayEndpoint = "tcp://127.0.0.1:0"
+		}
 	}
 	fleet, err := sim.Start(context.Background(), specs)
 	if err != nil {
@@ -95,6 +99,9 @@ func startKindsFleet(t *testing.T, p *plan.Plan, cfg sim.Config) *kindsFleet {
 		kf.byHost[strings.TrimPrefix(se.URL(), "http://")] = e.ID
 		if e.KVEvents != nil && e.KVEvents.Mode == plan.KVConnect {
 			e.KVEvents.Endpoint = se.KVEndpoints()[0]
+		}
+		if e.KVEvents != nil && e.KVEvents.ReplayEndpoint != "" {
+			e.KVEvents.ReplayEndpoint = se.KVReplayEndpoints()[0]
 		}
 	}
 	srv, err := server.New(p, server.Options{Transport: kf.routed, Logger: slog.New(slog.DiscardHandler)})

@@ -53,6 +53,9 @@ type KVEventsSpec struct {
 	Topic string
 	// Encoding is a plan.Encoding* name; empty means the engine kind's.
 	Encoding string
+	// ReplayEndpoint, when set, is where rank 0 binds its replay socket (rank r at
+	// port+r, on 127.0.0.1; port 0 picks a free one).
+	ReplayEndpoint string
 }
 
 // Engine is one running simulated engine.
@@ -113,6 +116,19 @@ func (e *Engine) KVEndpoints() []string {
 	eps := make([]string, len(e.ranks))
 	for i, k := range e.ranks {
 		eps[i] = k.pub.endpoint
+	}
+	return eps
+}
+
+// KVReplayEndpoints returns the endpoint of each DP rank's replay socket, or nil when
+// there is none.
+func (e *Engine) KVReplayEndpoints() []string {
+	if e.spec.KVEvents == nil || e.spec.KVEvents.ReplayEndpoint == "" {
+		return nil
+	}
+	eps := make([]string, len(e.ranks))
+	for i, k := range e.ranks {
+		eps[i] = k.pub.replay.endpoint
 	}
 	return eps
 }
@@ -269,7 +285,14 @@ func (e *Engine) tryPublishers(kv *KVEventsSpec) ([]*publisher, error) {
 				return nil, err
 			}
 		}
-		p, err := newPublisher(ep, kv.Topic, r, e.spec.Config.BlockSize, pubEncoding{name: kv.Encoding, seed: e.spec.ID}, kv.Dial)
+		c := pubConfig{endpoint: ep, dial: kv.Dial, topic: kv.Topic, dpRank: r, blockSize: e.spec.Config.BlockSize,
+			encoding: kv.Encoding, seed: e.spec.ID, drop: func() bool { return e.faults.Load().DropKVEvents }}
+		if kv.ReplayEndpoint != "" {
+			if c.replay, err = rankEndpoint(kv.ReplayEndpoint, r); err != nil {
+				return nil, err
+			}
+		}
+		p, err := newPublisher(c)
 		if err != nil {
 			for _, p := range pubs {
 				p.close()

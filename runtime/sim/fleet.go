@@ -113,7 +113,7 @@ func SpecsFromPlan(p *plan.Plan, cfg Config) ([]EngineSpec, error) {
 			BootstrapPort: pe.BootstrapPort, DPSize: pe.DPSize, Config: cfg,
 		}
 		if kv := pe.KVEvents; kv != nil {
-			spec.KVEvents = &KVEventsSpec{Endpoint: kv.Endpoint, Topic: kv.Topic, Encoding: kv.Encoding, Dial: kv.Mode == plan.KVBind}
+			spec.KVEvents = &KVEventsSpec{Endpoint: kv.Endpoint, Topic: kv.Topic, Encoding: kv.Encoding, Dial: kv.Mode == plan.KVBind, ReplayEndpoint: kv.ReplayEndpoint}
 			if kv.BlockSize > 0 {
 				spec.Config.BlockSize = kv.BlockSize
 			}

@@ -2,18 +2,13 @@ package sim
 
 import (
 	"bytes"
-	"context"
-	"encoding/binary"
 	"fmt"
 	"net"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/go-zeromq/zmq4"
 	"github.com/vmihailenco/msgpack/v5"
-
-	"github.com/routerkit/router/runtime/plan"
 )
 
 // kvEventKind is the type of a KV-cache event.
@@ -107,78 +102,6 @@ func (w *errWriter) do(err error) {
 func (w *errWriter) hashes(h int64) {
 	w.do(w.enc.EncodeArrayLen(1))
 	w.do(w.enc.EncodeInt(h))
-}
-
-// publisher is one rank's ZMQ PUB socket. Its sequence numbers start at 0, as SGLang's
-// and vLLM's do.
-type publisher struct {
-	sock      zmq4.Socket
-	endpoint  string
-	topic     []byte
-	dpRank    int
-	blockSize int
-	encoding  string      // a plan.Encoding* name; "" is SGLang's
-	vllm      *vllmHasher // the vLLM encodings' block names
-	seq       uint64
-}
-
-// newPublisher binds a PUB socket at endpoint ("tcp://host:port"; port 0 picks a free
-// one), as SGLang and vLLM do for a wildcard endpoint, or with dial set connects it to a
-// router listening there, as they (and llm-d's simulator) do for a named host. A dialing
-// publisher connects in the background and reconnects, so it may start before the
-// router listens; batches published while it is not connected are lost.
-func newPublisher(endpoint, topic string, dpRank, blockSize int, enc pubEncoding, dial bool) (*publisher, error) {
-	p := &publisher{topic: []byte(topic), dpRank: dpRank, blockSize: blockSize, encoding: enc.name}
-	if enc.name == plan.EncodingVLLMArray || enc.name == plan.EncodingVLLMMap {
-		p.vllm = newVLLMHasher(enc.seed)
-	}
-	if dial {
-		p.sock = zmq4.NewPub(context.Background(), zmq4.WithDialerMaxRetries(-1),
-			zmq4.WithDialerRetry(100*time.Millisecond), zmq4.WithAutomaticReconnect(true))
-		p.endpoint = endpoint
-		go func() { _ = p.sock.Dial(endpoint) }() // returns once connected, or closed
-		return p, nil
-	}
-	p.sock = zmq4.NewPub(context.Background())
-	if err := p.sock.Listen(endpoint); err != nil {
-		p.sock.Close()
-		return nil, fmt.Errorf("kv events: %w", err)
-	}
-	p.endpoint = "tcp://" + p.sock.Addr().String()
-	return p, nil
-}
-
-// pubEncoding is what a publisher sends: a plan.Encoding* name and, for vLLM's, the seed
-// of its block hashes (vLLM's PYTHONHASHSEED).
-type pubEncoding struct {
-	name string
-	seed string
-}
-
-// publish sends one batch as the three frames (topic, 8-byte big-endian sequence, payload).
-// The PUB socket only queues the message, so publish does not wait for subscribers.
-func (p *publisher) publish(events []kvEvent) error {
-	var payload []byte
-	var err error
-	switch p.encoding {
-	case plan.EncodingVLLMArray, plan.EncodingVLLMMap:
-		payload, err = p.vllm.encodeBatch(time.Now(), events, p.dpRank, p.blockSize, p.encoding == plan.EncodingVLLMMap)
-	default:
-		payload, err = encodeBatch(time.Now(), events, p.dpRank, p.blockSize)
-	}
-	if err != nil {
-		return err
-	}
-	seq := binary.BigEndian.AppendUint64(nil, p.seq)
-	p.seq++
-	if err := p.sock.Send(zmq4.NewMsgFrom(p.topic, seq, payload)); err != nil {
-		return fmt.Errorf("publish kv events on %s: %w", p.endpoint, err)
-	}
-	return nil
-}
-
-func (p *publisher) close() error {
-	return p.sock.Close()
 }
 
 // rankEndpoint returns the endpoint of DP rank r for an engine whose KV events endpoint is
