@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"log/slog"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -124,48 +127,79 @@ type replayingEngine struct {
 	t      *testing.T
 	pub    *publisher
 	router zmq4.Socket
+
+	mu     sync.Mutex
 	buffer map[uint64][]byte
-	served chan uint64 // the start of each replay request served
+	starts []uint64 // the start of each replay request served
 }
 
 func newReplayingEngine(t *testing.T) *replayingEngine {
 	t.Helper()
-	e := &replayingEngine{t: t, pub: listen(t, "127.0.0.1:0"), buffer: map[uint64][]byte{}, served: make(chan uint64, 4)}
+	e := &replayingEngine{t: t, pub: listen(t, "127.0.0.1:0"), buffer: map[uint64][]byte{}}
 	e.router = zmq4.NewRouter(context.Background())
 	if err := e.router.Listen("tcp://127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.router.Close() })
+	done := make(chan struct{})
+	go e.serve(done)
+	t.Cleanup(func() { e.router.Close(); <-done })
 	return e
 }
 
 func (e *replayingEngine) replayEndpoint() string { return "tcp://" + e.router.Addr().String() }
 
-// batch records a store of h under seq and returns its payload.
+// batch records a store of h under seq for replay and returns its payload.
 func (e *replayingEngine) batch(seq uint64, h int64) []byte {
 	payload := encode(e.t, []any{1.0, []any{[]any{"BlockStored", []any{h}, nil, []any{}, 16}}, 0})
+	e.mu.Lock()
 	e.buffer[seq] = payload
+	e.mu.Unlock()
 	return payload
 }
 
-// serve answers one replay request as vllm/distributed/kv_events.py's _service_replay.
-func (e *replayingEngine) serve(last uint64) {
-	msg, err := e.router.Recv()
-	if err != nil {
-		return
-	}
-	id, start := msg.Frames[0], binary.BigEndian.Uint64(msg.Frames[len(msg.Frames)-1])
-	for seq := start; seq <= last; seq++ {
-		if p, ok := e.buffer[seq]; ok {
-			_ = e.router.Send(zmq4.NewMsgFrom(id, []byte{}, binary.BigEndian.AppendUint64(nil, seq), p))
-		}
-	}
-	_ = e.router.Send(zmq4.NewMsgFrom(id, []byte{}, binary.BigEndian.AppendUint64(nil, endOfReplay), []byte{}))
-	e.served <- start
+// forget drops a batch from the replay buffer, as a full buffer drops its oldest.
+func (e *replayingEngine) forget(seq uint64) {
+	e.mu.Lock()
+	delete(e.buffer, seq)
+	e.mu.Unlock()
 }
 
-func TestGapRefilledFromTheReplayEndpoint(t *testing.T) {
-	eng := newReplayingEngine(t)
+// served returns the starts of the replay requests served so far.
+func (e *replayingEngine) served() []uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.starts)
+}
+
+// serve answers replay requests as vllm/distributed/kv_events.py's _service_replay does:
+// every buffered batch from the start on, in order, then the end marker.
+func (e *replayingEngine) serve(done chan struct{}) {
+	defer close(done)
+	for {
+		msg, err := e.router.Recv()
+		if err != nil {
+			return
+		}
+		id, start := msg.Frames[0], binary.BigEndian.Uint64(msg.Frames[len(msg.Frames)-1])
+		e.mu.Lock()
+		seqs := slices.Sorted(maps.Keys(e.buffer))
+		var out [][]byte
+		for _, seq := range seqs {
+			if seq >= start {
+				out = append(out, binary.BigEndian.AppendUint64(nil, seq), e.buffer[seq])
+			}
+		}
+		e.starts = append(e.starts, start)
+		e.mu.Unlock()
+		for i := 0; i < len(out); i += 2 {
+			_ = e.router.Send(zmq4.NewMsgFrom(id, []byte{}, out[i], out[i+1]))
+		}
+		_ = e.router.Send(zmq4.NewMsgFrom(id, []byte{}, binary.BigEndian.AppendUint64(nil, endOfReplay), []byte{}))
+	}
+}
+
+func subscribeReplaying(t *testing.T, eng *replayingEngine) *Index {
+	t.Helper()
 	p := &plan.Plan{Engines: []plan.Engine{{ID: "E", Model: "m", KVEvents: &plan.KVEvents{
 		Endpoint: "tcp://" + eng.pub.addr, Topic: "kv@E", BlockSize: 16, ReplayEndpoint: eng.replayEndpoint()}}}}
 	ix := NewIndex(p)
@@ -174,18 +208,23 @@ func TestGapRefilledFromTheReplayEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { cancel(); sub.Wait() }()
+	t.Cleanup(func() { cancel(); sub.Wait() })
+	return ix
+}
+
+func TestGapRefilledFromTheReplayEndpoint(t *testing.T) {
+	eng := newReplayingEngine(t)
+	ix := subscribeReplaying(t, eng)
 	seq := join(t, eng.pub, ix, 0, 100)
 
 	// Batches seq and seq+1 are lost on the live socket; seq+2 arrives and the subscriber
 	// asks the replay endpoint for the missing two.
 	eng.batch(seq, 1)
 	eng.batch(seq+1, 2)
-	go eng.serve(seq + 2)
 	eng.pub.send(seq+2, eng.batch(seq+2, 3))
 	eventually(t, "the block after the gap", func() bool { return holds(ix, 3) })
-	if got := <-eng.served; got != seq {
-		t.Fatalf("replay asked from %d, want %d", got, seq)
+	if !slices.Contains(eng.served(), seq) {
+		t.Fatalf("replays asked from %v, want one from %d", eng.served(), seq)
 	}
 	if !holds(ix, 1) || !holds(ix, 2) || !holds(ix, 100) {
 		t.Fatal("the refill lost blocks: the missed batches or the earlier ones")
@@ -196,14 +235,42 @@ func TestGapRefilledFromTheReplayEndpoint(t *testing.T) {
 
 	// The publisher's buffer no longer has the missed batch: the refill fails and the
 	// rank's blocks are dropped, as without a replay endpoint.
-	go eng.serve(seq + 5)
 	eng.pub.send(seq+5, eng.batch(seq+5, 5))
 	eventually(t, "the block after the second gap", func() bool { return holds(ix, 5) })
-	<-eng.served
 	if holds(ix, 1) || holds(ix, 100) {
 		t.Fatal("an unrefilled gap kept stale blocks")
 	}
 	if s := ix.Stats("E"); s.Gaps != 2 || s.ReplayFailures != 1 {
 		t.Fatalf("stats %+v, want a second gap, not refilled", s)
+	}
+}
+
+// TestJoinSyncsFromTheReplayEndpoint starts the subscriber after the engine published
+// batches: its first live batch is not number 0, so it replays what the publisher still
+// buffers and learns the blocks stored before it joined. A buffer that no longer starts
+// at 0 still gives the blocks from its start on.
+func TestJoinSyncsFromTheReplayEndpoint(t *testing.T) {
+	eng := newReplayingEngine(t)
+	eng.batch(0, 1) // dropped from the buffer, as by a full one
+	eng.forget(0)
+	eng.batch(1, 2)
+	eng.batch(2, 3)
+	ix := subscribeReplaying(t, eng)
+	deadline := time.Now().Add(10 * time.Second)
+	for seq := uint64(3); !holds(ix, int64(100+seq-1)); seq++ {
+		if time.Now().After(deadline) {
+			t.Fatal("the subscriber never received a message")
+		}
+		eng.pub.send(seq, eng.batch(seq, int64(100+seq)))
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !holds(ix, 2) || !holds(ix, 3) || holds(ix, 1) {
+		t.Fatal("joining did not replay the buffered batches, or invented an unbuffered one")
+	}
+	if s := ix.Stats("E"); s.Syncs != 1 || s.Gaps != 0 || s.ReplayFailures != 0 {
+		t.Fatalf("stats %+v, want one sync", s)
+	}
+	if got := eng.served(); len(got) != 1 || got[0] != 0 {
+		t.Fatalf("replays asked from %v, want one from 0", got)
 	}
 }

@@ -41,12 +41,14 @@ func (f *feed) handle(ctx context.Context, m message) {
 	st := &f.info.stats
 	st.skipped.add(m.skipped)
 	switch {
+	case !f.started && m.seq > 0 && f.replay != "":
+		f.sync(ctx, m.seq)
 	case !f.started || m.seq == f.last+1:
 	case m.seq == f.last:
 		return // a duplicate
 	case m.seq > f.last+1 && f.replay != "":
 		st.gaps.add(1)
-		if f.refill(ctx, f.last+1, m.seq) {
+		if f.refill(ctx, f.last+1, m.seq, false) {
 			st.replays.add(1)
 			f.log.Info("kv events: sequence gap refilled from the replay endpoint", "from", f.last+1, "to", m.seq-1)
 			break
@@ -61,6 +63,21 @@ func (f *feed) handle(ctx context.Context, m message) {
 	}
 	f.apply(m)
 	f.started, f.last = true, m.seq
+}
+
+// sync learns what the rank stored before this connection: the first message names
+// batch seq, so the publisher's replay buffer may still hold batches from 0 on. Whatever
+// part of them it still has is applied, since the batches after a buffer's start are a
+// complete history of the blocks stored since then; blocks stored before it stay unknown.
+// A replay that fails leaves the rank as a late joiner without replay would be.
+func (f *feed) sync(ctx context.Context, seq uint64) {
+	if f.refill(ctx, 0, seq, true) {
+		f.info.stats.syncs.add(1)
+		f.log.Info("kv events: rank state replayed on joining", "to", seq-1)
+		return
+	}
+	f.info.stats.replayFailures.add(1)
+	f.ix.ClearRank(f.engine, f.rank)
 }
 
 // apply applies a message's events without sequence checks.

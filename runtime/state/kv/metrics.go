@@ -19,6 +19,7 @@ func (c *counter) Load() uint64 { return c.n.Load() }
 type engineStats struct {
 	gaps           counter // sequence gaps and publisher restarts seen
 	replays        counter // gaps refilled from the replay endpoint
+	syncs          counter // joins that replayed the rank's earlier batches
 	replayFailures counter // gaps the replay endpoint could not refill
 	undecodable    counter // messages that could not be decoded
 	skipped        counter // events of unknown kinds, skipped
@@ -30,7 +31,7 @@ type engineStats struct {
 
 // EngineStats is a snapshot of one engine's KV-event counters.
 type EngineStats struct {
-	Gaps, Replays, ReplayFailures, Undecodable, Skipped, Malformed, Orphans, Foreign, Evicted uint64
+	Gaps, Replays, Syncs, ReplayFailures, Undecodable, Skipped, Malformed, Orphans, Foreign, Evicted uint64
 }
 
 // Stats returns the engine's counters, zero for an engine the index does not know.
@@ -41,7 +42,7 @@ func (ix *Index) Stats(engineID string) EngineStats {
 	}
 	s := &info.stats
 	return EngineStats{
-		Gaps: s.gaps.Load(), Replays: s.replays.Load(), ReplayFailures: s.replayFailures.Load(),
+		Gaps: s.gaps.Load(), Replays: s.replays.Load(), Syncs: s.syncs.Load(), ReplayFailures: s.replayFailures.Load(),
 		Undecodable: s.undecodable.Load(), Skipped: s.skipped.Load(), Malformed: s.malformed.Load(),
 		Orphans: s.orphans.Load(), Foreign: s.foreign.Load(), Evicted: s.evicted.Load(),
 	}
@@ -57,7 +58,7 @@ var (
 	descGaps = prometheus.NewDesc("router_kv_event_gaps_total",
 		"KV-event sequence gaps and publisher restarts seen; without a replay endpoint each drops the rank's blocks.", []string{"engine"}, nil)
 	descReplays = prometheus.NewDesc("router_kv_event_replays_total",
-		"KV-event gaps refilled from the engine's replay endpoint, by result.", []string{"engine", "result"}, nil)
+		"Replays from the engine's replay endpoint, by result: refilled (a gap), synced (earlier batches on joining), failed.", []string{"engine", "result"}, nil)
 	descDiscarded = prometheus.NewDesc("router_kv_events_discarded_total",
 		"KV events or blocks the index could not use, by reason: undecodable (messages), unknown_kind (events), malformed (events), orphan, foreign, evicted (blocks).", []string{"engine", "reason"}, nil)
 	descUnknownTopic = prometheus.NewDesc("router_kv_event_unknown_topic_total",
@@ -82,6 +83,7 @@ func (ix *Index) Collect(ch chan<- prometheus.Metric) {
 		c(descBlocks, prometheus.GaugeValue, uint64(ix.Blocks(id)), id)
 		c(descGaps, prometheus.CounterValue, s.Gaps, id)
 		c(descReplays, prometheus.CounterValue, s.Replays, id, "refilled")
+		c(descReplays, prometheus.CounterValue, s.Syncs, id, "synced")
 		c(descReplays, prometheus.CounterValue, s.ReplayFailures, id, "failed")
 		for _, r := range []struct {
 			reason string

@@ -23,17 +23,18 @@ const endOfReplay = ^uint64(0)
 // order. The publisher's ROUTER socket answers a request [empty, from as 8 big-endian
 // bytes] from a DEALER with one [empty, seq, payload] message per buffered batch at or
 // after from, then [empty, -1, empty] (vllm/distributed/kv_events.py, _service_replay).
-// It reports whether every missing batch was applied; a refill that falls short leaves
-// the rank for the caller to clear.
-func (f *feed) refill(ctx context.Context, from, to uint64) bool {
-	err := f.replayRange(ctx, from, to)
+// It reports whether every missing batch was applied, or with partial whether the
+// batches from the buffer's start on were; a refill that falls short leaves the rank for
+// the caller to clear.
+func (f *feed) refill(ctx context.Context, from, to uint64, partial bool) bool {
+	err := f.replayRange(ctx, from, to, partial)
 	if err != nil {
 		f.log.Warn("kv events: replay failed", "endpoint", f.replay, "from", from, "err", err)
 	}
 	return err == nil
 }
 
-func (f *feed) replayRange(ctx context.Context, from, to uint64) error {
+func (f *feed) replayRange(ctx context.Context, from, to uint64, partial bool) error {
 	ctx, cancel := context.WithTimeout(ctx, replayTimeout)
 	defer cancel()
 	sock := zmq4.NewDealer(ctx, zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(replayTimeout),
@@ -61,13 +62,13 @@ func (f *feed) replayRange(ctx context.Context, from, to uint64) error {
 		seq := binary.BigEndian.Uint64(fr[0])
 		switch {
 		case seq == endOfReplay:
-			if next < to {
+			if next < to && !(partial && next == from) {
 				return fmt.Errorf("the publisher's buffer ended at %d, before %d", next, to)
 			}
 			return nil
 		case seq < next || seq >= to:
 			continue // already applied, or what the live socket delivers
-		case seq > next:
+		case seq > next && (!partial || next > from):
 			return fmt.Errorf("the publisher's buffer lacks batch %d (it starts at %d)", next, seq)
 		}
 		m, err := decodeMessage([][]byte{nil, fr[0], fr[1]})
