@@ -50,6 +50,9 @@ func decodeMessage(frames [][]byte) (message, error) {
 		return message{}, fmt.Errorf("sequence frame has %d bytes, want 8", len(frames[1]))
 	}
 	m := message{topic: string(frames[0]), seq: binary.BigEndian.Uint64(frames[1])}
+	if err := checkPayload(frames[2]); err != nil {
+		return message{}, fmt.Errorf("decoding payload: %w", err)
+	}
 	var batch any
 	if err := msgpack.Unmarshal(frames[2], &batch); err != nil {
 		return message{}, fmt.Errorf("decoding payload: %w", err)

@@ -16,7 +16,7 @@ func frames(seq uint64, payload []byte) [][]byte {
 	return [][]byte{[]byte("kv@E1@m"), binary.BigEndian.AppendUint64(nil, seq), payload}
 }
 
-func golden(t *testing.T, name string) []byte {
+func golden(t testing.TB, name string) []byte {
 	t.Helper()
 	data, err := os.ReadFile("testdata/" + name)
 	if err != nil {
@@ -176,5 +176,45 @@ func TestDecodeRejects(t *testing.T) {
 				t.Fatalf("err = %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestCheckPayload rejects payloads whose headers promise more than they hold, before
+// the msgpack library allocates what they declare.
+func TestCheckPayload(t *testing.T) {
+	for _, name := range []string{"sglang_batch.hex", "vllm_array_batch.hex", "vllm_map_batch.hex", "vllm_struct_batch.hex"} {
+		if err := checkPayload(golden(t, name)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	deep := []byte{}
+	for range maxNesting + 1 {
+		deep = append(deep, 0x91)
+	}
+	deep = append(deep, 0xc0)
+	for _, tc := range []struct {
+		name    string
+		payload []byte
+		want    string
+	}{
+		{"a map of four billion entries in 16 bytes", []byte("\xdf\xdf!\x83\xa600\xdf\xdf\xdf!M\x9d0"), "declares"},
+		{"an array longer than the payload", []byte{0xdd, 0, 0, 1, 0, 0xc0}, "declares 256"},
+		{"a string longer than the payload", []byte{0xd9, 9, 'a'}, "declares 9"},
+		{"a truncated length", []byte{0xdf, 0}, "ends inside a length"},
+		{"a truncated array", []byte{0x92, 0xc0, 0xdc}, "ends inside a length"},
+		{"a truncated value", []byte{0x92, 0xcf, 0}, "declares 8"},
+		{"the unused format byte", []byte{0xc1}, "0xc1"},
+		{"trailing bytes", []byte{0xc0, 0xc0}, "1 bytes after"},
+		{"too deep", deep, "nests deeper"},
+	} {
+		if err := checkPayload(tc.payload); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+	// Every other format is walked: extension types, binary, floats, wide integers.
+	ok := encode(t, []any{1.5, float32(2), []byte{1, 2}, uint64(1 << 63), int64(-1 << 40), map[string]any{"k": "v"}, nil, true})
+	ok = append([]byte{0x92}, append(ok, 0xd4, 1, 2)...)
+	if err := checkPayload(ok); err != nil {
+		t.Errorf("valid payload: %v", err)
 	}
 }
