@@ -21,12 +21,13 @@ lint:
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 
-# A short fuzzing run of the compiler and the migrator; FUZZTIME=5m for a longer one.
+# A short fuzzing run of the compiler, the migrator and the KV-event decoder; FUZZTIME=5m for a longer one.
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./compiler -run '^$$' -fuzz FuzzCompile -fuzztime $(FUZZTIME)
 	$(GO) test ./compiler/legacy -run '^$$' -fuzz FuzzMigrate -fuzztime $(FUZZTIME)
 	$(GO) test ./compiler/legacy -run '^$$' -fuzz FuzzBucketFile -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/state/kv -run '^$$' -fuzz FuzzDecodeMessage -fuzztime $(FUZZTIME)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

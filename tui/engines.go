@@ -47,7 +47,7 @@ func (e *Engine) reportAge() time.Duration {
 
 // kvUsage is the fraction of the KV cache in use, or -1 when the report does not say.
 func (e *Engine) kvUsage() float64 {
-	if e.Load == nil || !e.Load.Native || e.Load.MaxKVTokens <= 0 {
+	if e.Load == nil || !(e.Load.Native || e.Load.KVKnown) || e.Load.MaxKVTokens <= 0 {
 		return -1
 	}
 	return float64(e.Load.UsedKVTokens) / float64(e.Load.MaxKVTokens)

@@ -131,6 +131,7 @@ func TestCondition(t *testing.T) {
 		{"at max running", Engine{Healthy: true, Load: native(8, 0, 0), ReportAgeMS: 100}, condSaturated},
 		{"kv nearly full", Engine{Healthy: true, Load: native(1, 0, 900), ReportAgeMS: 100}, condSaturated},
 		{"kv below the mark", Engine{Healthy: true, Load: native(1, 0, 899), ReportAgeMS: 100}, condUp},
+		{"vllm metrics report: kv nearly full", Engine{Healthy: true, Load: &Load{Running: 1, KVKnown: true, UsedKVTokens: 900, MaxKVTokens: 1000}, ReportAgeMS: 100}, condSaturated},
 		{"basic report ignores capacities", Engine{Healthy: true, Load: &Load{Running: 50, MaxRunning: 8, UsedKVTokens: 9, MaxKVTokens: 1}, ReportAgeMS: 100}, condUp},
 	}
 	for _, tt := range tests {

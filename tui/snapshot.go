@@ -51,11 +51,13 @@ type Engine struct {
 }
 
 // Load is an engine's last usable load report. The capacity fields mean something only
-// when Native is set: older ("basic") publishers report running and waiting only.
+// when Native is set: older ("basic") publishers report running and waiting only, and
+// vLLM's /metrics add KV usage and capacity (KVKnown).
 type Load struct {
 	Running      int64 `json:"running"`
 	Waiting      int64 `json:"waiting"`
 	Native       bool  `json:"native"`
+	KVKnown      bool  `json:"kv_known"`
 	UsedKVTokens int64 `json:"used_kv_tokens"`
 	MaxKVTokens  int64 `json:"max_kv_tokens"`
 	MaxRunning   int64 `json:"max_running"`

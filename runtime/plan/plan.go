@@ -55,8 +55,31 @@ type Health struct {
 	SuccessThreshold int `json:"success_threshold"`
 }
 
+// Kind is the engine software. It decides the defaults of what differs between engines
+// (load source, KV-event encoding, PD protocol); the compiler writes every one of them
+// into the plan, so runtime code reads those fields, not the kind.
+type Kind string
+
+// Engine kinds.
+const (
+	KindSGLang Kind = "sglang"
+	KindVLLM   Kind = "vllm"
+)
+
+// PD protocols: how a prefill engine hands a request's KV cache to its decode peer.
+const (
+	// PDBootstrap is SGLang's: bootstrap_host, bootstrap_port and bootstrap_room injected
+	// into the same request sent to both engines at once.
+	PDBootstrap = "bootstrap"
+	// PDKVTransferParams is vLLM's (and llm-d's): the prefill request asks for a remote
+	// decode through kv_transfer_params, and the decode request carries the
+	// kv_transfer_params the prefill answered with.
+	PDKVTransferParams = "kv_transfer_params"
+)
+
 // Engine is one SGLang- or vLLM-compatible engine endpoint.
 type Engine struct {
+	Kind  Kind   `json:"kind"`
 	ID    string `json:"id"`
 	URL   string `json:"url"`
 	Model string `json:"model"`
@@ -68,6 +91,8 @@ type Engine struct {
 	DPSize   int        `json:"dp_size"`
 	Load     LoadSource `json:"load"`
 	KVEvents *KVEvents  `json:"kv_events,omitempty"`
+	// PDProtocol is PDBootstrap or PDKVTransferParams.
+	PDProtocol string `json:"pd_protocol"`
 }
 
 // LoadSource says where and how often the router reads an engine's load report.
@@ -79,12 +104,38 @@ type LoadSource struct {
 	StaleAfterMS int    `json:"stale_after_ms"`
 }
 
+// KV-event connection modes.
+const (
+	// KVConnect: the engine's publisher binds and the router dials it.
+	KVConnect = "connect"
+	// KVBind: the router binds the endpoint and publishers dial in; the message topic
+	// names the engine.
+	KVBind = "bind"
+)
+
+// KV-event encodings a publisher may send. The router decodes every one of them; the
+// setting says what the engine sends, which the simulator reproduces.
+const (
+	EncodingSGLangArray = "sglang_array"
+	EncodingVLLMArray   = "vllm_array"
+	EncodingVLLMMap     = "vllm_map"
+)
+
 // KVEvents is an engine's ZMQ KV-event publisher.
 type KVEvents struct {
+	// Mode is KVConnect or KVBind.
+	Mode     string `json:"mode"`
 	Endpoint string `json:"endpoint"`
 	Topic    string `json:"topic"`
+	// Encoding is one of the Encoding constants.
+	Encoding string `json:"encoding"`
+	// ReplayEndpoint is the publisher's replay socket, asked for missed batches after a
+	// sequence gap; empty means none, and a gap then drops the engine's blocks.
+	ReplayEndpoint string `json:"replay_endpoint,omitempty"`
 	// BlockSize is the engine's page size in tokens; 0 means kv.DefaultBlockSize (16).
 	BlockSize int `json:"block_size,omitempty"`
+	// MaxBlocks bounds the blocks the router tracks per DP rank; 0 means unbounded.
+	MaxBlocks int `json:"max_blocks,omitempty"`
 }
 
 // Model is one served model name and its ordered bucket set.

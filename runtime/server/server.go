@@ -117,6 +117,10 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 	s.monitor = monitor.New(p, reg, s.table, s.client, s.log)
 	s.proxy = s.newProxy()
 	s.metrics.registerEngines(s)
+	if s.deps.KV != nil {
+		// The prefix index counts what it could not use of the engines' KV events.
+		s.metrics.reg.MustRegister(s.deps.KV)
+	}
 	return s, nil
 }
 

@@ -161,7 +161,8 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) *badRequest {
 }
 
 // answer is the body of a finished non-streaming request in its API's shape.
-func (e *Engine) answer(j *job, u usage, text string) any {
+// params is the vLLM KV hand-over a remote-decode prefill returns with a chat answer.
+func (e *Engine) answer(j *job, u usage, text string, params *kvTransferParams) any {
 	switch j.req.api {
 	case apiCompletions:
 		choices := make([]completionChoice, max(j.req.prompts, 1))
@@ -183,7 +184,7 @@ func (e *Engine) answer(j *job, u usage, text string) any {
 	return completion{
 		ID: j.id, Object: "chat.completion", Created: j.created, Model: e.spec.Model,
 		Choices: []choice{{Message: message{Role: "assistant", Content: text}, FinishReason: j.reason}},
-		Usage:   u,
+		Usage:   u, KVTransferParams: params,
 	}
 }
 

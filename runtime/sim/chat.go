@@ -35,6 +35,8 @@ type chatRequest struct {
 	BootstrapPort       *int            `json:"bootstrap_port"`
 	BootstrapRoom       *uint64         `json:"bootstrap_room"`
 	DataParallelRank    *int            `json:"data_parallel_rank"`
+	// KVTransferParams is vLLM's disaggregation field, read by vLLM-kind engines only.
+	KVTransferParams *kvTransferParams `json:"kv_transfer_params"`
 
 	// api is the API the request came by, which shapes the answer; promptIDs are the
 	// input ids of a completion or generate request (a chat's come from its template),
@@ -134,7 +136,7 @@ func (e *Engine) validateChat(req *chatRequest) *badRequest {
 	if n := req.maxNewTokens(); n != nil && *n < 1 {
 		return invalid("max_tokens must be at least 1, got %d.", *n)
 	}
-	if e.spec.Role != plan.RolePlain {
+	if e.spec.Role != plan.RolePlain && e.spec.Kind != plan.KindVLLM {
 		switch {
 		case req.BootstrapRoom == nil:
 			return invalid("Disaggregated request received without bootstrap room id")
@@ -188,8 +190,8 @@ func (e *Engine) outputBudget(req *chatRequest, inputTokens int) (int, string, *
 	if n > ctxLen-inputTokens {
 		n, reason = ctxLen-inputTokens, "length"
 	}
-	if e.spec.Role == plan.RolePrefill {
-		n = 1
+	if e.spec.Role == plan.RolePrefill && e.spec.Kind != plan.KindVLLM {
+		n = 1 // SGLang's prefill engine answers with the first token only
 	}
 	return n, reason, nil
 }
@@ -203,6 +205,8 @@ type job struct {
 	created int64
 	reason  string
 	inputs  int
+	// transfer is the vLLM KV hand-over a remote-decode prefill finishes, if any.
+	transfer roomKey
 }
 
 func (e *Engine) handleChat(w http.ResponseWriter, r *http.Request) { e.generate(w, r, e.decodeChat) }
@@ -273,11 +277,18 @@ func (e *Engine) newJob(ctx context.Context, req *chatRequest) (*job, *badReques
 		return nil, bad
 	}
 	k := e.pickRank(req.DataParallelRank)
-	transferred := e.spec.Role == plan.RoleDecode
-	if transferred {
+	var transferred bool
+	switch {
+	case e.remotePrefill(req):
+		if bad := e.checkTransfer(req.KVTransferParams); bad != nil {
+			return nil, bad
+		}
+		transferred = true
+	case e.spec.Role == plan.RoleDecode && e.spec.Kind != plan.KindVLLM:
 		if err := e.awaitPrefill(ctx, k, req.roomKey()); err != nil {
 			return nil, &badRequest{status: http.StatusInternalServerError, msg: "KV transfer failed: " + err.Error()}
 		}
+		transferred = true
 	}
 	var hashes []int64
 	if !transferred {
@@ -341,7 +352,10 @@ func (e *Engine) await(ctx context.Context, j *job, seen int) (generated int, do
 // prefills, and as usage for the response.
 func (e *Engine) settle(j *job) usage {
 	generated, cached, _ := j.rank.progress(j.sreq)
-	if e.spec.Role == plan.RolePrefill {
+	switch {
+	case j.transfer != roomKey{}:
+		e.rooms.finish(j.transfer, nil)
+	case e.spec.Role == plan.RolePrefill && e.spec.Kind != plan.KindVLLM:
 		e.rooms.finish(j.req.roomKey(), nil)
 	}
 	return usage{

@@ -34,6 +34,9 @@ type Faults struct {
 	StaleLoad bool `json:"stale_load,omitempty"`
 	// MalformedLoad makes the load endpoints answer 200 with bodies that do not parse.
 	MalformedLoad bool `json:"malformed_load,omitempty"`
+	// DropKVEvents loses KV-event batches on the wire: they are numbered and kept for the
+	// replay socket, but not sent, so a subscriber sees a sequence gap.
+	DropKVEvents bool `json:"drop_kv_events,omitempty"`
 }
 
 // Validate reports a fault setting that cannot be simulated.

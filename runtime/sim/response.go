@@ -35,6 +35,8 @@ type completion struct {
 	Model   string   `json:"model"`
 	Choices []choice `json:"choices"`
 	Usage   usage    `json:"usage"`
+	// KVTransferParams is what a vLLM prefill engine returns for the decode engine.
+	KVTransferParams *kvTransferParams `json:"kv_transfer_params,omitempty"`
 }
 
 type choice struct {
@@ -75,12 +77,17 @@ func (e *Engine) respond(w http.ResponseWriter, ctx context.Context, j *job, f F
 	if !e.awaitDone(ctx, j) {
 		return
 	}
+	var params *kvTransferParams
+	if e.remoteDecode(j.req) && j.reason == "length" {
+		// vLLM hands the KV over only when the prefill stopped on its token cap.
+		params = e.newTransfer(j)
+	}
 	u := e.settle(j)
 	var text strings.Builder
 	for i := range u.CompletionTokens {
 		text.WriteString(tokenText(i))
 	}
-	body, err := json.Marshal(e.answer(j, u, text.String()))
+	body, err := json.Marshal(e.answer(j, u, text.String(), params))
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
