@@ -165,9 +165,10 @@ type Tokenizer struct {
 	ChatTemplate string `json:"chat_template,omitempty"`
 	// ChatTemplateFile is a file with a Jinja template that replaces the config's.
 	ChatTemplateFile string `json:"chat_template_file,omitempty"`
-	// EngineKind is the engine ("sglang" or "vllm") whose request handling chat renders
-	// reproduce: the two rebuild messages and tools differently before templating.
-	EngineKind string `json:"engine_kind"`
+	// EngineKind is the engine whose request handling chat renders reproduce: the two
+	// kinds rebuild messages and tools differently before templating. The compiler fills
+	// it in from the model's engines when the config leaves it out.
+	EngineKind Kind `json:"engine_kind"`
 }
 
 // Bucket is a token-length class of requests with its own engine groups.
