@@ -42,8 +42,13 @@ type Tokenizer struct {
 	scratch   sync.Pool // *scratch
 }
 
+// maxPooledText is the longest text whose scratch buffers go back to the pool: the
+// buffers grow with the text, and a rare huge prompt should not pin megabytes.
+const maxPooledText = 256 << 10
+
 // scratch holds the buffers of one Encode call, pooled so that steady-state encoding
-// allocates little more than the returned slice.
+// allocates little more than the returned slice. Its string slices are cleared after use,
+// so that pooled buffers do not keep texts alive.
 type scratch struct {
 	sections []section
 	inner    []section
@@ -65,7 +70,9 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) []uint32 {
 	if s == nil {
 		s = new(scratch)
 	}
-	defer t.scratch.Put(s)
+	if len(text) <= maxPooledText {
+		defer t.scratch.Put(s)
+	}
 
 	ids := make([]uint32, 0, len(text)/3+len(t.prefix)+len(t.suffix)+1)
 	if addSpecial {
@@ -79,6 +86,7 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) []uint32 {
 		}
 		ids = t.encodeSection(ids, s, sec.text)
 	}
+	clear(s.sections) // the pool must not keep text alive
 	if addSpecial {
 		ids = append(ids, t.suffix...)
 	}
@@ -101,6 +109,7 @@ func (t *Tokenizer) encodeSection(ids []uint32, s *scratch, text string) []uint3
 		}
 		ids = t.encodePlain(ids, s, sec.text)
 	}
+	clear(s.inner)
 	return ids
 }
 
@@ -113,6 +122,8 @@ func (t *Tokenizer) encodePlain(ids []uint32, s *scratch, text string) []uint32 
 	for _, p := range s.pieces {
 		ids = t.encodePiece(ids, s, p)
 	}
+	clear(s.pieces)
+	clear(s.tmp)
 	return ids
 }
 
