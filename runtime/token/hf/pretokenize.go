@@ -15,14 +15,16 @@ type splitter interface {
 	split(dst []string, s string) []string
 }
 
-// newSplitter returns the splitter of a Split pre-tokenizer's regex (behavior Isolated):
-// the scanner for the patterns it knows, regexp2 for any other.
+// newSplitter returns the splitter of a regex (behavior Isolated): the scanner for the
+// patterns it knows, regexp2 for any other.
 func newSplitter(pattern string) (splitter, error) {
 	switch pattern {
 	case qwenPattern:
 		return scanner{maxDigits: 1}, nil
 	case llamaPattern:
 		return scanner{maxDigits: 3}, nil
+	case gpt2Pattern:
+		return scanner{gpt2: true}, nil
 	}
 	re, err := regexp2.Compile(pattern, regexp2.None, regexp2.OptionMaxBacktrackingStackSize(-1))
 	if err != nil {

@@ -1,5 +1,6 @@
 // gen_pretokens.mjs writes pretokens.json: how Oniguruma, the regex engine of the Rust
-// tokenizers crate, splits texts with the Qwen and Llama 3 Split patterns. The Go scanner
+// tokenizers crate, splits texts with the Qwen and Llama 3 Split patterns and the GPT-2
+// ByteLevel pattern. The Go scanner
 // must split identically. It covers the golden texts (goldens.json) plus strings built from
 // the characters where JavaScript's regex engine, which made goldens.json, disagrees with
 // Oniguruma (U+0085, U+FEFF, "'ſ").
@@ -23,6 +24,7 @@ await onig.loadWASM(wasm.buffer.slice(wasm.byteOffset, wasm.byteOffset + wasm.by
 const patterns = {
   qwen: "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
   llama: "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+  gpt2: "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+",
 };
 const scanners = Object.fromEntries(Object.entries(patterns).map(([k, p]) => [k, new onig.OnigScanner([p])]));
 
@@ -66,5 +68,10 @@ for (let i = 0; i < 500; i++) {
   texts.push(s);
 }
 
-const cases = texts.map((text) => ({ text, qwen: split(scanners.qwen, text), llama: split(scanners.llama, text) }));
+const cases = texts.map((text) => ({
+  text,
+  qwen: split(scanners.qwen, text),
+  llama: split(scanners.llama, text),
+  gpt2: split(scanners.gpt2, text),
+}));
 process.stdout.write(JSON.stringify({ engine: "vscode-oniguruma@2.0.1", cases }).replace(/\},\{"text"/g, '},\n{"text"') + "\n");
