@@ -6,9 +6,6 @@ import (
 	"github.com/dlclark/regexp2/v2"
 )
 
-// gpt2Pattern is the regex of a ByteLevel pre-tokenizer with use_regex true.
-const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
-
 // splitter cuts text into pre-tokens, appending them to dst in order; together they cover
 // the text.
 type splitter interface {

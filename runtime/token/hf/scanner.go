@@ -5,12 +5,14 @@ import (
 	"unicode/utf8"
 )
 
-// The Split patterns the scanner recognises, compared as strings with tokenizer.json's.
+// The patterns the scanner recognises, compared as strings with tokenizer.json's.
 const (
 	// qwenPattern is Qwen2/2.5/3's: one digit per pre-token.
 	qwenPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 	// llamaPattern is Llama 3's (OpenAI's cl100k_base): up to three digits per pre-token.
 	llamaPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	// gpt2Pattern is the regex of a ByteLevel pre-tokenizer with use_regex true.
+	gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 )
 
 // Character classes of the patterns. Every character is in exactly one, which is why the

@@ -10,9 +10,15 @@
 // [Load] fail with [ErrUnsupported]: callers fall back to an estimate rather than route on
 // silently wrong ids.
 //
-// Speed matters because every request is tokenized: the two Split patterns in use (Qwen's
-// and Llama 3's) are recognised by a hand-written scanner instead of a backtracking regex,
-// and the ids of recent pre-tokens are cached.
+// Speed matters because every request is tokenized: the split patterns in use (Qwen's,
+// Llama 3's and GPT-2's) are recognised by a hand-written scanner instead of a
+// backtracking regex (regexp2 remains the engine for any other pattern), merges use an
+// open-addressing table, and the ids of recent pre-tokens are cached.
+//
+// The reference implementations the tests compare against are transformers.js
+// (testdata/goldens.json) and Oniguruma (testdata/pretokens.json); Unicode classes come
+// from Go's tables (Unicode 15.0), so characters assigned later may be classed
+// differently from the engine's.
 package hf
 
 import (
