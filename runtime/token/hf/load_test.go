@@ -258,7 +258,7 @@ func TestUnsupportedComponents(t *testing.T) {
 		{"normalizer", `{"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "NFKC"}]}`, `normalizer "NFKC" (only NFC is) is not supported`},
 		{"pre_tokenizer", `{"type": "Whitespace"}`, `pre_tokenizer "Whitespace" is not supported`},
 		{"pre_tokenizer", `{"type": "Split", "pattern": {"String": " "}, "behavior": "Isolated", "invert": false}`, `Split pre-tokenizer with a String pattern is not supported`},
-		{"pre_tokenizer", `{"type": "Split", "pattern": {"Regex": "\\s+"}, "behavior": "Removed", "invert": false}`, `Split pre-tokenizer with behavior "Removed" (only Isolated is) is not supported`},
+		{"pre_tokenizer", `{"type": "Split", "pattern": {"Regex": "\\s+"}, "behavior": "MergedWithPrevious", "invert": false}`, `Split pre-tokenizer with behavior "MergedWithPrevious" (only Isolated and Removed are) is not supported`},
 		{"pre_tokenizer", `{"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": {"Regex": "\\s+"}, "behavior": "Isolated", "invert": false}]}`, `a pre_tokenizer that does not end with ByteLevel is not supported`},
 		{"post_processor", `{"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0]}`, `post_processor "RobertaProcessing" is not supported`},
 		{"decoder", `{"type": "Metaspace"}`, `decoder "Metaspace" is not supported`},

@@ -21,7 +21,7 @@ func referenceSplitter(pattern string) regexSplitter {
 	if rest, ok := strings.CutPrefix(pattern, ci); ok {
 		pattern = `'(?:[sSſ]|[tT]|[rR][eE]|[vV][eE]|[mM]|[lL][lL]|[dD])` + rest
 	}
-	return regexSplitter{regexp2.MustCompile(pattern, regexp2.None, regexp2.OptionMaxBacktrackingStackSize(-1))}
+	return regexSplitter{re: regexp2.MustCompile(pattern, regexp2.None, regexp2.OptionMaxBacktrackingStackSize(-1))}
 }
 
 var scannerPatterns = []struct {
