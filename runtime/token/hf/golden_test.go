@@ -49,8 +49,8 @@ func loadGoldens(t testing.TB) []goldenCase {
 	if err := json.Unmarshal(b, &g); err != nil {
 		t.Fatal(err)
 	}
-	if len(g.Cases) < 300 {
-		t.Fatalf("goldens.json has %d cases, want at least 300", len(g.Cases))
+	if len(g.Cases) < 1000 {
+		t.Fatalf("goldens.json has %d cases, want at least 1000", len(g.Cases))
 	}
 	return g.Cases
 }
