@@ -34,7 +34,8 @@ var ErrUnsupported = errors.New("only byte-level BPE tokenizers (Qwen2/2.5/3, Ll
 	"the router falls back to its body-size estimate without a tokenizer")
 
 // Tokenizer is a loaded byte-level BPE tokenizer. It is safe for concurrent use: everything
-// but the pre-token cache is read-only after [Load].
+// but the pre-token cache and the pool of scratch buffers is read-only after [Load]. A
+// Tokenizer must not be copied; use the pointer Load returns.
 type Tokenizer struct {
 	added     *addedSet // added tokens matched in the raw text
 	normAdded *addedSet // added tokens with normalized true, matched after normalization; nil if none
