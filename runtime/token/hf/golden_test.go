@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Tokenizer provides the methods of token.Tokenizer other than EncodeChat, which chat
@@ -80,4 +83,23 @@ func TestGoldens(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzRoundTrip checks that decoding the ids of a valid UTF-8 text gives back the text in
+// NFC, Qwen's normalization: byte-level BPE loses nothing else.
+func FuzzRoundTrip(f *testing.F) {
+	for _, s := range []string{"Hello, world!", "<|im_start|>user\nhé\u0301<|im_end|>", "  \t\r\n x 12345 中文 😀", "'ſx '\u0085\ufeff"} {
+		f.Add(s)
+	}
+	tok := loadQwen(f)
+	f.Fuzz(func(t *testing.T, s string) {
+		s = strings.ToValidUTF8(s, "\ufffd")
+		got, err := tok.Decode(tok.Encode(s, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := norm.NFC.String(s); got != want {
+			t.Fatalf("Decode(Encode(%+q)) = %+q, want %+q", s, got, want)
+		}
+	})
 }
