@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"hash/fnv"
 	"math"
@@ -14,12 +16,15 @@ const embeddingDims = 8
 
 // inputsRequest holds the inputs of the embedding, rerank, score and classify APIs.
 type inputsRequest struct {
-	Model     string          `json:"model"`
-	Input     json.RawMessage `json:"input"`
-	Query     string          `json:"query"`
-	Documents []string        `json:"documents"`
-	Items     []string        `json:"items"`
-	Text      json.RawMessage `json:"text"`
+	Model string          `json:"model"`
+	Input json.RawMessage `json:"input"`
+	// EncodingFormat "base64" asks for little-endian float32 vectors in base64, which
+	// OpenAI's SDKs request by default.
+	EncodingFormat string          `json:"encoding_format"`
+	Query          string          `json:"query"`
+	Documents      []string        `json:"documents"`
+	Items          []string        `json:"items"`
+	Text           json.RawMessage `json:"text"`
 }
 
 // texts reads a string or an array of strings; false when raw is neither.
@@ -95,7 +100,11 @@ func (e *Engine) embeddings(req *inputsRequest) (any, *badRequest) {
 	data := make([]map[string]any, len(in))
 	tokens := 0
 	for i, t := range in {
-		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": vector(t)}
+		var v any = vector(t)
+		if req.EncodingFormat == "base64" {
+			v = base64Floats(vector(t))
+		}
+		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": v}
 		tokens += len(e.spec.Tokenizer.Encode(t, true))
 	}
 	return map[string]any{"object": "list", "data": data, "model": e.spec.Model,
@@ -140,6 +149,15 @@ func (e *Engine) classify(req *inputsRequest) (any, *badRequest) {
 		return out[0], nil
 	}
 	return out, nil
+}
+
+// base64Floats encodes v as OpenAI's base64 embeddings: little-endian float32s.
+func base64Floats(v []float64) string {
+	b := make([]byte, 0, 4*len(v))
+	for _, f := range v {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(f)))
+	}
+	return base64.StdEncoding.EncodeToString(b)
 }
 
 func cmpFloat(a, b float64) int {
