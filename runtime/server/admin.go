@@ -22,6 +22,7 @@ import (
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
 	"github.com/routerkit/router/runtime/state/load"
+	"github.com/routerkit/router/runtime/strictjson"
 )
 
 // admin guards an admin endpoint with the configured bearer token, if any.
@@ -183,7 +184,7 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 	var probe struct {
 		Messages json.RawMessage `json:"messages"`
 	}
-	if json.Unmarshal(body, &probe) == nil && probe.Messages == nil {
+	if strictjson.Unmarshal(body, &probe) == nil && probe.Messages == nil {
 		resolver, facts, peakErr, err = s.explainFacts(body)
 	} else {
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -217,6 +218,9 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 // the expected-peak failure that stops selection before it starts.
 func (s *Server) explainFacts(body []byte) (_ *bucket.Resolver, _ policy.Facts, peakErr, err error) {
 	var req explain.Request
+	if err := strictjson.Check(body, &req); err != nil {
+		return nil, policy.Facts{}, nil, fmt.Errorf("explain request: %w", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {

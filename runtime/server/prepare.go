@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -56,12 +55,8 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request) (*prepared, *ht
 		return nil, &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, msg: "reading request body: " + err.Error()}
 	}
 	var req chatRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) && typeErr.Field != "" {
-			return nil, &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, msg: fmt.Sprintf("%s: expected %s, got JSON %s", typeErr.Field, typeErr.Type, typeErr.Value)}
-		}
-		return nil, &httpError{status: http.StatusBadRequest, code: codeInvalidJSON, msg: "request body is not a JSON object: " + err.Error()}
+	if herr := decodeBody(body, &req); herr != nil {
+		return nil, herr
 	}
 	if herr := validate(&req); herr != nil {
 		return nil, herr
