@@ -61,6 +61,9 @@ func (s *Server) finish(rec *recorder, d *Decision) {
 	case d.Error == "" && rec.errCode != "":
 		d.Error = rec.errCode
 	}
+	// A client chooses the model name and much of an error's text: the decision ring and
+	// the log keep a bounded prefix of each.
+	d.Model, d.Error = clipText(d.Model, maxModelText), clipText(d.Error, maxErrorText)
 	s.metrics.observeRequest(d, rec)
 	s.recent.add(*d)
 	attrs := []any{"model", d.Model, "bucket", d.Bucket, "engines", d.Engines,

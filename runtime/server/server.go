@@ -85,7 +85,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		models: map[string]*served{}, log: opts.Logger,
 		client:  &http.Client{Transport: opts.Transport},
 		recent:  newRecent(opts.RecentDecisions),
-		metrics: newMetrics(),
+		metrics: newMetrics(planModels(p)),
 		started: time.Now(),
 	}
 	deps, err := policy.NewDeps(p, s.table, opts.Rand, nil)
@@ -108,6 +108,14 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 	s.proxy = s.newProxy()
 	s.metrics.registerEngines(s)
 	return s, nil
+}
+
+func planModels(p *plan.Plan) []string {
+	names := make([]string, len(p.Models))
+	for i, m := range p.Models {
+		names[i] = m.Name
+	}
+	return names
 }
 
 // Handler returns the router's HTTP routes.
