@@ -10,6 +10,7 @@ import (
 
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/decision"
+	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/policy"
 )
 
@@ -23,6 +24,7 @@ import (
 type metrics struct {
 	reg          *prometheus.Registry
 	models       map[string]bool
+	resilienceMetrics
 	requests     *prometheus.CounterVec
 	picks        *prometheus.CounterVec
 	rejections   *prometheus.CounterVec
@@ -66,6 +68,7 @@ func newMetrics(models []string) *metrics {
 	for _, name := range models {
 		m.models[name] = true
 	}
+	m.resilienceMetrics = newResilienceMetrics(m.reg)
 	m.reg.MustRegister(m.requests, m.picks, m.rejections, m.fallthroughs, m.streamFails, m.duration, m.ttft,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -86,6 +89,7 @@ func (m *metrics) registerEngines(s *Server) {
 				Name: "router_engine_report_age_seconds", Help: "Age of the engine's last complete load report; -1 when it has none or it is stale.", ConstLabels: labels,
 			}, func() float64 { return s.reportAge(e.ID).Seconds() }),
 		)
+		m.registerBreaker(e.ID, func() *engine.Worker { return s.reg.Get(e.ID) })
 	}
 }
 

@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/routerkit/router/runtime/bucket"
@@ -46,13 +45,9 @@ type prepared struct {
 // resolver, the input token count and ids, the expected peak, and the session and routing
 // keys from the model's configured headers.
 func (s *Server) prepare(w http.ResponseWriter, r *http.Request) (*prepared, *httpError) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, &httpError{status: http.StatusRequestEntityTooLarge, code: codeBodyTooLarge, msg: fmt.Sprintf("request body exceeds %d bytes", maxBodyBytes)}
-		}
-		return nil, &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, msg: "reading request body: " + err.Error()}
+	body, herr := s.readBody(w, r)
+	if herr != nil {
+		return nil, herr
 	}
 	var req chatRequest
 	if herr := decodeBody(body, &req); herr != nil {

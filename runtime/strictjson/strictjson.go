@@ -89,3 +89,37 @@ func pathString(path []pathElem) string {
 	}
 	return b.String()
 }
+
+// TopLevelKey reports whether the object data (valid JSON) has a top-level key for
+// which match is true. Escaped keys are decoded before matching.
+func TopLevelKey(data []byte, match func(key []byte) bool) bool {
+	s := scanner{data: data}
+	s.ws()
+	if s.i >= len(data) || data[s.i] != '{' {
+		return false
+	}
+	s.i++
+	for {
+		s.ws()
+		if data[s.i] == '}' {
+			return false
+		}
+		raw, escaped := s.str()
+		key := raw
+		if escaped {
+			var k string
+			_ = json.Unmarshal(data[s.i-len(raw)-2:s.i], &k)
+			key = []byte(k)
+		}
+		if match(key) {
+			return true
+		}
+		s.ws()
+		s.i++ // :
+		_ = s.value(nil)
+		s.ws()
+		if data[s.i] == ',' {
+			s.i++
+		}
+	}
+}

@@ -133,3 +133,18 @@ func TestRegisteredShapeChecksSelfDecodingTypes(t *testing.T) {
 		t.Fatalf("err = %v, want the case variant inside the self-decoding type", err)
 	}
 }
+
+func TestTopLevelKey(t *testing.T) {
+	isBoot := func(k []byte) bool { return strings.HasPrefix(string(k), "bootstrap_") }
+	for body, want := range map[string]bool{
+		`{"model":"m","messages":[{"bootstrap_room":1}]}`: false,
+		`{"model":"m","bootstrap_room":1}`:                true,
+		`{"model":"m","bootstr\u0061p_port":1}`:           true,
+		`{}`:                                              false,
+		`{"a":{"b":"}"},"bootstrap_host":"x"}`:            true,
+	} {
+		if got := TopLevelKey([]byte(body), isBoot); got != want {
+			t.Errorf("TopLevelKey(%s) = %v, want %v", body, got, want)
+		}
+	}
+}
