@@ -45,8 +45,6 @@ func (a *activeSet) leave() {
 	a.wg.Done()
 }
 
-func (a *activeSet) len() int { return len(a.slots) }
-
 // waitIdle waits until no request is active or d has passed.
 func (a *activeSet) waitIdle(d time.Duration) {
 	done := make(chan struct{})

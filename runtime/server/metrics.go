@@ -22,8 +22,8 @@ import (
 // such as an unknown model name, would make a new series per request and grow memory and
 // /metrics without bound. Free-text reasons stay in logs, decisions and explain.
 type metrics struct {
-	reg          *prometheus.Registry
-	models       map[string]bool
+	reg    *prometheus.Registry
+	models map[string]bool
 	resilienceMetrics
 	requests     *prometheus.CounterVec
 	picks        *prometheus.CounterVec
