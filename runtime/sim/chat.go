@@ -174,6 +174,9 @@ func (e *Engine) handleChat(w http.ResponseWriter, r *http.Request) {
 		e.hang(r.Context())
 		return
 	}
+	if !e.delayFirstByte(r.Context(), fs.Faults) {
+		return
+	}
 	if fs.failNow() {
 		writeError(w, fs.FailStatus, "Simulated failure.")
 		return
@@ -192,6 +195,10 @@ func (e *Engine) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	if bad != nil {
 		writeError(w, bad.status, bad.msg)
+		return
+	}
+	if fs.GarbageBody {
+		writeGarbage(w, req.Stream)
 		return
 	}
 	var j *job
