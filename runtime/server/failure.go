@@ -63,6 +63,9 @@ type dispatchError struct {
 	engineMsg string
 	// detail is for the logs only: transport errors, 5xx bodies, URLs.
 	detail string
+	// sent: another engine already got the request (the other PD half), so even a
+	// failure to reach this one is not retried.
+	sent bool
 }
 
 func (e *dispatchError) engineID() string {
@@ -106,7 +109,7 @@ func (e *dispatchError) Error() string {
 // it (a second dispatch doubles the work and, for PD, the KV transfer), and a response
 // that began cannot be taken back.
 func (e *dispatchError) retriable() bool {
-	return e.kind == failUnreachable || e.kind == failBreakerOpen || (e.kind == failTimeout && e.phase == phaseConnect)
+	return !e.sent && e.kind == failUnreachable || e.kind == failBreakerOpen || (e.kind == failTimeout && e.phase == phaseConnect)
 }
 
 // rejection reports whether the engine refused the request itself (4xx other than 429):

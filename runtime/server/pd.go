@@ -104,13 +104,13 @@ func (s *Server) dispatchPD(rec *recorder, r *http.Request, p *prepared, sel buc
 		return nil
 	}
 	preErr := status.known()
-	switch {
-	case decErr.rejection():
-		return decErr
-	case preErr != nil && (preErr.rejection() || decErr.kind != failClientGone):
-		return preErr
+	out := decErr
+	if !decErr.rejection() && preErr != nil && (preErr.rejection() || decErr.kind != failClientGone) {
+		out = preErr
 	}
-	return decErr
+	cp := *out
+	cp.sent = true // both halves were dispatched: never retried
+	return &cp
 }
 
 // prefill posts body to the prefill engine and drains its answer, which the client never

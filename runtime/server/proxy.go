@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -145,8 +146,19 @@ func (a *attempt) modifyResponse(resp *http.Response) error {
 	}
 	filterResponseHeaders(resp.Header)
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// The client's 200 goes out with the stream's first byte, so an engine that
+		// answers garbage is a 502 rather than a stream no client can parse.
+		br := bufio.NewReader(resp.Body)
+		first, err := br.Peek(1)
+		switch {
+		case err != nil && err != io.EOF:
+			resp.Body.Close()
+			return classify(a.ctx, a.client, err, a.w, a.stage)
+		case len(first) == 1 && !strings.ContainsRune("deir:\r\n", rune(first[0])):
+			return fail(failMalformed, "event stream starts with "+strconv.Quote(string(first)))
+		}
 		a.verdict(nil)
-		resp.Body = &streamGuard{ReadCloser: resp.Body, a: a}
+		resp.Body = &streamGuard{ReadCloser: readCloser{br, resp.Body}, a: a}
 		return nil
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
@@ -164,6 +176,12 @@ func (a *attempt) modifyResponse(resp *http.Response) error {
 	resp.Header.Del("Content-Encoding")
 	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
 	return nil
+}
+
+// readCloser reads through a buffer and closes the underlying body.
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // engineMessage extracts the message of an OpenAI-shaped or SGLang-shaped error body, or
