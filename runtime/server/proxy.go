@@ -85,7 +85,7 @@ func (s *Server) forward(rec *recorder, r *http.Request, body payload, w *engine
 	})
 	defer stopShutdown()
 	a := &attempt{s: s, w: w, stage: stage, rec: rec, client: r.Context(), ctx: ctx, prefill: pf}
-	a.dl = s.startDeadlines(cancel, w, stage)
+	a.dl = s.startDeadlines(ctx, cancel, w, stage, pf)
 	defer a.dl.stop()
 
 	out := r.WithContext(ctx)
@@ -120,7 +120,7 @@ func (s *Server) forward(rec *recorder, r *http.Request, body payload, w *engine
 // dispatchError (answered by the caller); engine headers the client should not see are
 // dropped; a stream is guarded against a cut and an idle engine.
 func (a *attempt) modifyResponse(resp *http.Response) error {
-	a.dl.firstByte.Stop()
+	a.dl.gotHeaders()
 	if a.prefill != nil {
 		if err := a.prefill.wait(a.ctx); err != nil {
 			resp.Body.Close()

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/routerkit/router/runtime/engine"
@@ -47,6 +48,8 @@ func newTransport(t timeouts) *http.Transport {
 // timeout dispatchError as its cause, so every reader of the context (the transport, the
 // proxy's error handler, the stream guard) sees which deadline passed.
 type deadlines struct {
+	mu        sync.Mutex
+	started   bool // the response headers arrived
 	cancel    context.CancelCauseFunc
 	w         *engine.Worker
 	stage     plan.Role
@@ -56,9 +59,27 @@ type deadlines struct {
 	idleFor   time.Duration
 }
 
-func (s *Server) startDeadlines(cancel context.CancelCauseFunc, w *engine.Worker, stage plan.Role) *deadlines {
+// startDeadlines starts a dispatch's timers. A PD decode half (pf set) waits for the KV
+// hand-over from its prefill before it can answer, so its first-byte deadline starts
+// once the prefill's status is known; until then timeouts.prefill_status_ms bounds it.
+func (s *Server) startDeadlines(ctx context.Context, cancel context.CancelCauseFunc, w *engine.Worker, stage plan.Role, pf *prefillStatus) *deadlines {
 	d := &deadlines{cancel: cancel, w: w, stage: stage, idleFor: s.timeouts.streamIdle}
-	d.firstByte = time.AfterFunc(s.timeouts.firstByte, d.fire(phaseFirstByte, s.timeouts.firstByte))
+	first := s.timeouts.firstByte
+	d.firstByte = time.AfterFunc(first, d.fire(phaseFirstByte, first))
+	if pf != nil {
+		d.firstByte.Stop()
+		go func() {
+			select {
+			case <-pf.done:
+				d.mu.Lock()
+				if !d.started {
+					d.firstByte.Reset(first)
+				}
+				d.mu.Unlock()
+			case <-ctx.Done():
+			}
+		}()
+	}
 	d.total = time.AfterFunc(s.timeouts.total, d.fire(phaseTotal, s.timeouts.total))
 	return d
 }
@@ -69,9 +90,16 @@ func (d *deadlines) fire(phase string, after time.Duration) func() {
 	}
 }
 
-// headers stops the first-byte timer and starts the idle timer: the response began.
-func (d *deadlines) headers() {
+// gotHeaders stops the first-byte timer for good.
+func (d *deadlines) gotHeaders() {
+	d.mu.Lock()
+	d.started = true
 	d.firstByte.Stop()
+	d.mu.Unlock()
+}
+
+// headers starts the idle timer: the response body may flow.
+func (d *deadlines) headers() {
 	d.idle = time.AfterFunc(d.idleFor, d.fire(phaseStreamIdle, d.idleFor))
 }
 
