@@ -29,7 +29,7 @@ import (
 func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if tok := s.plan.AdminToken; tok != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			got, ok := bearer(r.Header.Get("Authorization"))
 			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
 				writeError(w, http.StatusUnauthorized, codeUnauthorized, "admin endpoints need Authorization: Bearer <admin_token>")
 				return
@@ -37,6 +37,16 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 		}
 		h(w, r)
 	}
+}
+
+// bearer returns the credentials of a Bearer authorization; the scheme is
+// case-insensitive (RFC 9110 §11.1) and may be followed by several spaces.
+func bearer(h string) (string, bool) {
+	scheme, cred, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimLeft(cred, " "), true
 }
 
 // State is the snapshot GET /admin/state returns and `router top` renders.

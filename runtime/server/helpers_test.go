@@ -147,7 +147,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 
 // recordingTransport is the real transport plus a log of the bodies it sent, by host.
 type recordingTransport struct {
-	next http.RoundTripper
+	next    http.RoundTripper
 	mu      sync.Mutex
 	sent    map[string][][]byte
 	headers map[string][]http.Header
