@@ -61,12 +61,14 @@ type State struct {
 
 // EngineState is one engine as the router sees it.
 type EngineState struct {
-	ID       string       `json:"id"`
-	URL      string       `json:"url"`
-	Model    string       `json:"model"`
-	Role     plan.Role    `json:"role"`
-	Groups   []string     `json:"groups"`
-	Healthy  bool         `json:"healthy"`
+	ID      string    `json:"id"`
+	URL     string    `json:"url"`
+	Model   string    `json:"model"`
+	Role    plan.Role `json:"role"`
+	Groups  []string  `json:"groups"`
+	Healthy bool      `json:"healthy"`
+	// Breaker is the circuit breaker's state: closed, open or half_open.
+	Breaker  string       `json:"breaker"`
 	Inflight int64        `json:"inflight"`
 	Load     *load.Sample `json:"load"`
 	// ReportAgeMS is the age of the usable load report, -1 when there is none.
@@ -106,7 +108,7 @@ func (s *Server) state(w http.ResponseWriter, _ *http.Request) {
 		wk := s.reg.Get(e.ID)
 		es := EngineState{
 			ID: e.ID, URL: e.URL, Model: e.Model, Role: e.Role, Groups: groups[e.ID],
-			Healthy: wk.Healthy(), Inflight: wk.Inflight(), ReportAgeMS: -1,
+			Healthy: wk.Healthy(), Breaker: breakerState(wk), Inflight: wk.Inflight(), ReportAgeMS: -1,
 			Picks: picks[e.ID], Rejections: rejections[e.ID],
 			HealthError: status[e.ID].HealthError, LoadError: status[e.ID].LoadError,
 		}

@@ -95,7 +95,14 @@ func (c *limitedConn) Close() error {
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *httpError) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(s.timeouts.bodyRead))
-	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	timedOut := false
+	defer func() {
+		// After a timeout the deadline stays passed and the connection closes after the
+		// answer: the server would otherwise wait for the rest of the body to keep it.
+		if !timedOut {
+			_ = rc.SetReadDeadline(time.Time{})
+		}
+	}()
 	if r.ContentLength > maxBodyBytes {
 		return nil, &httpError{status: http.StatusRequestEntityTooLarge, code: codeBodyTooLarge, msg: fmt.Sprintf("request body exceeds %d bytes", maxBodyBytes)}
 	}
@@ -117,6 +124,8 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *http
 			case errors.As(err, &tooLarge):
 				return nil, &httpError{status: http.StatusRequestEntityTooLarge, code: codeBodyTooLarge, msg: fmt.Sprintf("request body exceeds %d bytes", maxBodyBytes)}
 			case errors.Is(err, os.ErrDeadlineExceeded):
+				timedOut = true
+				w.Header().Set("Connection", "close")
 				s.metrics.timeouts.WithLabelValues("client", phaseBodyRead).Inc()
 				return nil, &httpError{status: http.StatusRequestTimeout, code: codeBodyTimeout, msg: fmt.Sprintf("request body not received within %v", s.timeouts.bodyRead)}
 			}

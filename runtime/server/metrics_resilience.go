@@ -55,3 +55,11 @@ func (m *metrics) registerBreaker(id string, w func() *engine.Worker) {
 		}),
 	)
 }
+
+// breakerState names an engine's breaker state for /admin/state.
+func breakerState(w *engine.Worker) string {
+	if b := w.Breaker(); b != nil {
+		return b.State().String()
+	}
+	return engine.BreakerClosed.String()
+}
