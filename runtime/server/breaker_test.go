@@ -169,5 +169,3 @@ func TestLimitListenerReleasesOnClose(t *testing.T) {
 		t.Fatalf("%d slots taken after close", len(l.sem))
 	}
 }
-
-
