@@ -1,14 +1,17 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/sim"
 )
@@ -55,6 +58,16 @@ func TestBreakerTakesFailingEngineOut(t *testing.T) {
 			}
 			if !strings.Contains(fc.metricsText(t), `router_engine_breaker_state{engine="E1"} 1`) {
 				t.Error("the open breaker is not in /metrics")
+			}
+			resp, err := http.Post(fc.url+"/admin/explain", "application/json", strings.NewReader(chat("m", "x", "")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ex explain.Explanation
+			_ = json.NewDecoder(resp.Body).Decode(&ex)
+			resp.Body.Close()
+			if len(ex.Breakers) != 1 || ex.Breakers[0] != (explain.Breaker{Engine: "E1", State: "open"}) || ex.Picks[plan.RolePlain] != "E2" {
+				t.Errorf("explain: breakers %+v, picks %v", ex.Breakers, ex.Picks)
 			}
 			_ = fc.fleet.Engine("E1").SetFaults(sim.Faults{})
 			clk.add(time.Minute)
