@@ -114,7 +114,7 @@ func Decode(data []byte) (*State, error) {
 func (st *State) clean() {
 	for i := range st.Engines {
 		e := &st.Engines[i]
-		for _, f := range []*string{&e.ID, &e.URL, &e.Model, &e.Role, &e.HealthError, &e.LoadError} {
+		for _, f := range []*string{&e.ID, &e.URL, &e.Model, &e.Role, &e.HealthError, &e.LoadError, &e.Breaker} {
 			*f = clean(*f)
 		}
 		for j := range e.Groups {
