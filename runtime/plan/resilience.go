@@ -58,6 +58,7 @@ type HeaderPolicy struct {
 type StateLimits struct {
 	// AffinityMaxKeys caps each affinity store; the least recently used binding goes.
 	AffinityMaxKeys int `json:"affinity_max_keys"`
-	// KVMaxBlocksPerEngine caps the prefix index's blocks per engine.
+	// KVMaxBlocksPerEngine caps the prefix index's blocks per engine: a publisher
+	// exceeding it is forgotten until it stores blocks anew.
 	KVMaxBlocksPerEngine int `json:"kv_max_blocks_per_engine"`
 }

@@ -107,6 +107,10 @@ type Index struct {
 	ownerOf []*engineInfo          // by owner
 	sizes   map[string][]int       // model -> distinct block sizes, fixed
 
+	// rankCap bounds the blocks one rank may hold (state.kv_max_blocks_per_engine split
+	// over its ranks); 0 is unbounded.
+	rankCap int
+
 	mu     sync.RWMutex
 	blocks map[int64][]owner  // hash -> owners, each once
 	owned  []map[int64]Medium // by owner: the hashes it holds and their tiers
@@ -123,6 +127,9 @@ func NewIndex(p *plan.Plan) *Index {
 	for _, e := range p.Engines {
 		if e.KVEvents == nil {
 			continue
+		}
+		if n := p.State.KVMaxBlocksPerEngine; n > 0 {
+			ix.rankCap = max(n/max(e.DPSize, 1), 1)
 		}
 		info := &engineInfo{id: e.ID, model: e.Model, blockSize: BlockSize(e)}
 		for range max(e.DPSize, 1) {
@@ -183,6 +190,11 @@ func (ix *Index) Apply(engineID string, rank int, events ...Event) bool {
 
 func (ix *Index) store(o owner, h int64, m Medium) {
 	held, ok := ix.owned[o][h]
+	if !ok && ix.rankCap > 0 && len(ix.owned[o]) >= ix.rankCap {
+		// More blocks than any real cache holds: a publisher that lost its removals or
+		// lies. Its ownership is unknown, as after a sequence gap, until it stores anew.
+		ix.clear(o)
+	}
 	ix.owned[o][h] = held | m
 	if !ok {
 		ix.blocks[h] = append(ix.blocks[h], o)

@@ -138,3 +138,17 @@ func TestIndexClearRankAndRemoveEngine(t *testing.T) {
 	ix.ClearRank("Z", 0)
 	ix.RemoveEngine("Z")
 }
+
+// Bounded state: a rank publishing more blocks than state.kv_max_blocks_per_engine is
+// forgotten rather than growing the index.
+func TestIndexCapsBlocksPerEngine(t *testing.T) {
+	p := &plan.Plan{Engines: []plan.Engine{{ID: "A", Model: "m", DPSize: 1, KVEvents: &plan.KVEvents{Endpoint: "tcp://x"}}},
+		State: plan.StateLimits{KVMaxBlocksPerEngine: 100}}
+	ix := NewIndex(p)
+	for i := range 1000 {
+		ix.Apply("A", 0, Event{Kind: BlockStored, Hashes: []int64{int64(i)}, Medium: MediumGPU})
+	}
+	if n := ix.Blocks("A"); n > 100 || n == 0 {
+		t.Fatalf("engine A holds %d blocks, cap 100", n)
+	}
+}
