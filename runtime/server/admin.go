@@ -183,15 +183,16 @@ func sumBy(f *dto.MetricFamily, labels ...string) map[string]float64 {
 // other is an explain.Request giving the routing facts directly. It is a dry run: nothing is
 // dispatched, no in-flight count is taken and no affinity binding is written.
 func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	if err != nil {
-		writeError(w, http.StatusRequestEntityTooLarge, codeBodyTooLarge, err.Error())
+	body, herr := s.readBody(w, r)
+	if herr != nil {
+		writeError(w, herr.status, herr.code, herr.msg)
 		return
 	}
 	var (
 		facts    policy.Facts
 		resolver *bucket.Resolver
 		peakErr  error
+		err      error
 	)
 	var probe struct {
 		Messages json.RawMessage `json:"messages"`

@@ -153,6 +153,12 @@ func TestBodyReadTimeoutAndConcurrencyCap(t *testing.T) {
 	}
 	<-held // the held request times out (first byte)
 	fc.inflightZero(t)
+	m := fc.metricsText(t)
+	for _, series := range []string{`router_timeouts_total{phase="first_byte",stage="plain"} 1`, `router_timeouts_total{phase="body_read",stage="client"} 1`} {
+		if !strings.Contains(m, series) {
+			t.Errorf("/metrics lacks %s", series)
+		}
+	}
 }
 
 func TestLimitListenerReleasesOnClose(t *testing.T) {
