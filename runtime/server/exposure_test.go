@@ -160,3 +160,16 @@ func TestHeaderPolicyIsTheSameForBothHalves(t *testing.T) {
 		t.Errorf("allow list: %v", allow)
 	}
 }
+
+// A client asking for gzip gets a readable answer: the router checks non-streamed answers,
+// so it does not pass the preference on and the transport handles compression.
+func TestGzipClientGetsAPlainAnswer(t *testing.T) {
+	fc := startFleet(t, plainPlan("E1"))
+	status, _, body := fc.post(t, chat("m", "x", `, "max_tokens": 2`), "Accept-Encoding", "gzip")
+	if status != 200 || !strings.Contains(body, `"choices"`) {
+		t.Fatalf("%d %.200q", status, body)
+	}
+	if h := fc.sent.headersTo(fc.srv.plan.Engines[0].URL); len(h) != 1 || h[0].Get("Accept-Encoding") == "gzip, deflate" {
+		t.Errorf("engine headers: %v", h)
+	}
+}

@@ -16,6 +16,9 @@ var neverForwarded = []string{
 	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
 	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
 	"Cookie", "Host", "Content-Length", "Content-Type", "Content-Encoding", "Expect",
+	// The router reads non-streamed answers to check them: the transport asks for and
+	// undoes compression itself when the client's preference is not passed on.
+	"Accept-Encoding",
 	"X-Request-Id", "Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto",
 }
 
