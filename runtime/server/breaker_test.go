@@ -188,3 +188,19 @@ func TestLimitListenerReleasesOnClose(t *testing.T) {
 		t.Fatalf("%d slots taken after close", len(l.sem))
 	}
 }
+
+// A decode engine is not blamed for its prefill's failures: only the prefill's breaker
+// opens.
+func TestPDBreakerBlamesTheFailingHalf(t *testing.T) {
+	p := pdPlan()
+	p.Breaker = plan.Breaker{FailureThreshold: 2, OpenMS: 60_000}
+	fc := startFleet(t, p)
+	_ = fc.fleet.Engine("P1").SetFaults(sim.Faults{FailStatus: 500})
+	for range 3 {
+		fc.post(t, chat("pd", "x", `, "max_tokens": 2`))
+	}
+	if p1, d1 := fc.state(t).engine("P1").Breaker, fc.state(t).engine("D1").Breaker; p1 != "open" || d1 != "closed" {
+		t.Errorf("breakers: P1 %s, D1 %s; want P1 open, D1 closed", p1, d1)
+	}
+	fc.inflightZero(t)
+}

@@ -51,9 +51,13 @@ type attempt struct {
 	judged  bool
 }
 
-// verdict reports the dispatch's outcome to the engine's breaker, once.
+// verdict reports the dispatch's outcome to the engine's breaker, once. A failure of
+// another engine (the PD prefill half cancelling this decode) is no verdict on this one.
 func (a *attempt) verdict(err *dispatchError) {
 	b := a.w.Breaker()
+	if err != nil && err.worker != a.w {
+		err = &dispatchError{kind: failClientGone}
+	}
 	if b == nil || a.judged {
 		if b != nil && err != nil && err.breakerFailure() {
 			b.Failure() // a stream failing after a good start still counts
