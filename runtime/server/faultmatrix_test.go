@@ -15,7 +15,7 @@ import (
 )
 
 // fastTimeouts are short dispatch deadlines, so a fault costs a test well under a second.
-var fastTimeouts = plan.Timeouts{ConnectMS: 1000, FirstByteMS: 400, StreamIdleMS: 400, TotalMS: 5000, PrefillStatusMS: 500, BodyReadMS: 1000}
+var fastTimeouts = plan.Timeouts{ConnectMS: 1000, FirstByteMS: 1000, StreamIdleMS: 1000, TotalMS: 8000, PrefillStatusMS: 1500, BodyReadMS: 1000}
 
 // matrixFault is one simulator fault and what a client gets, per topology, for a stream
 // and a plain answer. Several statuses are allowed where the outcome depends on which
@@ -36,7 +36,7 @@ var faultMatrix = []matrixFault{
 		"plain": {{429}, {429}}, "pd-prefill": {{429}, {429}}, "pd-decode": {{429}, {429}}}},
 	{name: "cut stream", faults: sim.Faults{CutStream: true, CutAfterTokens: 2}, want: map[string][2][]int{
 		"plain": {{502}, {200}}, "pd-prefill": {{502}, {200, 502}}, "pd-decode": {{502}, {200}}}},
-	{name: "slow first byte", faults: sim.Faults{FirstByteDelayMS: 2000}, want: map[string][2][]int{
+	{name: "slow first byte", faults: sim.Faults{FirstByteDelayMS: 3000}, want: map[string][2][]int{
 		"plain": {{504}, {504}}, "pd-prefill": {{504}, {504}}, "pd-decode": {{504}, {504}}}},
 	{name: "garbage body", faults: sim.Faults{GarbageBody: true}, want: map[string][2][]int{
 		"plain": {{502}, {502}}, "pd-prefill": {{502}, {502}}, "pd-decode": {{502}, {502}}}},
