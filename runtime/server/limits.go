@@ -89,6 +89,9 @@ func (c *limitedConn) Close() error {
 	return c.Conn.Close()
 }
 
+// preallocMax is the most readBody allocates before the body's bytes arrive.
+const preallocMax = 1 << 20
+
 // readBody reads a client's request body within limits.body_read_ms and the body size
 // cap, in one allocation when the client declares its length: the body is read once and
 // every later step (decoding, dispatch to both PD halves) works on these bytes.
@@ -106,11 +109,13 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *http
 	if r.ContentLength > maxBodyBytes {
 		return nil, &httpError{status: http.StatusRequestEntityTooLarge, code: codeBodyTooLarge, msg: fmt.Sprintf("request body exceeds %d bytes", maxBodyBytes)}
 	}
-	size := 512
+	// The declared length is trusted only once the client has sent the first
+	// preallocMax bytes: a client declaring 32 MiB and sending nothing costs little.
+	want := 0
 	if r.ContentLength > 0 {
-		size = int(r.ContentLength) + 1 // +1: reading EOF needs no growth
+		want = int(r.ContentLength) + 1 // +1: reading EOF needs no growth
 	}
-	buf := make([]byte, 0, size)
+	buf := make([]byte, 0, min(max(want, 512), preallocMax))
 	body := http.MaxBytesReader(w, r.Body, maxBodyBytes)
 	for {
 		n, err := body.Read(buf[len(buf):cap(buf)])
@@ -132,7 +137,11 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *http
 			return nil, &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, msg: "reading request body: " + err.Error()}
 		}
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)] // grow
+			if want > cap(buf) {
+				buf = append(make([]byte, 0, want), buf...)
+			} else {
+				buf = append(buf, 0)[:len(buf)] // grow
+			}
 		}
 	}
 }

@@ -42,8 +42,17 @@ func TestRequestBodyMemory(t *testing.T) {
 	if !bytes.Equal(got, body) {
 		t.Fatal("the body read differs from the one sent")
 	}
-	if limit := uint64(len(body)) + 64<<10; read > limit {
+	if limit := uint64(len(body)) + preallocMax + 64<<10; read > limit {
 		t.Errorf("reading a %d-byte body allocated %d bytes, want at most %d", len(body), read, limit)
+	}
+	// A client declaring a large body it does not send gets no large buffer.
+	lying := allocated(func() {
+		r, _ := http.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader("{}"))
+		r.ContentLength = 30 << 20
+		_, _ = srv.readBody(httptest.NewRecorder(), r)
+	})
+	if lying > preallocMax+64<<10 {
+		t.Errorf("a declared but unsent 30 MiB body allocated %d bytes", lying)
 	}
 	pre := engine.New(plan.Engine{ID: "P1", URL: "http://127.0.0.1:1", BootstrapPort: 8998})
 	var pl payload
