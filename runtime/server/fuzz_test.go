@@ -1,7 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/routerkit/router/runtime/engine"
@@ -16,7 +19,8 @@ var fuzzSeeds = []string{
 	`{"model":"m","messages":[{"role":"user","content":"\u00e9<&>"}],"stream":true,"n":2}`,
 }
 
-// FuzzDecodeChat feeds the chat request decoder: it never panics, and a body it accepts
+// FuzzDecodeChat feeds the chat request path: preparation never panics, and a body the
+// decoder accepts
 // gets bootstrap fields that leave valid JSON with the router's values and every other
 // key as the client sent it.
 func FuzzDecodeChat(f *testing.F) {
@@ -24,7 +28,16 @@ func FuzzDecodeChat(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	pre := engine.New(plan.Engine{ID: "P1", URL: "http://127.0.0.1:1", BootstrapPort: 8998})
+	srv, err := New(plainPlan("E1"), Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		// The whole preparation step (read, decode, validate, tokenize, expected peak).
+		r, _ := http.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
+		if p, herr := srv.prepare(httptest.NewRecorder(), r); herr == nil && p.facts.InputTokens < 0 {
+			t.Fatalf("negative input tokens: %+v", p.facts)
+		}
 		var req chatRequest
 		if decodeBody(body, &req) != nil {
 			return
