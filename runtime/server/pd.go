@@ -129,8 +129,10 @@ func (s *Server) prefill(ctx context.Context, cancel context.CancelCauseFunc, w 
 			cancel(e)
 		}
 	}
+	// The deadline only cancels; this goroutine alone reports the outcome, reading the
+	// timeout back as the context's cause.
 	total := time.AfterFunc(s.timeouts.total, func() {
-		fail(&dispatchError{kind: failTimeout, stage: plan.RolePrefill, worker: w, phase: phaseTotal, after: s.timeouts.total})
+		cancel(&dispatchError{kind: failTimeout, stage: plan.RolePrefill, worker: w, phase: phaseTotal, after: s.timeouts.total})
 	})
 	defer total.Stop()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.targets[w.ID()].JoinPath(in.URL.Path).String(), body.reader())
