@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"net"
 	"net/http"
 	"strings"
 
@@ -65,6 +66,21 @@ func (hp headerPolicy) outbound(in http.Header, reqID string) http.Header {
 	out.Set("Content-Type", "application/json")
 	out.Set("X-Request-Id", reqID)
 	return out
+}
+
+// setForwarded adds the X-Forwarded-For, -Host and -Proto headers for in, as
+// httputil.ProxyRequest.SetXForwarded does for the proxied half, so both PD halves see
+// the same request.
+func setForwarded(h http.Header, in *http.Request) {
+	if ip, _, err := net.SplitHostPort(in.RemoteAddr); err == nil {
+		h.Set("X-Forwarded-For", ip)
+	}
+	h.Set("X-Forwarded-Host", in.Host)
+	proto := "http"
+	if in.TLS != nil {
+		proto = "https"
+	}
+	h.Set("X-Forwarded-Proto", proto)
 }
 
 // clientResponseHeaders are the engine response headers a client gets. Anything else

@@ -142,6 +142,10 @@ func (s *Server) prefill(ctx context.Context, cancel context.CancelCauseFunc, w 
 	}
 	req.ContentLength, req.GetBody = body.len(), func() (io.ReadCloser, error) { return body.reader(), nil }
 	req.Header = s.headers.outbound(in.Header, reqID)
+	setForwarded(req.Header, in)
+	if _, ok := req.Header["User-Agent"]; !ok {
+		req.Header.Set("User-Agent", "") // as the proxy does: no Go default in its place
+	}
 	resp, err := s.client.Do(req)
 	if err != nil {
 		e := classify(ctx, in.Context(), err, w, plan.RolePrefill)
