@@ -28,7 +28,7 @@ func (c condition) String() string {
 // when requests are waiting.
 func (e *Engine) condition() condition {
 	switch {
-	case !e.Healthy:
+	case !e.Healthy, e.Breaker == "open":
 		return condDown
 	case e.Load == nil || e.ReportAgeMS < 0 || e.reportAge() >= staleAge:
 		return condStale

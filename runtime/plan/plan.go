@@ -44,6 +44,13 @@ type Plan struct {
 	Engines []Engine `json:"engines"`
 	// Models lists the served models sorted by name.
 	Models []Model `json:"models"`
+	// Data-plane hardening: see resilience.go.
+	Timeouts Timeouts     `json:"timeouts"`
+	Limits   ServerLimits `json:"limits"`
+	Breaker  Breaker      `json:"breaker"`
+	Retries  Retries      `json:"retries"`
+	Headers  HeaderPolicy `json:"headers"`
+	State    StateLimits  `json:"state"`
 }
 
 // Health configures active health checks. An engine leaves every candidate set after
