@@ -24,6 +24,7 @@ func check(p *plan.Plan, user cue.Value, errs *errorList) {
 	c := &checker{p: p, user: user, errs: errs, engines: map[string]*plan.Engine{}}
 	c.checkListen()
 	c.checkEngines()
+	c.checkKVEvents()
 	if len(p.Models) == 0 {
 		c.at(sel("models"), "the configuration serves no model: add models: NAME: {buckets: [...]}")
 	}
@@ -108,6 +109,7 @@ func (c *checker) checkModel(m *plan.Model) {
 	case len(plain) == 0 && len(pd) == 0:
 		c.at(at, "model %q has no engines: add engines with model: %q", m.Name, m.Name)
 	}
+	c.checkPDProtocols(m)
 	if len(m.Buckets) == 0 {
 		c.at(at, "model %q has no buckets: add at least one bucket", m.Name)
 	}

@@ -26,6 +26,14 @@ func (c *checker) checkTokenizer(m *plan.Model) {
 		c.at(field("chat_template_file"), "chat_template and chat_template_file both give the chat template: keep one")
 		return
 	}
+	if t.EngineKind == "" {
+		kind, ok := c.engineKind(m.Name)
+		if !ok {
+			c.at(field("path"), "model %q has SGLang and vLLM engines, which render chat templates differently: set tokenizer.engine_kind to the kind whose prompts prefix caching should match", m.Name)
+			return
+		}
+		t.EngineKind = kind
+	}
 	t.Path = c.resolve(field("path"), t.Path)
 	t.ChatTemplateFile = c.resolve(field("chat_template_file"), t.ChatTemplateFile)
 	if t.Config != "" {
@@ -64,4 +72,22 @@ func (c *checker) resolve(sels []cue.Selector, path string) string {
 func fileExists(path string) bool {
 	info, err := os.Stat(path)
 	return err == nil && !info.IsDir()
+}
+
+// engineKind is the kind of the model's engines, or false when they are of both kinds.
+func (c *checker) engineKind(model string) (plan.Kind, bool) {
+	kind := plan.Kind("")
+	for _, e := range c.p.Engines {
+		switch {
+		case e.Model != model:
+		case kind == "":
+			kind = e.Kind
+		case e.Kind != kind:
+			return "", false
+		}
+	}
+	if kind == "" {
+		kind = plan.KindSGLang
+	}
+	return kind, true
 }

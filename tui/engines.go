@@ -28,7 +28,7 @@ func (c condition) String() string {
 // when requests are waiting.
 func (e *Engine) condition() condition {
 	switch {
-	case !e.Healthy:
+	case !e.Healthy, e.Breaker == "open":
 		return condDown
 	case e.Load == nil || e.ReportAgeMS < 0 || e.reportAge() >= staleAge:
 		return condStale
@@ -47,7 +47,7 @@ func (e *Engine) reportAge() time.Duration {
 
 // kvUsage is the fraction of the KV cache in use, or -1 when the report does not say.
 func (e *Engine) kvUsage() float64 {
-	if e.Load == nil || !e.Load.Native || e.Load.MaxKVTokens <= 0 {
+	if e.Load == nil || !(e.Load.Native || e.Load.KVKnown) || e.Load.MaxKVTokens <= 0 {
 		return -1
 	}
 	return float64(e.Load.UsedKVTokens) / float64(e.Load.MaxKVTokens)

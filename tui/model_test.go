@@ -124,6 +124,8 @@ func TestCondition(t *testing.T) {
 	}{
 		{"idle", Engine{Healthy: true, Load: native(0, 0, 0), ReportAgeMS: 100}, condUp},
 		{"unhealthy beats everything", Engine{Healthy: false, Load: native(8, 3, 1000)}, condDown},
+		{"open breaker is down though healthy", Engine{Healthy: true, Breaker: "open", Load: native(0, 0, 0), ReportAgeMS: 100}, condDown},
+		{"half-open breaker is not down", Engine{Healthy: true, Breaker: "half_open", Load: native(0, 0, 0), ReportAgeMS: 100}, condUp},
 		{"no report", Engine{Healthy: true, ReportAgeMS: -1}, condStale},
 		{"report but negative age", Engine{Healthy: true, Load: native(0, 0, 0), ReportAgeMS: -1}, condStale},
 		{"old report", Engine{Healthy: true, Load: native(0, 0, 0), ReportAgeMS: 2000}, condStale},
@@ -131,6 +133,7 @@ func TestCondition(t *testing.T) {
 		{"at max running", Engine{Healthy: true, Load: native(8, 0, 0), ReportAgeMS: 100}, condSaturated},
 		{"kv nearly full", Engine{Healthy: true, Load: native(1, 0, 900), ReportAgeMS: 100}, condSaturated},
 		{"kv below the mark", Engine{Healthy: true, Load: native(1, 0, 899), ReportAgeMS: 100}, condUp},
+		{"vllm metrics report: kv nearly full", Engine{Healthy: true, Load: &Load{Running: 1, KVKnown: true, UsedKVTokens: 900, MaxKVTokens: 1000}, ReportAgeMS: 100}, condSaturated},
 		{"basic report ignores capacities", Engine{Healthy: true, Load: &Load{Running: 50, MaxRunning: 8, UsedKVTokens: 9, MaxKVTokens: 1}, ReportAgeMS: 100}, condUp},
 	}
 	for _, tt := range tests {

@@ -33,13 +33,16 @@ type State struct {
 
 // Engine is one engine as the router sees it.
 type Engine struct {
-	ID       string   `json:"id"`
-	URL      string   `json:"url"`
-	Model    string   `json:"model"`
-	Role     string   `json:"role"`
-	Groups   []string `json:"groups"` // "bucket/stage"
-	Healthy  bool     `json:"healthy"`
-	Inflight int64    `json:"inflight"`
+	ID      string   `json:"id"`
+	URL     string   `json:"url"`
+	Model   string   `json:"model"`
+	Role    string   `json:"role"`
+	Groups  []string `json:"groups"` // "bucket/stage"
+	Healthy bool     `json:"healthy"`
+	// Breaker is the circuit breaker's state: closed, open or half_open ("" from a
+	// router that predates breakers).
+	Breaker  string `json:"breaker"`
+	Inflight int64  `json:"inflight"`
 	// Load is nil when the router holds no usable (fresh, complete) load report.
 	Load *Load `json:"load"`
 	// ReportAgeMS is the age of the usable report, negative when there is none.
@@ -63,11 +66,13 @@ type PrefixIndex struct {
 }
 
 // Load is an engine's last usable load report. The capacity fields mean something only
-// when Native is set: older ("basic") publishers report running and waiting only.
+// when Native is set: older ("basic") publishers report running and waiting only, and
+// vLLM's /metrics add KV usage and capacity (KVKnown).
 type Load struct {
 	Running      int64 `json:"running"`
 	Waiting      int64 `json:"waiting"`
 	Native       bool  `json:"native"`
+	KVKnown      bool  `json:"kv_known"`
 	UsedKVTokens int64 `json:"used_kv_tokens"`
 	MaxKVTokens  int64 `json:"max_kv_tokens"`
 	MaxRunning   int64 `json:"max_running"`
@@ -123,7 +128,7 @@ func Decode(data []byte) (*State, error) {
 func (st *State) clean() {
 	for i := range st.Engines {
 		e := &st.Engines[i]
-		for _, f := range []*string{&e.ID, &e.URL, &e.Model, &e.Role, &e.HealthError, &e.LoadError} {
+		for _, f := range []*string{&e.ID, &e.URL, &e.Model, &e.Role, &e.HealthError, &e.LoadError, &e.Breaker} {
 			*f = clean(*f)
 		}
 		for j := range e.Groups {

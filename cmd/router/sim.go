@@ -25,14 +25,15 @@ func simCommand() *cli.Command {
 		ArgsUsage: "[FILE...]",
 		Description: `Starts simulated engines on 127.0.0.1, prints a table of them and serves until
 SIGINT or SIGTERM. With --config, one engine per engine of the router config, at
-the port of its URL, with its model, role, bootstrap port, DP size and KV event
-publisher. With --engines, N engines of one role on consecutive ports from --port
+the port of its URL, with its kind, model, role, bootstrap port, DP size and KV event
+publisher (in kv_events.mode bind, the publisher dials the router's endpoint). With --engines, N engines of one role on consecutive ports from --port
 (0 picks free ports). The model flags apply to every engine; docs/simulator.md
 describes the endpoints, the model and the faults.`,
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "config", Aliases: []string{"c"}, Usage: "simulate the engines of router config `FILE` (repeatable; more files may follow as arguments)"},
 			&cli.IntFlag{Name: "engines", Aliases: []string{"n"}, Usage: "start `N` engines of one role (instead of --config)"},
 			&cli.StringFlag{Name: "role", Value: string(plan.RolePlain), Usage: "role of the --engines engines: plain, prefill or decode"},
+			&cli.StringFlag{Name: "kind", Value: string(plan.KindSGLang), Usage: "engine software the --engines engines imitate: sglang or vllm"},
 			&cli.IntFlag{Name: "port", Usage: "HTTP port of the first --engines engine; the others follow"},
 			&cli.StringFlag{Name: "model", Value: "sim", Usage: "model name the --engines engines serve"},
 			&cli.IntFlag{Name: "dp-size", Value: 1, Usage: "data-parallel ranks per --engines engine"},
@@ -144,11 +145,15 @@ func engineSpecs(c *cli.Context, n int, cfg sim.Config) ([]sim.EngineSpec, error
 	if prefix == "" {
 		return nil, usageError("--role must be plain, prefill or decode, not %q", role)
 	}
+	kind := plan.Kind(c.String("kind"))
+	if kind != plan.KindSGLang && kind != plan.KindVLLM {
+		return nil, usageError("--kind must be sglang or vllm, not %q", kind)
+	}
 	port, dp, kvPort := c.Int("port"), c.Int("dp-size"), c.Int("kv-port")
 	specs := make([]sim.EngineSpec, n)
 	for i := range specs {
 		s := sim.EngineSpec{
-			ID: prefix + strconv.Itoa(i+1), Model: c.String("model"), Role: role, DPSize: dp, Config: cfg,
+			ID: prefix + strconv.Itoa(i+1), Model: c.String("model"), Kind: kind, Role: role, DPSize: dp, Config: cfg,
 			Addr: "127.0.0.1:" + strconv.Itoa(offset(port, i)),
 		}
 		if role == plan.RolePrefill {
@@ -173,16 +178,19 @@ func offset(base, i int) int {
 // printFleet writes one line per engine: where it serves and where it publishes.
 func printFleet(w io.Writer, f *sim.Fleet) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tROLE\tMODEL\tURL\tDP\tBOOTSTRAP\tKV EVENTS")
+	fmt.Fprintln(tw, "ID\tKIND\tROLE\tMODEL\tURL\tDP\tBOOTSTRAP\tKV EVENTS")
 	for _, e := range f.Engines() {
 		bootstrap, kv := "-", "-"
 		if e.Role() == plan.RolePrefill {
 			bootstrap = strconv.Itoa(e.BootstrapPort())
 		}
 		if eps := e.KVEndpoints(); eps != nil {
-			kv = strings.Join(eps, ",") + " topic=" + e.KVTopic()
+			kv = strings.Join(eps, ",") + " topic=" + e.KVTopic() + " " + e.KVEncoding()
+			if e.KVDials() {
+				kv = "dials " + kv
+			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", e.ID(), e.Role(), e.Model(), e.URL(), e.DPSize(), bootstrap, kv)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", e.ID(), e.Kind(), e.Role(), e.Model(), e.URL(), e.DPSize(), bootstrap, kv)
 	}
 	tw.Flush()
 }

@@ -4,12 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"time"
-
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/routerkit/router/runtime/state/load"
 )
@@ -101,70 +96,6 @@ func parseGetLoad(r io.Reader, at time.Time) ([]rankSample, error) {
 		out = append(out, s)
 	}
 	return out, nil
-}
-
-// Gauge names read from a Prometheus exposition, SGLang's first and vLLM's second.
-var (
-	runningGauges = []string{"sglang:num_running_reqs", "vllm:num_requests_running"}
-	waitingGauges = []string{"sglang:num_queue_reqs", "vllm:num_requests_waiting"}
-)
-
-// parseMetrics reads running and waiting requests from GET /metrics. Series labelled
-// dp_rank become that rank's sample; unlabelled series describe the whole engine and
-// become rank 0, with the engine's other ranks reported empty so the sum stays right.
-// Metrics reports are basic: the exposition has no waiting-uncached-token gauge.
-func parseMetrics(r io.Reader, at time.Time, dpSize int) ([]rankSample, error) {
-	parser := expfmt.NewTextParser(model.LegacyValidation)
-	fams, err := parser.TextToMetricFamilies(r)
-	if err != nil {
-		return nil, fmt.Errorf("decoding /metrics: %w", err)
-	}
-	running, okR := sumByRank(fams, runningGauges)
-	waiting, okW := sumByRank(fams, waitingGauges)
-	if !okR || !okW {
-		return nil, fmt.Errorf("decoding /metrics: no running/waiting gauges (want sglang:num_running_reqs and sglang:num_queue_reqs, or vllm:num_requests_running and vllm:num_requests_waiting)")
-	}
-	out := make([]rankSample, max(dpSize, 1))
-	for i := range out {
-		out[i] = rankSample{rank: i}
-		out[i].At = at
-	}
-	for rank, v := range running {
-		if rank < len(out) {
-			out[rank].Running = int64(v)
-		}
-	}
-	for rank, v := range waiting {
-		if rank < len(out) {
-			out[rank].Waiting = int64(v)
-		}
-	}
-	return out, nil
-}
-
-// sumByRank sums the first gauge family present among names per dp_rank label (rank 0
-// when unlabelled).
-func sumByRank(fams map[string]*dto.MetricFamily, names []string) (map[int]float64, bool) {
-	for _, name := range names {
-		fam, ok := fams[name]
-		if !ok {
-			continue
-		}
-		sums := map[int]float64{}
-		for _, m := range fam.GetMetric() {
-			rank := 0
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == "dp_rank" {
-					if n, err := strconv.Atoi(lp.GetValue()); err == nil {
-						rank = n
-					}
-				}
-			}
-			sums[rank] += m.GetGauge().GetValue() + m.GetUntyped().GetValue()
-		}
-		return sums, true
-	}
-	return nil, false
 }
 
 func orIndex(rank *int, i int) int {

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,19 +83,60 @@ sglang:num_queue_reqs{model_name="m",dp_rank="1"} 0
 		t.Errorf("sglang per rank: %+v", got)
 	}
 
+	// vLLM labels each DP rank's engine core "engine" (vllm/v1/metrics/loggers.py).
 	vllm := `# TYPE vllm:num_requests_running gauge
 vllm:num_requests_running{model_name="m",engine="0"} 2
 vllm:num_requests_running{model_name="m",engine="1"} 3
 # TYPE vllm:num_requests_waiting gauge
 vllm:num_requests_waiting{model_name="m",engine="0"} 1
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{model_name="m",engine="0"} 0.25
+vllm:kv_cache_usage_perc{model_name="m",engine="1"} 0.5
+# TYPE vllm:cache_config_info gauge
+vllm:cache_config_info{block_size="16",cache_dtype="auto",engine="0",num_gpu_blocks="1000"} 1.0
+vllm:cache_config_info{block_size="16",cache_dtype="auto",engine="1",num_gpu_blocks="2000"} 1.0
 `
 	got, err = parseMetrics(strings.NewReader(vllm), at, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Unlabelled by dp_rank: the whole engine lands on rank 0, rank 1 reports empty.
-	if got[0].Running != 5 || got[0].Waiting != 1 || got[1].Running != 0 || len(got) != 2 {
-		t.Errorf("vllm: %+v", got)
+	want := []rankSample{{rank: 0}, {rank: 1}}
+	want[0].Running, want[0].Waiting, want[0].KVKnown, want[0].MaxKVTokens, want[0].UsedKVTokens, want[0].TotalKVTokens = 2, 1, true, 16000, 4000, 4000
+	want[1].Running, want[1].Waiting, want[1].KVKnown, want[1].MaxKVTokens, want[1].UsedKVTokens, want[1].TotalKVTokens = 3, 0, true, 32000, 16000, 16000
+	for i := range want {
+		want[i].At = at
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("vllm per engine rank:\n got %+v\nwant %+v", got, want)
+	}
+
+	// A labelled rank missing from the exposition is not reported, so the engine's
+	// report stays incomplete rather than counting the rank as idle.
+	got, err = parseMetrics(strings.NewReader(vllm), at, 3)
+	if err != nil || len(got) != 2 {
+		t.Errorf("dp_size 3 with ranks 0-1 reported: %+v, %v; want two ranks", got, err)
+	}
+
+	// Older vLLM: the deprecated usage gauge, one unlabelled cache config for the engine.
+	// Unlabelled series are the whole engine, on rank 0; the other rank reports empty.
+	old := `vllm:num_requests_running{model_name="m"} 5
+vllm:num_requests_waiting{model_name="m"} 2
+vllm:gpu_cache_usage_perc{model_name="m"} 0.125
+vllm:cache_config_info{block_size="32",num_gpu_blocks="100"} 1
+`
+	got, err = parseMetrics(strings.NewReader(old), at, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Running != 5 || got[0].Waiting != 2 || !got[0].KVKnown || got[0].UsedKVTokens != 400 || got[0].MaxKVTokens != 3200 ||
+		got[1].Running != 0 || !got[1].KVKnown || got[1].MaxKVTokens != 0 {
+		t.Errorf("older vllm: %+v", got)
+	}
+
+	// Without cache_config_info the capacity is unknown, and so is KV.
+	got, err = parseMetrics(strings.NewReader(old[:strings.Index(old, "vllm:cache_config_info")]), at, 1)
+	if err != nil || len(got) != 1 || got[0].KVKnown || got[0].Running != 5 {
+		t.Errorf("no capacity: %+v, %v", got, err)
 	}
 
 	if _, err := parseMetrics(strings.NewReader("# TYPE other gauge\nother 1\n"), at, 1); err == nil {

@@ -44,6 +44,13 @@ type Plan struct {
 	Engines []Engine `json:"engines"`
 	// Models lists the served models sorted by name.
 	Models []Model `json:"models"`
+	// Data-plane hardening: see resilience.go.
+	Timeouts Timeouts     `json:"timeouts"`
+	Limits   ServerLimits `json:"limits"`
+	Breaker  Breaker      `json:"breaker"`
+	Retries  Retries      `json:"retries"`
+	Headers  HeaderPolicy `json:"headers"`
+	State    StateLimits  `json:"state"`
 }
 
 // Health configures active health checks. An engine leaves every candidate set after
@@ -55,8 +62,31 @@ type Health struct {
 	SuccessThreshold int `json:"success_threshold"`
 }
 
+// Kind is the engine software. It decides the defaults of what differs between engines
+// (load source, KV-event encoding, PD protocol); the compiler writes every one of them
+// into the plan, so runtime code reads those fields, not the kind.
+type Kind string
+
+// Engine kinds.
+const (
+	KindSGLang Kind = "sglang"
+	KindVLLM   Kind = "vllm"
+)
+
+// PD protocols: how a prefill engine hands a request's KV cache to its decode peer.
+const (
+	// PDBootstrap is SGLang's: bootstrap_host, bootstrap_port and bootstrap_room injected
+	// into the same request sent to both engines at once.
+	PDBootstrap = "bootstrap"
+	// PDKVTransferParams is vLLM's (and llm-d's): the prefill request asks for a remote
+	// decode through kv_transfer_params, and the decode request carries the
+	// kv_transfer_params the prefill answered with.
+	PDKVTransferParams = "kv_transfer_params"
+)
+
 // Engine is one SGLang- or vLLM-compatible engine endpoint.
 type Engine struct {
+	Kind  Kind   `json:"kind"`
 	ID    string `json:"id"`
 	URL   string `json:"url"`
 	Model string `json:"model"`
@@ -68,6 +98,8 @@ type Engine struct {
 	DPSize   int        `json:"dp_size"`
 	Load     LoadSource `json:"load"`
 	KVEvents *KVEvents  `json:"kv_events,omitempty"`
+	// PDProtocol is PDBootstrap or PDKVTransferParams.
+	PDProtocol string `json:"pd_protocol"`
 }
 
 // LoadSource says where and how often the router reads an engine's load report.
@@ -79,12 +111,38 @@ type LoadSource struct {
 	StaleAfterMS int    `json:"stale_after_ms"`
 }
 
+// KV-event connection modes.
+const (
+	// KVConnect: the engine's publisher binds and the router dials it.
+	KVConnect = "connect"
+	// KVBind: the router binds the endpoint and publishers dial in; the message topic
+	// names the engine.
+	KVBind = "bind"
+)
+
+// KV-event encodings a publisher may send. The router decodes every one of them; the
+// setting says what the engine sends, which the simulator reproduces.
+const (
+	EncodingSGLangArray = "sglang_array"
+	EncodingVLLMArray   = "vllm_array"
+	EncodingVLLMMap     = "vllm_map"
+)
+
 // KVEvents is an engine's ZMQ KV-event publisher.
 type KVEvents struct {
+	// Mode is KVConnect or KVBind.
+	Mode     string `json:"mode"`
 	Endpoint string `json:"endpoint"`
 	Topic    string `json:"topic"`
+	// Encoding is one of the Encoding constants.
+	Encoding string `json:"encoding"`
+	// ReplayEndpoint is the publisher's replay socket, asked for missed batches after a
+	// sequence gap; empty means none, and a gap then drops the engine's blocks.
+	ReplayEndpoint string `json:"replay_endpoint,omitempty"`
 	// BlockSize is the engine's page size in tokens; 0 means kv.DefaultBlockSize (16).
 	BlockSize int `json:"block_size,omitempty"`
+	// MaxBlocks bounds the blocks the router tracks per DP rank; 0 means unbounded.
+	MaxBlocks int `json:"max_blocks,omitempty"`
 }
 
 // Model is one served model name and its ordered bucket set.
@@ -114,9 +172,10 @@ type Tokenizer struct {
 	ChatTemplate string `json:"chat_template,omitempty"`
 	// ChatTemplateFile is a file with a Jinja template that replaces the config's.
 	ChatTemplateFile string `json:"chat_template_file,omitempty"`
-	// EngineKind is the engine ("sglang" or "vllm") whose request handling chat renders
-	// reproduce: the two rebuild messages and tools differently before templating.
-	EngineKind string `json:"engine_kind"`
+	// EngineKind is the engine whose request handling chat renders reproduce: the two
+	// kinds rebuild messages and tools differently before templating. The compiler fills
+	// it in from the model's engines when the config leaves it out.
+	EngineKind Kind `json:"engine_kind"`
 }
 
 // Bucket is a token-length class of requests with its own engine groups.

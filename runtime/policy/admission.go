@@ -33,7 +33,8 @@ var limitMetric = map[string]string{
 
 // Check returns the rejection of w, or nil when every set cap admits it. r is the load
 // record the policy captured when selecting w; nil means unknown, and the caps on
-// reported metrics then fail open. Basic reports know running and waiting requests only.
+// reported metrics then fail open. Basic reports know running and waiting requests only,
+// plus KV tokens when they carry KV usage and capacity (KVKnown, vLLM's /metrics).
 // The in-flight count is the router's own and always known.
 func (l Limits) Check(w *engine.Worker, stage plan.Role, r *load.Report) *AdmissionRejected {
 	reject := func(limit string, value, limitCap int64) *AdmissionRejected {
@@ -49,10 +50,12 @@ func (l Limits) Check(w *engine.Worker, stage plan.Role, r *load.Report) *Admiss
 		if rej := reject(LimitWaiting, r.Waiting, l.MaxWaitingRequests); rej != nil {
 			return rej
 		}
-		if r.Native {
+		if r.Native || r.KVKnown {
 			if rej := reject(LimitKVTokens, r.TotalKVTokens, l.MaxKVTokens); rej != nil {
 				return rej
 			}
+		}
+		if r.Native {
 			if rej := reject(LimitPendingPrefill, r.WaitingUncachedTokens, l.MaxPendingPrefillTokens); rej != nil {
 				return rej
 			}

@@ -37,6 +37,12 @@ func TestAdmissionCheck(t *testing.T) {
 			wantLimit: LimitPendingPrefill, wantValue: 8192},
 		{name: "unknown report fails open", limits: Limits{MaxRunningRequests: 1, MaxWaitingRequests: 1, MaxKVTokens: 1, MaxPendingPrefillTokens: 1}},
 		{name: "basic report has no kv or pending metrics", limits: Limits{MaxKVTokens: 1, MaxPendingPrefillTokens: 1}, report: basic},
+		// vLLM's /metrics: KV usage and capacity, no pending-prefill tokens.
+		{name: "vllm metrics report bounds kv tokens", limits: Limits{MaxKVTokens: 4000, MaxPendingPrefillTokens: 1},
+			report:    &load.Report{Sample: load.Sample{KVKnown: true, UsedKVTokens: 4000, TotalKVTokens: 4000, MaxKVTokens: 16000}},
+			wantLimit: LimitKVTokens, wantValue: 4000},
+		{name: "vllm metrics report below the kv cap, no pending-prefill metric", limits: Limits{MaxKVTokens: 4001, MaxPendingPrefillTokens: 1},
+			report: &load.Report{Sample: load.Sample{KVKnown: true, UsedKVTokens: 4000, TotalKVTokens: 4000, MaxKVTokens: 16000, WaitingUncachedTokens: 99}}},
 		{name: "basic report still bounds running", limits: Limits{MaxRunningRequests: 1}, report: basic,
 			wantLimit: LimitRunning, wantValue: 1},
 		{name: "in-flight is known without a report", limits: Limits{MaxInflightRequests: 2}, inflight: 2,

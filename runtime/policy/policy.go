@@ -45,6 +45,10 @@ type Facts struct {
 
 	SessionKey string
 	RoutingKey string
+
+	// Avoid lists engines this request must not be given again: a retry before send
+	// leaves out the engines that refused it. Groups drop them from their candidates.
+	Avoid []*engine.Worker
 }
 
 // Request is one group call: the request's facts plus the bucket and stage asking. It

@@ -88,7 +88,7 @@ func TestStateShowsLocalIndexSizes(t *testing.T) {
 	// Events published before the router's subscription connects are lost, so each try
 	// sends a new prompt until one's blocks arrive.
 	for try := range 100 {
-		fc.chatEngine(t, chat("m", strings.Repeat(fmt.Sprintf("Tell me about prefix caches, take %d. ", try), 20), `, "max_tokens": 2`))
+		fc.engineOf(t, "/v1/chat/completions", chat("m", strings.Repeat(fmt.Sprintf("Tell me about prefix caches, take %d. ", try), 20), `, "max_tokens": 2`))
 		time.Sleep(50 * time.Millisecond)
 		for _, e := range fc.state(t).Engines {
 			if len(e.PrefixIndex) != 1 || e.PrefixIndex[0].Source != "local_index" {
@@ -161,13 +161,36 @@ func TestSpeculativeEntriesRecordedAtDispatch(t *testing.T) {
 	p := qwenPlan()
 	p.Models[0].Buckets[0].Groups.Plain.Policy.PrefixSource = &plan.PrefixSource{Type: "local_index", SpeculativeTTLMS: 60_000}
 	fc := startFleet(t, p)
-	engine := fc.chatEngine(t, chat("m", strings.Repeat("Tell me about speculative entries. ", 20), `, "max_tokens": 2`))
+	engine := fc.engineOf(t, "/v1/chat/completions", chat("m", strings.Repeat("Tell me about speculative entries. ", 20), `, "max_tokens": 2`))
 	for _, e := range fc.state(t).Engines {
 		if len(e.PrefixIndex) != 2 || e.PrefixIndex[0].Source != "local_index" || e.PrefixIndex[1].Source != "speculative" {
 			t.Fatalf("%s: prefix_index %+v, want the local index and its speculative entries", e.ID, e.PrefixIndex)
 		}
 		if spec := e.PrefixIndex[1]; (e.ID == engine) != (spec.Blocks > 0) || spec.Tokens != int64(spec.Blocks)*16 {
 			t.Fatalf("%s: speculative %+v; the request went to %s", e.ID, spec, engine)
+		}
+	}
+}
+
+// TestApproximatePrefixOnEveryEndpoint: the approximate index learns from every routed
+// endpoint's dispatches, here /generate with input_ids and /v1/completions, not only chat.
+func TestApproximatePrefixOnEveryEndpoint(t *testing.T) {
+	g := approxGroup()
+	p := testPlan([]plan.Engine{plainEngine("E1"), plainEngine("E2"), plainEngine("E3")},
+		plan.Model{Name: "m", Buckets: []plan.Bucket{{ID: "all", Groups: plan.Groups{Plain: &g}}}})
+	fc := startFleet(t, p)
+	ids := make([]string, 160)
+	for i := range ids {
+		ids[i] = fmt.Sprint(2000 + i)
+	}
+	generate := `{"model": "m", "input_ids": [` + strings.Join(ids, ", ") + `], "sampling_params": {"max_new_tokens": 2}}`
+	completion := `{"model": "m", "max_tokens": 2, "prompt": "` + strings.Repeat("The shared preamble of every completion prompt. ", 20) + `"}`
+	for _, tt := range []struct{ path, body string }{{"/generate", generate}, {"/v1/completions", completion}} {
+		first := fc.engineOf(t, tt.path, tt.body)
+		for range 4 {
+			if got := fc.engineOf(t, tt.path, tt.body); got != first {
+				t.Fatalf("%s: repeated prompt went to %s, want %s which served it first", tt.path, got, first)
+			}
 		}
 	}
 }

@@ -9,18 +9,19 @@ import (
 // Error codes of failures decided by the handler itself. Selection failures carry the
 // codes of package bucket.
 const (
-	codeBodyTooLarge   = "request_too_large"
-	codeInvalidJSON    = "invalid_json"
-	codeInvalidRequest = "invalid_request"
-	codeModelNotFound  = "model_not_found"
-	codeEngineError    = "engine_error"
-	codeEngineRejected = "engine_rejected"
-	codeNotFound       = "not_found"
-	codeMethod         = "method_not_allowed"
-	codePrefillError   = "prefill_error"
-	codeUnauthorized   = "unauthorized"
-	codeDraining       = "shutting_down"
-	codeNoTokenizer    = "no_tokenizer"
+	codeBodyTooLarge    = "request_too_large"
+	codeInvalidJSON     = "invalid_json"
+	codeInvalidRequest  = "invalid_request"
+	codeModelNotFound   = "model_not_found"
+	codeEngineError     = "engine_error"
+	codeEngineRejected  = "engine_rejected"
+	codeNotFound        = "not_found"
+	codeMethod          = "method_not_allowed"
+	codePrefillError    = "prefill_error"
+	codeUnauthorized    = "unauthorized"
+	codeDraining        = "shutting_down"
+	codeNoTokenizer     = "no_tokenizer"
+	codeNoHealthyEngine = "no_healthy_engine"
 )
 
 // httpError is a failure answered with an OpenAI-shaped error body.

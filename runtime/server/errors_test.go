@@ -194,7 +194,9 @@ func TestUnknownRoutesAreRouterShaped(t *testing.T) {
 		code         string
 	}{
 		{http.MethodGet, "/v1/chat/completions", 405, codeMethod},
-		{http.MethodPost, "/v1/completions", 404, codeNotFound},
+		{http.MethodGet, "/v1/completions", 405, codeMethod},
+		{http.MethodPost, "/v1/responses", 404, codeNotFound},
+		{http.MethodGet, "/v1/models/nope", 404, codeModelNotFound},
 	} {
 		req, _ := http.NewRequest(tc.method, fc.url+tc.path, nil)
 		resp, err := http.DefaultClient.Do(req)

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/sim"
+	"github.com/routerkit/router/runtime/state/kv"
 )
 
 // fleetCase is a router over simulated engines, all real HTTP servers on 127.0.0.1.
@@ -37,6 +39,13 @@ func startFleet(t testing.TB, p *plan.Plan) *fleetCase {
 
 // startScaledFleet is startFleet with the simulator's time scale; 0 never sleeps.
 func startScaledFleet(t testing.TB, p *plan.Plan, timeScale float64) *fleetCase {
+	t.Helper()
+	return startFleetWith(t, p, timeScale, Options{})
+}
+
+// startFleetWith is startScaledFleet with server options (the transport and logger are
+// the helper's).
+func startFleetWith(t testing.TB, p *plan.Plan, timeScale float64, opts Options) *fleetCase {
 	t.Helper()
 	cfg := sim.DefaultConfig()
 	cfg.TimeScale = timeScale
@@ -63,7 +72,8 @@ func startScaledFleet(t testing.TB, p *plan.Plan, timeScale float64) *fleetCase 
 		}
 	}
 	rec := &recordingTransport{next: http.DefaultTransport.(*http.Transport).Clone()}
-	srv, err := New(p, Options{Transport: rec, Logger: slog.New(slog.DiscardHandler)})
+	opts.Transport, opts.Logger = rec, slog.New(slog.DiscardHandler)
+	srv, err := New(p, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,9 +156,10 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 
 // recordingTransport is the real transport plus a log of the bodies it sent, by host.
 type recordingTransport struct {
-	next http.RoundTripper
-	mu   sync.Mutex
-	sent map[string][][]byte
+	next    http.RoundTripper
+	mu      sync.Mutex
+	sent    map[string][][]byte
+	headers map[string][]http.Header
 }
 
 func (r *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -163,9 +174,19 @@ func (r *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 			r.sent = map[string][][]byte{}
 		}
 		r.sent[req.URL.Host] = append(r.sent[req.URL.Host], b)
+		if r.headers == nil {
+			r.headers = map[string][]http.Header{}
+		}
+		r.headers[req.URL.Host] = append(r.headers[req.URL.Host], req.Header.Clone())
 		r.mu.Unlock()
 	}
 	return r.next.RoundTrip(req)
+}
+
+func (r *recordingTransport) headersTo(engineURL string) []http.Header {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.headers[strings.TrimPrefix(engineURL, "http://")]
 }
 
 func (r *recordingTransport) bodies(engineURL string) [][]byte {
@@ -207,4 +228,43 @@ func contextWithCancel(t *testing.T) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	t.Cleanup(cancel)
 	return ctx, cancel
+}
+
+// warmKV waits out ZMQ's slow joiner: a publisher drops events until the router's
+// subscription reaches it, so each KV-event engine gets fresh prompts, sent to it
+// directly, until the router's index shows one of them.
+func (fc *fleetCase) warmKV(t *testing.T) {
+	t.Helper()
+	for i, e := range fc.srv.plan.Engines {
+		if e.KVEvents == nil {
+			continue
+		}
+		for round := 0; ; round++ {
+			ids := make([]uint32, 2*kv.DefaultBlockSize)
+			for j := range ids {
+				ids[j] = uint32(1_000_000*(i+1) + 1000*round + j)
+			}
+			raw, _ := json.Marshal(ids)
+			resp, err := http.Post(e.URL+"/generate", "application/json", strings.NewReader(`{"input_ids": `+string(raw)+`, "sampling_params": {"max_new_tokens": 1}}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			indexed := false
+			for range 20 {
+				if len(fc.srv.deps.KV.Lookup(ids, kv.DefaultBlockSize)) > 0 {
+					indexed = true
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if indexed {
+				break
+			}
+			if round == 100 {
+				t.Fatalf("the router's index never saw %s's KV events", e.ID)
+			}
+		}
+	}
 }

@@ -9,7 +9,9 @@ import (
 // learnPrefix feeds the router's prefix indexes with a dispatch, in two steps: it records
 // speculative entries for the local index at once, as the dispatch starts, and returns
 // the step to run when the dispatch has ended, which teaches the approximate indexes
-// what the request left in its engine's KV cache. The handler defers the returned step:
+// what the request left in its engine's KV cache. Each dispatch attempt defers the
+// returned step, so a request retried on another selection is learned for the engines
+// that served it, never for those that did not receive it:
 //
 //	defer s.learnPrefix(p, sel, rec)()
 //

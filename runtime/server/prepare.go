@@ -3,13 +3,12 @@ package server
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
+	"github.com/routerkit/router/runtime/strictjson"
 	"github.com/routerkit/router/runtime/token"
 )
 
@@ -28,14 +27,20 @@ type chatRequest struct {
 	Stream              bool            `json:"stream"`
 	MaxTokens           *int64          `json:"max_tokens"`
 	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
-	Temperature         *float64        `json:"temperature"`
-	TopP                *float64        `json:"top_p"`
-	TopK                *int64          `json:"top_k"`
-	MinP                *float64        `json:"min_p"`
-	FrequencyPenalty    *float64        `json:"frequency_penalty"`
-	PresencePenalty     *float64        `json:"presence_penalty"`
-	RepetitionPenalty   *float64        `json:"repetition_penalty"`
 	N                   *int64          `json:"n"`
+	sampling
+}
+
+// sampling holds the sampling parameters the router checks, under the names the OpenAI
+// APIs and SGLang's sampling_params share.
+type sampling struct {
+	Temperature       *float64 `json:"temperature"`
+	TopP              *float64 `json:"top_p"`
+	TopK              *int64   `json:"top_k"`
+	MinP              *float64 `json:"min_p"`
+	FrequencyPenalty  *float64 `json:"frequency_penalty"`
+	PresencePenalty   *float64 `json:"presence_penalty"`
+	RepetitionPenalty *float64 `json:"repetition_penalty"`
 }
 
 // prepared is a validated request with its routing facts, computed once.
@@ -45,41 +50,53 @@ type prepared struct {
 	resolver *bucket.Resolver
 	facts    policy.Facts
 	stream   bool
+	// batch is the number of prompts of a batch request, routed as one; 0 for a single
+	// prompt. PD bootstrap fields become arrays of this length, as engines expect.
+	batch int
 }
 
-// prepare reads and validates a chat request and extracts its routing facts: the model's
-// resolver, the input token count and ids, the expected peak, and the session and routing
-// keys from the model's configured headers.
-func (s *Server) prepare(w http.ResponseWriter, r *http.Request) (*prepared, *httpError) {
+// preparer reads and validates one endpoint's request shape into routing facts.
+type preparer func(w http.ResponseWriter, r *http.Request) (*prepared, *httpError)
+
+// prepareChat reads and validates a chat request and extracts its routing facts: the
+// model's resolver, the input token count and ids, the expected peak, and the session and
+// routing keys from the model's configured headers.
+func (s *Server) prepareChat(w http.ResponseWriter, r *http.Request) (*prepared, *httpError) {
 	var req chatRequest
-	body, herr := readBody(w, r, &req)
+	body, herr := s.readRequest(w, r, &req)
 	if herr != nil {
 		return nil, herr
 	}
 	if herr := validate(&req); herr != nil {
 		return nil, herr
 	}
-	m := s.models[*req.Model]
-	if m == nil {
-		return nil, &httpError{status: http.StatusNotFound, code: codeModelNotFound, model: *req.Model,
-			msg: fmt.Sprintf("model %q is not served by this router (served: %s)", *req.Model, s.modelList)}
+	m, herr := s.modelNamed(*req.Model)
+	if herr != nil {
+		return nil, herr
 	}
 	ids, err := m.tok.EncodeChat(req.chat())
 	if err != nil {
 		return nil, &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, model: m.plan.Name,
 			msg: "rendering the chat template: " + err.Error()}
 	}
-	p := &prepared{body: body, model: m.plan, resolver: m.resolver, stream: req.Stream}
+	budget := req.MaxCompletionTokens
+	if budget == nil {
+		budget = req.MaxTokens
+	}
+	return s.prepared(r, m, body, ids, budget, req.Stream)
+}
+
+// prepared builds the routing facts of a request for model m from its input ids and
+// output budget (nil: unknown), with the session and routing keys from the model's
+// configured headers.
+func (s *Server) prepared(r *http.Request, m *served, body []byte, ids []uint32, budget *int64, stream bool) (*prepared, *httpError) {
+	p := &prepared{body: body, model: m.plan, resolver: m.resolver, stream: stream}
 	p.facts = policy.Facts{
 		Model:       m.plan.Name,
 		InputTokens: int64(len(ids)),
 		TokenIDs:    ids,
 		SessionKey:  r.Header.Get(m.plan.SessionIDHeader),
 		RoutingKey:  r.Header.Get(m.plan.RoutingKeyHeader),
-	}
-	budget := req.MaxCompletionTokens
-	if budget == nil {
-		budget = req.MaxTokens
 	}
 	if budget != nil {
 		peak, err := bucket.ExpectedPeak(p.facts.InputTokens, *budget)
@@ -93,22 +110,14 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request) (*prepared, *ht
 	return p, nil
 }
 
-// readBody reads a request body of at most maxBodyBytes and decodes the JSON object into v.
-func readBody(w http.ResponseWriter, r *http.Request, v any) ([]byte, *httpError) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, &httpError{status: http.StatusRequestEntityTooLarge, code: codeBodyTooLarge, msg: fmt.Sprintf("request body exceeds %d bytes", maxBodyBytes)}
-		}
-		return nil, badRequest("reading request body: %v", err)
+// readRequest reads a client's request body (see readBody) and decodes it strictly into v.
+func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, v any) ([]byte, *httpError) {
+	body, herr := s.readBody(w, r)
+	if herr != nil {
+		return nil, herr
 	}
-	if err := json.Unmarshal(body, v); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) && typeErr.Field != "" {
-			return nil, badRequest("%s: expected %s, got JSON %s", typeErr.Field, typeErr.Type, typeErr.Value)
-		}
-		return nil, &httpError{status: http.StatusBadRequest, code: codeInvalidJSON, msg: "request body is not a JSON object: " + err.Error()}
+	if herr := decodeBody(body, v); herr != nil {
+		return nil, herr
 	}
 	return body, nil
 }
@@ -116,38 +125,54 @@ func readBody(w http.ResponseWriter, r *http.Request, v any) ([]byte, *httpError
 // validate checks the fields the router understands, with SGLang's sampling ranges. The
 // message names the field so a client can fix its request.
 func validate(req *chatRequest) *httpError {
-	bad := func(format string, args ...any) *httpError {
-		return &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, msg: fmt.Sprintf(format, args...)}
-	}
 	switch {
 	case req.Model == nil || *req.Model == "":
-		return bad("model: required")
+		return badRequest("model: required")
 	case req.MaxTokens != nil && *req.MaxTokens < 0:
-		return bad("max_tokens: must be at least 0, got %d", *req.MaxTokens)
+		return badRequest("max_tokens: must be at least 0, got %d", *req.MaxTokens)
 	case req.MaxCompletionTokens != nil && *req.MaxCompletionTokens < 0:
-		return bad("max_completion_tokens: must be at least 0, got %d", *req.MaxCompletionTokens)
-	case outside(req.Temperature, 0, 2):
-		return bad("temperature: must be in [0, 2], got %v", *req.Temperature)
-	case req.TopP != nil && (*req.TopP <= 0 || *req.TopP > 1):
-		return bad("top_p: must be in (0, 1], got %v", *req.TopP)
-	case req.TopK != nil && *req.TopK != -1 && *req.TopK < 1:
-		return bad("top_k: must be -1 (disabled) or at least 1, got %d", *req.TopK)
-	case outside(req.MinP, 0, 1):
-		return bad("min_p: must be in [0, 1], got %v", *req.MinP)
-	case outside(req.FrequencyPenalty, -2, 2):
-		return bad("frequency_penalty: must be in [-2, 2], got %v", *req.FrequencyPenalty)
-	case outside(req.PresencePenalty, -2, 2):
-		return bad("presence_penalty: must be in [-2, 2], got %v", *req.PresencePenalty)
-	case req.RepetitionPenalty != nil && (*req.RepetitionPenalty <= 0 || *req.RepetitionPenalty > 2):
-		return bad("repetition_penalty: must be in (0, 2], got %v", *req.RepetitionPenalty)
+		return badRequest("max_completion_tokens: must be at least 0, got %d", *req.MaxCompletionTokens)
 	case req.N != nil && *req.N < 1:
-		return bad("n: must be at least 1, got %d", *req.N)
+		return badRequest("n: must be at least 1, got %d", *req.N)
+	}
+	if herr := req.sampling.validate(""); herr != nil {
+		return herr
 	}
 	return validateMessages(req.Messages)
 }
 
-// validateMessages is token.CheckMessages as a 400.
+// validate checks the sampling ranges SGLang enforces; prefix names the object holding
+// them in messages ("" or "sampling_params.").
+func (sp *sampling) validate(prefix string) *httpError {
+	bad := func(format string, args ...any) *httpError { return badRequest(prefix+format, args...) }
+	switch {
+	case outside(sp.Temperature, 0, 2):
+		return bad("temperature: must be in [0, 2], got %v", *sp.Temperature)
+	case sp.TopP != nil && (*sp.TopP <= 0 || *sp.TopP > 1):
+		return bad("top_p: must be in (0, 1], got %v", *sp.TopP)
+	case sp.TopK != nil && *sp.TopK != -1 && *sp.TopK < 1:
+		return bad("top_k: must be -1 (disabled) or at least 1, got %d", *sp.TopK)
+	case outside(sp.MinP, 0, 1):
+		return bad("min_p: must be in [0, 1], got %v", *sp.MinP)
+	case outside(sp.FrequencyPenalty, -2, 2):
+		return bad("frequency_penalty: must be in [-2, 2], got %v", *sp.FrequencyPenalty)
+	case outside(sp.PresencePenalty, -2, 2):
+		return bad("presence_penalty: must be in [-2, 2], got %v", *sp.PresencePenalty)
+	case sp.RepetitionPenalty != nil && (*sp.RepetitionPenalty <= 0 || *sp.RepetitionPenalty > 2):
+		return bad("repetition_penalty: must be in (0, 2], got %v", *sp.RepetitionPenalty)
+	}
+	return nil
+}
+
+// validateMessages checks the messages' keys strictly, as the rest of the body (the
+// template reads them by exact name, like the engine), then token.CheckMessages, as a 400.
 func validateMessages(raw json.RawMessage) *httpError {
+	var keyErr *strictjson.KeyError
+	var msgs []token.Message
+	if err := strictjson.Unmarshal(raw, &msgs); errors.As(err, &keyErr) {
+		keyErr.Path = "messages" + keyErr.Path
+		return badRequest("%v", keyErr)
+	}
 	if err := token.CheckMessages(raw); err != nil {
 		return badRequest("%v", err)
 	}

@@ -12,7 +12,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"net/http/httputil"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -40,6 +40,8 @@ type Options struct {
 	Rand policy.Rand
 	// RecentDecisions is how many decisions /admin/state keeps (default 64).
 	RecentDecisions int
+	// Clock is the circuit breakers' time source; nil means time.Now.
+	Clock func() time.Time
 }
 
 // served is a model the router serves with its resolver and tokenizer.
@@ -62,11 +64,22 @@ type Server struct {
 	deps      policy.Deps
 	metrics   *metrics
 	recent    *recent
-	proxy     *httputil.ReverseProxy
 	client    *http.Client
 	log       *slog.Logger
 	started   time.Time
 	draining  atomic.Bool
+
+	timeouts    timeouts
+	headers     headerPolicy
+	targets     map[string]*url.URL
+	maxAttempts int
+	// active caps concurrent chat requests (limits.max_concurrent_requests) and lets
+	// shutdown wait for their final words.
+	active *activeSet
+	// hardStop is cancelled when the shutdown grace period runs out: every dispatch
+	// still running ends, a stream with an error event.
+	hardStop context.Context
+	stopHard context.CancelFunc
 }
 
 // New builds a router from a compiled plan.
@@ -74,10 +87,9 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	tos := timeoutsOf(p.Timeouts)
 	if opts.Transport == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConns, t.MaxIdleConnsPerHost = 1024, 256
-		opts.Transport = t
+		opts.Transport = newTransport(tos)
 	}
 	if opts.RecentDecisions <= 0 {
 		opts.RecentDecisions = 64
@@ -89,10 +101,27 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 	s := &Server{
 		plan: p, reg: reg, table: load.NewTable(p.Engines, nil),
 		models: map[string]*served{}, log: opts.Logger,
-		client:  &http.Client{Transport: opts.Transport},
-		recent:  newRecent(opts.RecentDecisions),
-		metrics: newMetrics(),
-		started: time.Now(),
+		// An engine's redirect is an answer to report, never to follow.
+		client: &http.Client{Transport: opts.Transport, CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		}},
+		recent:      newRecent(opts.RecentDecisions),
+		metrics:     newMetrics(planModels(p)),
+		started:     time.Now(),
+		timeouts:    tos,
+		headers:     newHeaderPolicy(p.Headers),
+		targets:     map[string]*url.URL{},
+		maxAttempts: max(p.Retries.MaxAttempts, 1),
+		active:      newActiveSet(p.Limits.MaxConcurrentRequests),
+	}
+	s.hardStop, s.stopHard = context.WithCancel(context.Background())
+	for _, e := range p.Engines {
+		u, err := url.Parse(e.URL)
+		if err != nil {
+			return nil, fmt.Errorf("engine %s: url: %w", e.ID, err)
+		}
+		s.targets[e.ID] = u
+		reg.Get(e.ID).SetBreaker(newBreaker(p.Breaker, opts.Clock))
 	}
 	deps, err := policy.NewDeps(p, s.table, opts.Rand, nil)
 	if err != nil {
@@ -115,21 +144,43 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 	}
 	s.modelList = strings.Join(names, ", ")
 	s.monitor = monitor.New(p, reg, s.table, s.client, s.log)
-	s.proxy = s.newProxy()
 	s.metrics.registerEngines(s)
+	if s.deps.KV != nil {
+		// The prefix index counts what it could not use of the engines' KV events.
+		s.metrics.reg.MustRegister(s.deps.KV)
+	}
 	return s, nil
+}
+
+func planModels(p *plan.Plan) []string {
+	names := make([]string, len(p.Models))
+	for i, m := range p.Models {
+		names[i] = m.Name
+	}
+	return names
 }
 
 // Handler returns the router's HTTP routes.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", s.chat)
+	mux.HandleFunc("POST /v1/chat/completions", s.routed(s.prepareChat))
+	mux.HandleFunc("POST /v1/completions", s.routed(s.prepareCompletion))
+	mux.HandleFunc("POST /generate", s.routed(s.prepareGenerate))
+	mux.HandleFunc("POST /v1/embeddings", s.routed(s.prepareInputs(embeddingsShape)))
+	mux.HandleFunc("POST /v1/rerank", s.routed(s.prepareInputs(rerankShape)))
+	mux.HandleFunc("POST /v1/score", s.routed(s.prepareInputs(scoreShape)))
+	mux.HandleFunc("POST /classify", s.routed(s.prepareInputs(classifyShape)))
 	mux.HandleFunc("GET /v1/models", s.listModels)
+	mux.HandleFunc("GET /v1/models/{id}", s.getModel)
+	mux.HandleFunc("GET /get_model_info", s.engineInfo)
+	mux.HandleFunc("GET /get_server_info", s.engineInfo)
 	for _, prefix := range []string{"/v1", ""} {
 		mux.HandleFunc("POST "+prefix+"/tokenize", s.tokenize)
 		mux.HandleFunc("POST "+prefix+"/detokenize", s.detokenize)
 	}
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	for _, path := range []string{"GET /healthz", "GET /health"} {
+		mux.HandleFunc(path, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	}
 	mux.HandleFunc("GET /readyz", s.ready)
 	mux.Handle("GET /metrics", s.metrics.handler())
 	mux.HandleFunc("GET /admin/state", s.admin(s.state))
@@ -164,7 +215,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(newLimitListener(ln, s.plan.Limits.MaxConnections)) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serving: %w", err)
@@ -173,9 +224,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.draining.Store(true)
 	grace := time.Duration(s.plan.ShutdownGraceSecs) * time.Second
 	s.log.Info("shutting down: draining in-flight requests", "grace", grace)
-	shutCtx, cancel := context.WithTimeout(context.Background(), grace)
+	// The last part of the grace period is kept for cutting what is still running
+	// cleanly: streams end with an error event and other requests with a 503, instead
+	// of a dropped connection.
+	final := min(grace/10, 2*time.Second)
+	shutCtx, cancel := context.WithTimeout(context.Background(), grace-final)
 	defer cancel()
 	if err := srv.Shutdown(shutCtx); err != nil {
+		s.stopHard()
+		s.active.waitIdle(final)
 		_ = srv.Close()
 		return fmt.Errorf("draining: %w", err)
 	}
@@ -229,6 +286,9 @@ var routes = map[string]string{
 	"/v1/chat/completions": http.MethodPost, "/v1/models": http.MethodGet, "/healthz": http.MethodGet,
 	"/readyz": http.MethodGet, "/metrics": http.MethodGet, "/admin/state": http.MethodGet, "/admin/explain": http.MethodPost,
 	"/v1/tokenize": http.MethodPost, "/tokenize": http.MethodPost, "/v1/detokenize": http.MethodPost, "/detokenize": http.MethodPost,
+	"/v1/completions": http.MethodPost, "/generate": http.MethodPost, "/v1/embeddings": http.MethodPost, "/v1/rerank": http.MethodPost,
+	"/v1/score": http.MethodPost, "/classify": http.MethodPost, "/v1/models/{id}": http.MethodGet, "/health": http.MethodGet,
+	"/get_model_info": http.MethodGet, "/get_server_info": http.MethodGet,
 }
 
 // routeList is routes as "METHOD /path" phrases in path order, for the 404 answer.
@@ -252,8 +312,8 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) listModels(w http.ResponseWriter, _ *http.Request) {
 	data := make([]map[string]any, 0, len(s.plan.Models))
-	for _, m := range s.plan.Models {
-		data = append(data, map[string]any{"id": m.Name, "object": "model", "created": s.started.Unix(), "owned_by": "router"})
+	for i := range s.plan.Models {
+		data = append(data, s.modelCard(&s.plan.Models[i]))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }

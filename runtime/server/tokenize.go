@@ -27,11 +27,7 @@ type tokenizeRequest struct {
 // "max_model_len"}, with a list of lists and a list of counts for a batch of prompts.
 func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 	var req tokenizeRequest
-	if _, herr := readBody(w, r, &req); herr != nil {
-		writeHTTPError(w, herr)
-		return
-	}
-	m, herr := s.tokenizerModel(req.Model)
+	m, herr := s.readModelRequest(w, r, &req, &req.Model)
 	if herr != nil {
 		writeHTTPError(w, herr)
 		return
@@ -90,11 +86,7 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) {
 		Model  string          `json:"model"`
 		Tokens json.RawMessage `json:"tokens"`
 	}
-	if _, herr := readBody(w, r, &req); herr != nil {
-		writeHTTPError(w, herr)
-		return
-	}
-	m, herr := s.tokenizerModel(req.Model)
+	m, herr := s.readModelRequest(w, r, &req, &req.Model)
 	if herr != nil {
 		writeHTTPError(w, herr)
 		return
@@ -147,9 +139,17 @@ func decodeIDs(tok token.Tokenizer, ids []int64) (string, *httpError) {
 	return text, nil
 }
 
-// tokenizerModel is the named model, or the only one when the request names none, as an
+// readModelRequest reads a JSON body into v and returns the model its *model field names.
+func (s *Server) readModelRequest(w http.ResponseWriter, r *http.Request, v any, model *string) (*served, *httpError) {
+	if _, herr := s.readRequest(w, r, v); herr != nil {
+		return nil, herr
+	}
+	return s.modelNamed(*model)
+}
+
+// modelNamed is the named model, or the only one when the request names none, as an
 // engine serving one model answers.
-func (s *Server) tokenizerModel(name string) (*served, *httpError) {
+func (s *Server) modelNamed(name string) (*served, *httpError) {
 	if name == "" {
 		if len(s.models) == 1 {
 			for _, m := range s.models {

@@ -34,30 +34,33 @@ func qwenPlan() *plan.Plan {
 	return p
 }
 
-// referenceChat is a chat request and the ids the reference implementations compute for
-// it (Python Jinja2 as SGLang renders it, then transformers.js; see
+// chatGolden is a chat request and the ids the reference implementations compute for it
+// (Python Jinja2 as SGLang renders it, then transformers.js; see
 // runtime/token/hf/testdata/gen_chat_goldens.mjs).
-func referenceChat(t *testing.T, name string) (messages string, ids []uint32) {
+type chatGolden struct {
+	Name     string   `json:"name"`
+	Messages string   `json:"messages"`
+	Tools    string   `json:"tools"`
+	IDs      []uint32 `json:"ids"`
+}
+
+func referenceChat(t *testing.T, name string) chatGolden {
 	t.Helper()
 	data, err := os.ReadFile("../token/hf/testdata/chat_goldens.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var goldens []struct {
-		Name     string   `json:"name"`
-		Messages string   `json:"messages"`
-		IDs      []uint32 `json:"ids"`
-	}
+	var goldens []chatGolden
 	if err := json.Unmarshal(data, &goldens); err != nil {
 		t.Fatal(err)
 	}
 	for _, g := range goldens {
 		if g.Name == name {
-			return g.Messages, g.IDs
+			return g
 		}
 	}
 	t.Fatalf("no chat golden %q", name)
-	return "", nil
+	return chatGolden{}
 }
 
 func (fc *fleetCase) postJSON(t *testing.T, path, body string) (int, []byte) {
@@ -75,7 +78,8 @@ func (fc *fleetCase) postJSON(t *testing.T, path, body string) (int, []byte) {
 // a chat, and /v1/detokenize turns them back into the text.
 func TestTokenizeMatchesTheReference(t *testing.T) {
 	fc := startFleet(t, qwenPlan())
-	messages, want := referenceChat(t, "qwen3/multi_turn_think/sglang")
+	ref := referenceChat(t, "qwen3/multi_turn_think/sglang")
+	messages, want := ref.Messages, ref.IDs
 	for _, path := range []string{"/v1/tokenize", "/tokenize"} {
 		status, body := fc.postJSON(t, path, `{"model": "m", "messages": `+messages+`}`)
 		var got struct {
@@ -161,70 +165,29 @@ func TestStandinCannotDetokenize(t *testing.T) {
 // a conversation publishes them, and the same conversation is then routed to it.
 func TestRealTokenizerPrefixHits(t *testing.T) {
 	fc := startFleet(t, qwenPlan())
-	messages, want := referenceChat(t, "qwen3/tools_nested/sglang")
-	tools := referenceTools(t, "qwen3/tools_nested/sglang")
-	chat := `{"model": "m", "max_tokens": 2, "messages": ` + messages + `, "tools": ` + tools + `}`
+	fc.warmKV(t)
+	ref := referenceChat(t, "qwen3/tools_nested/sglang")
+	want := ref.IDs
+	chat := `{"model": "m", "max_tokens": 2, "messages": ` + ref.Messages + `, "tools": ` + ref.Tools + `}`
 
 	status, body := fc.postJSON(t, "/admin/explain", chat)
 	var x explain.Explanation
 	if err := json.Unmarshal(body, &x); err != nil || status != http.StatusOK {
 		t.Fatalf("explain: %d %s", status, body)
 	}
-	ref := token.BlockHashes(want, kv.DefaultBlockSize)
+	blocks := token.BlockHashes(want, kv.DefaultBlockSize)
 	if x.InputTokens != int64(len(want)) || x.Tokens == nil || len(x.Tokens.Blocks) != 1 ||
-		x.Tokens.Blocks[0].Count != len(ref) || !slices.Equal(x.Tokens.Blocks[0].First, ref[:4]) {
-		t.Fatalf("explained tokens = %d %+v, want %d tokens and blocks %v", x.InputTokens, x.Tokens, len(want), ref[:4])
+		x.Tokens.Blocks[0].Count != len(blocks) || !slices.Equal(x.Tokens.Blocks[0].First, blocks[:4]) {
+		t.Fatalf("explained tokens = %d %+v, want %d tokens and blocks %v", x.InputTokens, x.Tokens, len(want), blocks[:4])
 	}
 
-	first := fc.chatEngine(t, chat)
+	first := fc.engineOf(t, "/v1/chat/completions", chat)
 	waitFor(t, "the engine's KV events indexed", func() bool {
 		return len(fc.srv.deps.KV.Lookup(want, kv.DefaultBlockSize)) > 0
 	})
 	for range 3 {
-		if got := fc.chatEngine(t, chat); got != first {
+		if got := fc.engineOf(t, "/v1/chat/completions", chat); got != first {
 			t.Fatalf("repeated conversation went to %s, want %s which holds its prefix", got, first)
 		}
 	}
-}
-
-// chatEngine sends a chat request and returns the engine it was dispatched to.
-func (fc *fleetCase) chatEngine(t *testing.T, body string) string {
-	t.Helper()
-	before := map[string]int{}
-	for _, e := range fc.srv.plan.Engines {
-		before[e.ID] = len(fc.sent.bodies(e.URL))
-	}
-	status, _, resp := fc.post(t, body)
-	if status != http.StatusOK {
-		t.Fatalf("chat: %d %s", status, resp)
-	}
-	for _, e := range fc.srv.plan.Engines {
-		if len(fc.sent.bodies(e.URL)) > before[e.ID] {
-			return e.ID
-		}
-	}
-	t.Fatal("the chat request reached no engine")
-	return ""
-}
-
-func referenceTools(t *testing.T, name string) string {
-	t.Helper()
-	data, err := os.ReadFile("../token/hf/testdata/chat_goldens.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var goldens []struct {
-		Name  string `json:"name"`
-		Tools string `json:"tools"`
-	}
-	if err := json.Unmarshal(data, &goldens); err != nil {
-		t.Fatal(err)
-	}
-	for _, g := range goldens {
-		if g.Name == name {
-			return g.Tools
-		}
-	}
-	t.Fatalf("no chat golden %q", name)
-	return ""
 }

@@ -35,7 +35,25 @@ type chatRequest struct {
 	BootstrapPort       *int            `json:"bootstrap_port"`
 	BootstrapRoom       *uint64         `json:"bootstrap_room"`
 	DataParallelRank    *int            `json:"data_parallel_rank"`
+	// KVTransferParams is vLLM's disaggregation field, read by vLLM-kind engines only.
+	KVTransferParams *kvTransferParams `json:"kv_transfer_params"`
+
+	// api is the API the request came by, which shapes the answer; promptIDs are the
+	// input ids of a completion or generate request (a chat's come from its template),
+	// and prompts how many prompts a batch had (0 for a single prompt).
+	api       api
+	promptIDs []uint32
+	prompts   int
 }
+
+// api is the API a generation request came by.
+type api int
+
+const (
+	apiChat api = iota
+	apiCompletions
+	apiGenerate
+)
 
 // messages keeps the client's JSON for the chat template beside the decoded list the
 // simulator validates.
@@ -99,7 +117,7 @@ func (e *Engine) validateChat(req *chatRequest) *badRequest {
 	switch {
 	case req.Model != "" && req.Model != e.spec.Model:
 		return &badRequest{status: http.StatusNotFound, msg: fmt.Sprintf("The model `%s` does not exist.", req.Model)}
-	case len(req.Messages.list) == 0:
+	case req.api == apiChat && len(req.Messages.list) == 0:
 		return invalid("Messages cannot be empty.")
 	case req.StreamOptions != nil && !req.Stream:
 		return invalid("Stream options can only be defined when `stream=True`.")
@@ -118,7 +136,7 @@ func (e *Engine) validateChat(req *chatRequest) *badRequest {
 	if n := req.maxNewTokens(); n != nil && *n < 1 {
 		return invalid("max_tokens must be at least 1, got %d.", *n)
 	}
-	if e.spec.Role != plan.RolePlain {
+	if e.spec.Role != plan.RolePlain && e.spec.Kind != plan.KindVLLM {
 		switch {
 		case req.BootstrapRoom == nil:
 			return invalid("Disaggregated request received without bootstrap room id")
@@ -172,8 +190,8 @@ func (e *Engine) outputBudget(req *chatRequest, inputTokens int) (int, string, *
 	if n > ctxLen-inputTokens {
 		n, reason = ctxLen-inputTokens, "length"
 	}
-	if e.spec.Role == plan.RolePrefill {
-		n = 1
+	if e.spec.Role == plan.RolePrefill && e.spec.Kind != plan.KindVLLM {
+		n = 1 // SGLang's prefill engine answers with the first token only
 	}
 	return n, reason, nil
 }
@@ -187,19 +205,38 @@ type job struct {
 	created int64
 	reason  string
 	inputs  int
+	// transfer is the vLLM KV hand-over a remote-decode prefill finishes, if any.
+	transfer roomKey
 }
 
-func (e *Engine) handleChat(w http.ResponseWriter, r *http.Request) {
-	fs := e.faults.Load()
-	if fs.Hang {
+func (e *Engine) handleChat(w http.ResponseWriter, r *http.Request) { e.generate(w, r, e.decodeChat) }
+
+// requestFaults plays the faults that hang or fail a request before the engine reads it;
+// handled reports that the request was answered (or left hanging) by one.
+func (e *Engine) requestFaults(w http.ResponseWriter, r *http.Request) (fs *faultState, handled bool) {
+	fs = e.faults.Load()
+	switch {
+	case fs.Hang:
 		e.hang(r.Context())
-		return
-	}
-	if fs.failNow() {
+		return fs, true
+	case !e.delayFirstByte(r.Context(), fs.Faults):
+		return fs, true
+	case fs.failNow():
 		writeError(w, fs.FailStatus, "Simulated failure.")
+		return fs, true
+	}
+	return fs, false
+}
+
+// generate serves a generation request of any API: faults first, then the request's
+// decoding into the engine's common form, its disaggregation part, and the answer in the
+// API's shape once the batch scheduler has run it.
+func (e *Engine) generate(w http.ResponseWriter, r *http.Request, decode func(http.ResponseWriter, *http.Request) (*chatRequest, *badRequest)) {
+	fs, handled := e.requestFaults(w, r)
+	if handled {
 		return
 	}
-	req, bad := e.decodeChat(w, r)
+	req, bad := decode(w, r)
 	if e.spec.Role == plan.RolePrefill && req.hasBootstrap() {
 		// Tell a waiting decode peer how this prefill ended, whatever the path; after
 		// settle has reported success this is a no-op.
@@ -213,6 +250,10 @@ func (e *Engine) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	if bad != nil {
 		writeError(w, bad.status, bad.msg)
+		return
+	}
+	if fs.GarbageBody {
+		writeGarbage(w, req.Stream)
 		return
 	}
 	var j *job
@@ -230,20 +271,30 @@ func (e *Engine) handleChat(w http.ResponseWriter, r *http.Request) {
 
 // newJob tokenizes the request, plays its disaggregation part and queues it on a rank.
 func (e *Engine) newJob(ctx context.Context, req *chatRequest) (*job, *badRequest) {
-	ids, err := e.spec.Tokenizer.EncodeChat(req.chat())
-	if err != nil {
-		return nil, invalid("Failed to apply the chat template: %v", err)
+	ids := req.promptIDs
+	if req.api == apiChat {
+		var err error
+		if ids, err = e.spec.Tokenizer.EncodeChat(req.chat()); err != nil {
+			return nil, invalid("Failed to apply the chat template: %v", err)
+		}
 	}
 	maxOut, reason, bad := e.outputBudget(req, len(ids))
 	if bad != nil {
 		return nil, bad
 	}
 	k := e.pickRank(req.DataParallelRank)
-	transferred := e.spec.Role == plan.RoleDecode
-	if transferred {
+	var transferred bool
+	switch {
+	case e.remotePrefill(req):
+		if bad := e.checkTransfer(req.KVTransferParams); bad != nil {
+			return nil, bad
+		}
+		transferred = true
+	case e.spec.Role == plan.RoleDecode && e.spec.Kind != plan.KindVLLM:
 		if err := e.awaitPrefill(ctx, k, req.roomKey()); err != nil {
 			return nil, &badRequest{status: http.StatusInternalServerError, msg: "KV transfer failed: " + err.Error()}
 		}
+		transferred = true
 	}
 	var hashes []int64
 	if !transferred {
@@ -307,7 +358,10 @@ func (e *Engine) await(ctx context.Context, j *job, seen int) (generated int, do
 // prefills, and as usage for the response.
 func (e *Engine) settle(j *job) usage {
 	generated, cached, _ := j.rank.progress(j.sreq)
-	if e.spec.Role == plan.RolePrefill {
+	switch {
+	case j.transfer != roomKey{}:
+		e.rooms.finish(j.transfer, nil)
+	case e.spec.Role == plan.RolePrefill && e.spec.Kind != plan.KindVLLM:
 		e.rooms.finish(j.req.roomKey(), nil)
 	}
 	return usage{

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +18,9 @@ import (
 type EngineSpec struct {
 	ID    string
 	Model string
+	// Kind is the engine software imitated: its load endpoints and metric names, its KV
+	// event encoding and block hashes, its PD protocol. Empty means SGLang.
+	Kind plan.Kind
 	// Role is plain (the default), prefill or decode.
 	Role plan.Role
 	// Addr is the host:port to serve on. The host must be a loopback address; empty
@@ -44,11 +46,19 @@ type EngineSpec struct {
 
 // KVEventsSpec is where an engine publishes its KV events.
 type KVEventsSpec struct {
-	// Endpoint is "tcp://host:port" for DP rank 0; rank r binds port+r, always on
-	// 127.0.0.1. Port 0 picks free consecutive ports.
+	// Endpoint is "tcp://host:port" for DP rank 0; rank r uses port+r. A binding publisher
+	// listens on 127.0.0.1 whatever the host, and port 0 picks free consecutive ports.
 	Endpoint string
+	// Dial makes the publisher connect to a router listening at Endpoint (the router's
+	// kv_events.mode "bind") instead of binding it.
+	Dial bool
 	// Topic is the first frame of every message; empty means "kv@<id>@<model>".
 	Topic string
+	// Encoding is a plan.Encoding* name; empty means the engine kind's.
+	Encoding string
+	// ReplayEndpoint, when set, is where rank 0 binds its replay socket (rank r at
+	// port+r, on 127.0.0.1; port 0 picks a free one).
+	ReplayEndpoint string
 }
 
 // Engine is one running simulated engine.
@@ -61,7 +71,8 @@ type Engine struct {
 	rooms   *rooms
 	started time.Time
 	// closing is closed when the engine shuts down, releasing handlers that wait.
-	closing chan struct{}
+	closing   chan struct{}
+	closeOnce sync.Once // Kill and Fleet.Close may both close the engine
 
 	faultsMu sync.Mutex // serialises SetFaults
 	faults   atomic.Pointer[faultState]
@@ -74,6 +85,9 @@ func (e *Engine) ID() string { return e.spec.ID }
 // Model returns the served model name.
 func (e *Engine) Model() string { return e.spec.Model }
 
+// Kind returns the engine software the simulator imitates.
+func (e *Engine) Kind() plan.Kind { return e.spec.Kind }
+
 // Role returns the engine's role.
 func (e *Engine) Role() plan.Role { return e.spec.Role }
 
@@ -85,27 +99,6 @@ func (e *Engine) BootstrapPort() int { return e.spec.BootstrapPort }
 
 // DPSize returns the number of data-parallel ranks.
 func (e *Engine) DPSize() int { return len(e.ranks) }
-
-// KVEndpoints returns the ZMQ endpoint of each DP rank's KV event publisher, or nil when
-// KV events are off.
-func (e *Engine) KVEndpoints() []string {
-	if e.spec.KVEvents == nil {
-		return nil
-	}
-	eps := make([]string, len(e.ranks))
-	for i, k := range e.ranks {
-		eps[i] = k.pub.endpoint
-	}
-	return eps
-}
-
-// KVTopic returns the topic of the engine's KV events, or "" when they are off.
-func (e *Engine) KVTopic() string {
-	if e.spec.KVEvents == nil {
-		return ""
-	}
-	return e.spec.KVEvents.Topic
-}
 
 // normalize fills defaults and checks a spec.
 func (s *EngineSpec) normalize() error {
@@ -147,8 +140,29 @@ func (s *EngineSpec) normalize() error {
 	if !isLoopback(host) {
 		return fmt.Errorf("engine %s: the simulator serves on loopback addresses only, not %q", s.ID, host)
 	}
-	if s.KVEvents != nil && s.KVEvents.Topic == "" {
-		s.KVEvents = &KVEventsSpec{Endpoint: s.KVEvents.Endpoint, Topic: "kv@" + s.ID + "@" + s.Model}
+	switch s.Kind {
+	case "":
+		s.Kind = plan.KindSGLang
+	case plan.KindSGLang, plan.KindVLLM:
+	default:
+		return fmt.Errorf("engine %s: unknown kind %q", s.ID, s.Kind)
+	}
+	if s.KVEvents != nil {
+		kv := *s.KVEvents
+		if kv.Topic == "" {
+			kv.Topic = "kv@" + s.ID + "@" + s.Model
+		}
+		switch kv.Encoding {
+		case "":
+			kv.Encoding = plan.EncodingSGLangArray
+			if s.Kind == plan.KindVLLM {
+				kv.Encoding = plan.EncodingVLLMMap
+			}
+		case plan.EncodingSGLangArray, plan.EncodingVLLMArray, plan.EncodingVLLMMap:
+		default:
+			return fmt.Errorf("engine %s: unknown kv events encoding %q", s.ID, kv.Encoding)
+		}
+		s.KVEvents = &kv
 	}
 	return nil
 }
@@ -191,67 +205,6 @@ func newEngine(spec EngineSpec, rs *rooms) (*Engine, error) {
 	return e, nil
 }
 
-// openPublishers binds one PUB socket per DP rank on consecutive ports, as SGLang does.
-// With port 0 it retries, since the port after a free one may be taken (on a busy machine,
-// by one of thousands of TIME_WAIT sockets).
-func (e *Engine) openPublishers() ([]*publisher, error) {
-	kv := e.spec.KVEvents
-	if kv == nil {
-		return nil, nil
-	}
-	ep0, err := rankEndpoint(kv.Endpoint, 0)
-	if err != nil {
-		return nil, fmt.Errorf("engine %s: %w", e.spec.ID, err)
-	}
-	attempts := 1
-	if hasZeroPort(ep0) {
-		attempts = 50
-	}
-	for range attempts {
-		var pubs []*publisher
-		if pubs, err = e.tryPublishers(kv); err == nil {
-			return pubs, nil
-		}
-	}
-	return nil, fmt.Errorf("engine %s: %w", e.spec.ID, err)
-}
-
-func (e *Engine) tryPublishers(kv *KVEventsSpec) ([]*publisher, error) {
-	base := kv.Endpoint
-	pubs := make([]*publisher, 0, e.spec.DPSize)
-	for r := range e.spec.DPSize {
-		ep, err := rankEndpoint(base, r)
-		if err != nil {
-			return nil, err
-		}
-		p, err := newPublisher(ep, kv.Topic, r, e.spec.Config.BlockSize)
-		if err != nil {
-			for _, p := range pubs {
-				p.close()
-			}
-			return nil, err
-		}
-		if r == 0 {
-			base = p.endpoint // ranks 1.. follow the port rank 0 got
-		}
-		pubs = append(pubs, p)
-	}
-	return pubs, nil
-}
-
-func hasZeroPort(endpoint string) bool {
-	u, err := url.Parse(endpoint)
-	return err == nil && u.Port() == "0"
-}
-
-func (e *Engine) closePublishers() {
-	for _, k := range e.ranks {
-		if k.pub != nil {
-			k.pub.close()
-		}
-	}
-}
-
 // slowdown is the current Slowdown fault, for the ranks.
 func (e *Engine) slowdown() float64 { return e.faults.Load().Slowdown }
 
@@ -266,6 +219,11 @@ func (e *Engine) start(ctx context.Context, wg *sync.WaitGroup) {
 // close stops serving: handlers that wait are released at once, the rest get a short
 // grace period to finish.
 func (e *Engine) close() error {
+	first := false
+	e.closeOnce.Do(func() { first = true })
+	if !first {
+		return nil
+	}
 	close(e.closing)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -293,15 +251,29 @@ func (e *Engine) pickRank(want *int) *rank {
 func (e *Engine) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", e.handleChat)
+	mux.HandleFunc("POST /v1/completions", e.handleCompletions)
+	mux.HandleFunc("POST /generate", e.handleGenerate)
+	mux.HandleFunc("POST /v1/embeddings", e.inputs(e.embeddings))
+	mux.HandleFunc("POST /v1/rerank", e.inputs(e.rerank))
+	mux.HandleFunc("POST /v1/score", e.inputs(e.score))
+	mux.HandleFunc("POST /classify", e.inputs(e.classify))
+	mux.HandleFunc("GET /get_model_info", e.handleModelInfo)
 	mux.HandleFunc("GET /health", e.handleHealth)
 	mux.HandleFunc("GET /health_generate", e.handleHealth)
 	mux.HandleFunc("GET /v1/models", e.handleModels)
-	mux.HandleFunc("GET /server_info", e.handleServerInfo)
-	mux.HandleFunc("GET /get_server_info", e.handleServerInfo)
-	mux.HandleFunc("GET /v1/loads", e.handleLoads)
-	mux.HandleFunc("GET /get_load", e.handleGetLoad)
-	mux.HandleFunc("GET /metrics", e.handleMetrics)
-	mux.HandleFunc("POST /flush_cache", e.handleFlush)
+	if e.spec.Kind == plan.KindVLLM {
+		// vLLM has neither SGLang's load endpoints nor /server_info: load comes from
+		// its Prometheus gauges.
+		mux.HandleFunc("GET /metrics", e.handleVLLMMetrics)
+		mux.HandleFunc("POST /reset_prefix_cache", e.handleFlush)
+	} else {
+		mux.HandleFunc("GET /server_info", e.handleServerInfo)
+		mux.HandleFunc("GET /get_server_info", e.handleServerInfo)
+		mux.HandleFunc("GET /v1/loads", e.handleLoads)
+		mux.HandleFunc("GET /get_load", e.handleGetLoad)
+		mux.HandleFunc("GET /metrics", e.handleMetrics)
+		mux.HandleFunc("POST /flush_cache", e.handleFlush)
+	}
 	mux.HandleFunc("/sim/faults", e.handleFaults)
 	return mux
 }

@@ -44,7 +44,12 @@ func Start(ctx context.Context, specs []EngineSpec) (*Fleet, error) {
 			return nil, fmt.Errorf("start simulated engines: %w", err)
 		}
 		f.engines = append(f.engines, e)
-		if e.spec.Role == plan.RolePrefill {
+		switch {
+		case e.spec.Kind == plan.KindVLLM:
+			// vLLM hands KV over by engine and request id, whatever the role: with
+			// kv_both every engine can prefill for a remote decode.
+			rs.local["vllm:"+e.spec.ID] = true
+		case e.spec.Role == plan.RolePrefill:
 			rs.local[bootstrapAddr("127.0.0.1", e.spec.BootstrapPort)] = true
 		}
 	}
@@ -115,11 +120,11 @@ func SpecsFromPlan(p *plan.Plan, cfg Config) ([]EngineSpec, error) {
 			addr = net.JoinHostPort(u.Hostname(), "80")
 		}
 		spec := EngineSpec{
-			ID: pe.ID, Model: pe.Model, Role: pe.Role, Addr: addr,
+			ID: pe.ID, Model: pe.Model, Kind: pe.Kind, Role: pe.Role, Addr: addr,
 			BootstrapPort: pe.BootstrapPort, DPSize: pe.DPSize, Config: cfg, Tokenizer: toks[pe.Model],
 		}
 		if kv := pe.KVEvents; kv != nil {
-			spec.KVEvents = &KVEventsSpec{Endpoint: kv.Endpoint, Topic: kv.Topic}
+			spec.KVEvents = &KVEventsSpec{Endpoint: kv.Endpoint, Topic: kv.Topic, Encoding: kv.Encoding, Dial: kv.Mode == plan.KVBind, ReplayEndpoint: kv.ReplayEndpoint}
 			if kv.BlockSize > 0 {
 				spec.Config.BlockSize = kv.BlockSize
 			}

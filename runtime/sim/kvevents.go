@@ -2,15 +2,12 @@ package sim
 
 import (
 	"bytes"
-	"context"
-	"encoding/binary"
 	"fmt"
 	"net"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/go-zeromq/zmq4"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -107,51 +104,6 @@ func (w *errWriter) hashes(h int64) {
 	w.do(w.enc.EncodeInt(h))
 }
 
-// publisher is one rank's ZMQ PUB socket. Its sequence numbers start at 0, as SGLang's do.
-type publisher struct {
-	sock      zmq4.Socket
-	endpoint  string
-	topic     []byte
-	dpRank    int
-	blockSize int
-	seq       uint64
-}
-
-// newPublisher binds a PUB socket at endpoint ("tcp://host:port"; port 0 picks a free one).
-func newPublisher(endpoint, topic string, dpRank, blockSize int) (*publisher, error) {
-	sock := zmq4.NewPub(context.Background())
-	if err := sock.Listen(endpoint); err != nil {
-		sock.Close()
-		return nil, fmt.Errorf("kv events: %w", err)
-	}
-	return &publisher{
-		sock:      sock,
-		endpoint:  "tcp://" + sock.Addr().String(),
-		topic:     []byte(topic),
-		dpRank:    dpRank,
-		blockSize: blockSize,
-	}, nil
-}
-
-// publish sends one batch as the three frames (topic, 8-byte big-endian sequence, payload).
-// The PUB socket only queues the message, so publish does not wait for subscribers.
-func (p *publisher) publish(events []kvEvent) error {
-	payload, err := encodeBatch(time.Now(), events, p.dpRank, p.blockSize)
-	if err != nil {
-		return err
-	}
-	seq := binary.BigEndian.AppendUint64(nil, p.seq)
-	p.seq++
-	if err := p.sock.Send(zmq4.NewMsgFrom(p.topic, seq, payload)); err != nil {
-		return fmt.Errorf("publish kv events on %s: %w", p.endpoint, err)
-	}
-	return nil
-}
-
-func (p *publisher) close() error {
-	return p.sock.Close()
-}
-
 // rankEndpoint returns the endpoint of DP rank r for an engine whose KV events endpoint is
 // base: port base+r as SGLang does, on 127.0.0.1 whatever host base names, because the
 // simulator never listens beyond the loopback interface. Port 0 stays 0 (any free port).
@@ -172,4 +124,26 @@ func rankEndpoint(base string, r int) (string, error) {
 		port += r
 	}
 	return "tcp://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), nil
+}
+
+// dialEndpoint returns the router endpoint rank r of a dialing publisher connects to:
+// port base+r, as vLLM offsets a connecting publisher's port too
+// (ZmqEventPublisher.offset_endpoint_port). A wildcard host means the local router.
+func dialEndpoint(base string, r int) (string, error) {
+	addr, ok := strings.CutPrefix(base, "tcp://")
+	if !ok {
+		return "", fmt.Errorf("kv events endpoint %q: only tcp:// is supported", base)
+	}
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("kv events endpoint %q: %w", base, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port <= 0 || port+r > 65535 {
+		return "", fmt.Errorf("kv events endpoint %q: bad port", base)
+	}
+	if host == "" || host == "*" || net.ParseIP(host).IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "tcp://" + net.JoinHostPort(host, strconv.Itoa(port+r)), nil
 }

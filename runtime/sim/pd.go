@@ -114,3 +114,22 @@ func (rs *rooms) wait(ctx context.Context, key roomKey, timeout time.Duration) e
 		return ctx.Err()
 	}
 }
+
+// consume takes a finished room without waiting: the error of a prefill that failed, or
+// one for a room nobody prefilled (or that was already consumed). vLLM's protocol runs
+// the decode after the prefill answered, so there is nothing to wait for.
+func (rs *rooms) consume(key roomKey) error {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	r, ok := rs.byKey[key]
+	if !ok {
+		return fmt.Errorf("no prefill of this request is waiting to be transferred")
+	}
+	select {
+	case <-r.done:
+	default:
+		return fmt.Errorf("the prefill of this request has not finished")
+	}
+	delete(rs.byKey, key)
+	return r.err
+}

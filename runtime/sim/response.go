@@ -35,6 +35,8 @@ type completion struct {
 	Model   string   `json:"model"`
 	Choices []choice `json:"choices"`
 	Usage   usage    `json:"usage"`
+	// KVTransferParams is what a vLLM prefill engine returns for the decode engine.
+	KVTransferParams *kvTransferParams `json:"kv_transfer_params,omitempty"`
 }
 
 type choice struct {
@@ -75,16 +77,17 @@ func (e *Engine) respond(w http.ResponseWriter, ctx context.Context, j *job, f F
 	if !e.awaitDone(ctx, j) {
 		return
 	}
+	var params *kvTransferParams
+	if e.remoteDecode(j.req) && j.reason == "length" {
+		// vLLM hands the KV over only when the prefill stopped on its token cap.
+		params = e.newTransfer(j)
+	}
 	u := e.settle(j)
 	var text strings.Builder
 	for i := range u.CompletionTokens {
 		text.WriteString(tokenText(i))
 	}
-	body, err := json.Marshal(completion{
-		ID: j.id, Object: "chat.completion", Created: j.created, Model: e.spec.Model,
-		Choices: []choice{{Message: message{Role: "assistant", Content: text.String()}, FinishReason: j.reason}},
-		Usage:   u,
-	})
+	body, err := json.Marshal(e.answer(j, u, text.String(), params))
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
@@ -119,30 +122,29 @@ func (e *Engine) stream(w http.ResponseWriter, ctx context.Context, j *job, f Fa
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	send := func(c chunk) {
-		c.ID, c.Object, c.Created, c.Model = j.id, "chat.completion.chunk", j.created, e.spec.Model
-		data, _ := json.Marshal(c) // plain structs of strings and numbers always marshal
+	send := func(v any) {
+		data, _ := json.Marshal(v) // plain structs of strings and numbers always marshal
 		fmt.Fprintf(w, "data: %s\n\n", data)
 	}
-
-	sent, roleSent := 0, false
+	var text strings.Builder
+	sent, started := 0, false
 	for {
 		generated, done, ok := e.await(ctx, j, sent)
 		if !ok {
 			return
 		}
-		if !roleSent {
+		if !started && j.req.api == apiChat {
 			empty := ""
-			send(chunk{Choices: []chunkChoice{{Delta: delta{Role: "assistant", Content: &empty}}}})
-			roleSent = true
+			send(e.chatChunk(j, chunk{Choices: []chunkChoice{{Delta: delta{Role: "assistant", Content: &empty}}}}))
 		}
+		started = true
 		for ; sent < generated; sent++ {
 			if f.CutStream && sent >= f.CutAfterTokens {
 				_ = rc.Flush()
 				cut()
 			}
-			text := tokenText(sent)
-			send(chunk{Choices: []chunkChoice{{Delta: delta{Content: &text}}}})
+			text.WriteString(tokenText(sent))
+			send(e.streamToken(j, tokenText(sent), text.String(), sent+1))
 		}
 		_ = rc.Flush()
 		if done {
@@ -152,13 +154,17 @@ func (e *Engine) stream(w http.ResponseWriter, ctx context.Context, j *job, f Fa
 	if f.CutStream { // shorter than CutAfterTokens: still never end normally
 		cut()
 	}
-	u := e.settle(j)
-	send(chunk{Choices: []chunkChoice{{Delta: delta{}, FinishReason: &j.reason}}})
-	if j.req.StreamOptions != nil && j.req.StreamOptions.IncludeUsage {
-		send(chunk{Choices: []chunkChoice{}, Usage: &u})
+	for _, c := range e.streamEnd(j, e.settle(j), text.String()) {
+		send(c)
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	_ = rc.Flush()
+}
+
+// chatChunk fills a chat chunk's envelope.
+func (e *Engine) chatChunk(j *job, c chunk) chunk {
+	c.ID, c.Object, c.Created, c.Model = j.id, "chat.completion.chunk", j.created, e.spec.Model
+	return c
 }
 
 // cut drops the connection without finishing the response: net/http closes it on this

@@ -30,9 +30,12 @@ func FromPlan(p *plan.Plan, clock func() time.Time) *Stores {
 	}
 	s := &Stores{clock: clock, models: make(map[string]modelStores, len(p.Models))}
 	for _, m := range p.Models {
+		session, sticky := NewStore(secs(m.SessionIdleSecs), clock), NewStore(secs(m.StickyIdleSecs), clock)
+		session.SetMaxKeys(p.State.AffinityMaxKeys)
+		sticky.SetMaxKeys(p.State.AffinityMaxKeys)
 		s.models[m.Name] = modelStores{
-			session:      NewStore(secs(m.SessionIdleSecs), clock),
-			sticky:       NewStore(secs(m.StickyIdleSecs), clock),
+			session:      session,
+			sticky:       sticky,
 			sessionEvery: secs(m.SessionEvictionIntervalSecs),
 			stickyEvery:  secs(m.StickyEvictionIntervalSecs),
 		}

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -83,4 +84,12 @@ func BenchmarkDecodeMessage(b *testing.B) {
 			b.Fatalf("decoding the batch: %v (%d events, want 32)", err, len(m.events))
 		}
 	}
+}
+
+// heapInUse returns the live heap after a collection.
+func heapInUse() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }

@@ -2,10 +2,17 @@
 // selection (spec §6, "Cache state"): the local prefix index, the ZMQ subscriptions that
 // feed it from the engines' KV events, and a client for a remote prefix indexer.
 //
-// The index stores prefix ownership and storage tiers, never KV tensors. Engines name
-// their cached pages by SGLang's chained block hash, which the router reproduces from a
-// request's token ids (token.BlockHashes), so a lookup hashes the prompt and walks the
-// chain: an engine holds a prefix of n blocks when it holds each of the first n hashes.
+// The index stores prefix ownership and storage tiers, never KV tensors. It names blocks
+// by the router's own chained block hash (SGLang's SHA-256 chain, token.BlockHashes),
+// recomputed from the token ids each BlockStored event carries, whatever hash the engine
+// itself uses: vLLM's hashes are seeded per process and cannot be reproduced, SGLang's
+// happen to equal the router's. Per engine rank it keeps the engine's hash of each block
+// it holds and the router's hash it stands for, so a stored block's parent is found
+// through the engine's parent hash and BlockRemoved works for any hash scheme. One index
+// thus serves a fleet that mixes SGLang and vLLM engines.
+//
+// A lookup hashes the prompt and walks the chain: an engine holds a prefix of n blocks
+// when it holds each of the first n hashes.
 package kv
 
 import (
@@ -17,10 +24,10 @@ import (
 )
 
 // DefaultBlockSize is the page size assumed for an engine whose plan sets no
-// kv_events.block_size. It is the simulator's default page size (sim.DefaultConfig) and a
-// common SGLang --page-size for prefix caching. The router does not yet read the page
-// size from /server_info: configure block_size for engines that use another one, since
-// hashes of differently sized pages never match.
+// kv_events.block_size. It is the simulator's default page size (sim.DefaultConfig), a
+// common SGLang --page-size for prefix caching and vLLM's default block size on CUDA.
+// The router does not read the page size from the engine: configure block_size for
+// engines that use another one, since hashes of differently sized pages never match.
 const DefaultBlockSize = 16
 
 // BlockSize returns the page size of an engine's KV events in tokens.
@@ -81,6 +88,18 @@ type Event struct {
 	Medium Medium
 	// BlockSize is the page size the engine reported with a store, 0 when absent.
 	BlockSize int
+
+	// A store's token ids, len(Hashes) blocks of them, and the engine's hash of the block
+	// before the first (HasParent false: the first block of a sequence). A store without
+	// token ids names its blocks by the router's hash directly, which only an engine that
+	// hashes as SGLang does can do.
+	Tokens    []uint32
+	Parent    int64
+	HasParent bool
+	// Foreign marks blocks whose engine hash covers more than their tokens (a LoRA
+	// adapter, multimodal inputs, a cache salt). The router's hash of the tokens alone
+	// would claim them for plain prompts, so they are not indexed.
+	Foreign bool
 }
 
 // Match is an engine's cached prefix of a request: the number of leading blocks it holds.
@@ -97,26 +116,39 @@ type engineInfo struct {
 	id        string
 	model     string
 	blockSize int
+	maxBlocks int
 	ranks     []owner
+	stats     engineStats
 }
 
-// Index is the local prefix index: for each block hash, the engine ranks holding it. It is
-// safe for concurrent use: subscriptions write, picks read.
+// block is one router-hashed block held by at least one rank. It is a map value, not a
+// pointer, so a lookup reads the owners with one map probe.
+type block struct {
+	owners []owner
+	// digest is the block's full SHA-256, which its children's hashes chain over; nil for
+	// a block stored by hash alone, which then has no children.
+	digest *[32]byte
+}
+
+// Index is the local prefix index: for each router block hash, the engine ranks holding
+// it. It is safe for concurrent use: subscriptions write, picks read.
 type Index struct {
 	engines map[string]*engineInfo // fixed at construction
 	ownerOf []*engineInfo          // by owner
 	sizes   map[string][]int       // model -> distinct block sizes, fixed
 
 	mu     sync.RWMutex
-	blocks map[int64][]owner  // hash -> owners, each once
-	owned  []map[int64]Medium // by owner: the hashes it holds and their tiers
+	blocks map[int64]block // router hash -> block
+	ranks  []*rankState    // by owner
+
+	unknownTopics counter // bind-mode messages whose topic names no engine
 }
 
 // NewIndex returns an empty index for the plan's engines that publish KV events (an
 // engine without kv_events never owns a block). A nil plan gives an index of no engines,
 // on which every lookup misses.
 func NewIndex(p *plan.Plan) *Index {
-	ix := &Index{engines: map[string]*engineInfo{}, sizes: map[string][]int{}, blocks: map[int64][]owner{}}
+	ix := &Index{engines: map[string]*engineInfo{}, sizes: map[string][]int{}, blocks: map[int64]block{}}
 	if p == nil {
 		return ix
 	}
@@ -124,11 +156,11 @@ func NewIndex(p *plan.Plan) *Index {
 		if e.KVEvents == nil {
 			continue
 		}
-		info := &engineInfo{id: e.ID, model: e.Model, blockSize: BlockSize(e)}
+		info := &engineInfo{id: e.ID, model: e.Model, blockSize: BlockSize(e), maxBlocks: e.KVEvents.MaxBlocks}
 		for range max(e.DPSize, 1) {
 			info.ranks = append(info.ranks, owner(len(ix.ownerOf)))
 			ix.ownerOf = append(ix.ownerOf, info)
-			ix.owned = append(ix.owned, map[int64]Medium{})
+			ix.ranks = append(ix.ranks, newRankState(info.maxBlocks))
 		}
 		ix.engines[e.ID] = info
 		if !slices.Contains(ix.sizes[e.Model], info.blockSize) {
@@ -156,79 +188,10 @@ func (ix *Index) rank(engineID string, rank int) (owner, bool) {
 	return info.ranks[rank], true
 }
 
-// Apply applies one rank's events in order and reports whether the index knows the rank.
-func (ix *Index) Apply(engineID string, rank int, events ...Event) bool {
-	o, ok := ix.rank(engineID, rank)
-	if !ok {
-		return false
-	}
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	for _, e := range events {
-		switch e.Kind {
-		case BlockStored:
-			for _, h := range e.Hashes {
-				ix.store(o, h, e.Medium)
-			}
-		case BlockRemoved:
-			for _, h := range e.Hashes {
-				ix.remove(o, h, e.Medium)
-			}
-		case AllBlocksCleared:
-			ix.clear(o)
-		}
-	}
-	return true
-}
-
-func (ix *Index) store(o owner, h int64, m Medium) {
-	held, ok := ix.owned[o][h]
-	ix.owned[o][h] = held | m
-	if !ok {
-		ix.blocks[h] = append(ix.blocks[h], o)
-	}
-}
-
-func (ix *Index) remove(o owner, h int64, m Medium) {
-	held, ok := ix.owned[o][h]
-	if !ok {
-		return
-	}
-	if left := held &^ m; left != 0 {
-		ix.owned[o][h] = left
-		return
-	}
-	delete(ix.owned[o], h)
-	ix.unlink(o, h)
-}
-
-// unlink removes o from h's owners.
-func (ix *Index) unlink(o owner, h int64) {
-	owners := ix.blocks[h]
-	i := slices.Index(owners, o)
-	if i < 0 {
-		return
-	}
-	owners[i] = owners[len(owners)-1]
-	owners = owners[:len(owners)-1]
-	if len(owners) == 0 {
-		delete(ix.blocks, h)
-	} else {
-		ix.blocks[h] = owners
-	}
-}
-
-func (ix *Index) clear(o owner) {
-	for h := range ix.owned[o] {
-		ix.unlink(o, h)
-	}
-	ix.owned[o] = map[int64]Medium{}
-}
-
 // ClearRank forgets everything an engine rank holds. A subscription calls it when it can
-// no longer vouch for the rank's state: on a sequence gap, a publisher restart or a
-// reconnect, events may have been lost, and ownership is unknown until the engine
-// stores blocks again.
+// no longer vouch for the rank's state: on a sequence gap it cannot refill, a publisher
+// restart or a reconnect, events may have been lost, and ownership is unknown until the
+// engine stores blocks again.
 func (ix *Index) ClearRank(engineID string, rank int) {
 	if o, ok := ix.rank(engineID, rank); ok {
 		ix.mu.Lock()
@@ -260,7 +223,7 @@ func (ix *Index) Blocks(engineID string) int {
 	defer ix.mu.RUnlock()
 	n := 0
 	for _, o := range info.ranks {
-		n += len(ix.owned[o])
+		n += len(ix.ranks[o].held)
 	}
 	return n
 }
@@ -284,7 +247,7 @@ func (ix *Index) LookupHashes(hashes []int64, blockSize int) []Match {
 	defer ix.mu.RUnlock()
 	var buf [16]owner
 	alive := buf[:0]
-	for _, o := range ix.blocks[hashes[0]] {
+	for _, o := range ix.blocks[hashes[0]].owners {
 		if ix.ownerOf[o].blockSize == blockSize {
 			alive = append(alive, o)
 		}
@@ -303,7 +266,7 @@ func (ix *Index) LookupHashes(hashes []int64, blockSize int) []Match {
 	// Block i's hash chains over every earlier block, so a rank holding it holds the whole
 	// prefix up to it; walk while some rank holds every block so far.
 	for i := 1; i < len(hashes) && len(alive) > 0; i++ {
-		next := ix.blocks[hashes[i]]
+		next := ix.blocks[hashes[i]].owners
 		kept := alive[:0]
 		for _, o := range alive {
 			if slices.Contains(next, o) {

@@ -8,31 +8,40 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// maxHashesPerEvent bounds one event's block hashes, as the reference router does, so a
-// corrupt or hostile message cannot make the index allocate without limit.
-const maxHashesPerEvent = 65536
+// Bounds of one event, so a corrupt or hostile message cannot make the index allocate
+// without limit. The hash bound is the reference router's.
+const (
+	maxHashesPerEvent = 65536
+	maxTokensPerEvent = 1 << 22
+)
 
 // message is one decoded KV event message of a publisher.
 type message struct {
+	topic  string
 	seq    uint64
 	events []Event
+	// skipped counts events of kinds this router does not know.
+	skipped int
 }
 
-// decodeMessage decodes SGLang's (and vLLM's) KV event message: three frames, topic,
-// the batch sequence number as 8 big-endian bytes, and a msgpack payload
+// decodeMessage decodes a KV event message of SGLang, vLLM or llm-d's simulator: three
+// frames, topic, the batch sequence number as 8 big-endian bytes, and a msgpack batch.
+// The batch is positional (SGLang, vLLM before it dropped array_like)
 //
 //	[ts, [event...], dp_rank]    (dp_rank may be nil or omitted)
 //
-// whose events are either tagged positional arrays (SGLang, older vLLM)
+// or a map {"ts", "events", "data_parallel_rank"} (vLLM's EventBatch without
+// array_like). Events are tagged positional arrays (SGLang, older vLLM)
 //
-//	["BlockStored", block_hashes, parent_block_hash, token_ids, block_size, lora_id, medium, ...]
-//	["BlockRemoved", block_hashes, medium]
+//	["BlockStored", block_hashes, parent_block_hash, token_ids, block_size, lora_id, medium, lora_name, extra_keys, ...]
+//	["BlockRemoved", block_hashes, medium, ...]
 //	["AllBlocksCleared"]
 //
-// or maps tagged by "type" with the same field names (newer vLLM). Trailing fields may be
-// omitted and unknown fields are ignored; unknown event types are skipped. The payload
-// is decoded into generic values and read with guards rather than into fixed structs,
-// because msgpack's array-encoded structs fail on any change in field count.
+// or maps tagged by "type" with those field names (vLLM since PR #42892). Trailing fields
+// may be omitted and unknown fields are ignored; events of unknown types are skipped and
+// counted. The payload is decoded into generic values and read with guards rather than
+// into fixed structs, because msgpack's array-encoded structs fail on any change in field
+// count, and both engines add fields.
 func decodeMessage(frames [][]byte) (message, error) {
 	if len(frames) != 3 {
 		return message{}, fmt.Errorf("want 3 frames (topic, sequence, payload), got %d", len(frames))
@@ -40,42 +49,69 @@ func decodeMessage(frames [][]byte) (message, error) {
 	if len(frames[1]) != 8 {
 		return message{}, fmt.Errorf("sequence frame has %d bytes, want 8", len(frames[1]))
 	}
-	m := message{seq: binary.BigEndian.Uint64(frames[1])}
-	var batch []any
+	m := message{topic: string(frames[0]), seq: binary.BigEndian.Uint64(frames[1])}
+	if err := checkPayload(frames[2]); err != nil {
+		return message{}, fmt.Errorf("decoding payload: %w", err)
+	}
+	var batch any
 	if err := msgpack.Unmarshal(frames[2], &batch); err != nil {
 		return message{}, fmt.Errorf("decoding payload: %w", err)
 	}
-	if len(batch) < 2 {
-		return message{}, fmt.Errorf("payload has %d fields, want [ts, events, dp_rank]", len(batch))
+	var events any
+	switch b := batch.(type) {
+	case []any:
+		if len(b) < 2 {
+			return message{}, fmt.Errorf("payload has %d fields, want [ts, events, dp_rank]", len(b))
+		}
+		events = b[1]
+	case map[string]any:
+		var ok bool
+		if events, ok = b["events"]; !ok {
+			return message{}, errors.New("payload map has no events field")
+		}
+	default:
+		return message{}, fmt.Errorf("decoding payload: batch is %T, want an array or a map", batch)
 	}
-	raw, ok := batch[1].([]any)
-	if !ok && batch[1] != nil {
-		return message{}, fmt.Errorf("payload events are %T, want an array", batch[1])
+	raw, ok := events.([]any)
+	if !ok && events != nil {
+		return message{}, fmt.Errorf("payload events are %T, want an array", events)
 	}
 	for i, r := range raw {
 		e, err := decodeEvent(r)
 		if err != nil {
 			return message{}, fmt.Errorf("event %d: %w", i, err)
 		}
-		if e.Kind != 0 {
-			m.events = append(m.events, e)
+		if e.Kind == 0 {
+			m.skipped++
+			continue
 		}
+		m.events = append(m.events, e)
 	}
 	return m, nil
 }
 
-// Positions of the fields read from positional events, counting the tag as 0, and their
-// names in map events.
+// Positions of the fields of positional events, counting the tag as 0, and their names in
+// map events.
 const (
 	posHashes        = 1
+	posParent        = 2
+	posTokens        = 3
 	posStoredSize    = 4
+	posLoraID        = 5
 	posStoredMedium  = 6
+	posLoraName      = 7
+	posExtraKeys     = 8
 	posRemovedMedium = 2
 
 	fieldType      = "type"
 	fieldHashes    = "block_hashes"
+	fieldParent    = "parent_block_hash"
+	fieldTokens    = "token_ids"
 	fieldBlockSize = "block_size"
+	fieldLoraID    = "lora_id"
 	fieldMedium    = "medium"
+	fieldLoraName  = "lora_name"
+	fieldExtraKeys = "extra_keys"
 )
 
 // decodeEvent normalises one event. An unknown type yields a zero Event and no error.
@@ -105,16 +141,7 @@ func decodeEvent(v any) (Event, error) {
 	}
 	switch tag {
 	case "BlockStored":
-		hashes, err := decodeHashes(field(posHashes, fieldHashes))
-		if err != nil {
-			return Event{}, err
-		}
-		medium, err := decodeMedium(field(posStoredMedium, fieldMedium), MediumGPU)
-		if err != nil {
-			return Event{}, err
-		}
-		size, _ := asInt(field(posStoredSize, fieldBlockSize))
-		return Event{Kind: BlockStored, Hashes: hashes, Medium: medium, BlockSize: int(size)}, nil
+		return decodeStored(field)
 	case "BlockRemoved":
 		hashes, err := decodeHashes(field(posHashes, fieldHashes))
 		if err != nil {
@@ -132,6 +159,48 @@ func decodeEvent(v any) (Event, error) {
 	}
 }
 
+func decodeStored(field func(pos int, name string) any) (Event, error) {
+	hashes, err := decodeHashes(field(posHashes, fieldHashes))
+	if err != nil {
+		return Event{}, err
+	}
+	medium, err := decodeMedium(field(posStoredMedium, fieldMedium), MediumGPU)
+	if err != nil {
+		return Event{}, err
+	}
+	e := Event{Kind: BlockStored, Hashes: hashes, Medium: medium}
+	size, _ := asInt(field(posStoredSize, fieldBlockSize))
+	e.BlockSize = int(size)
+	if p := field(posParent, fieldParent); p != nil {
+		if e.Parent, err = decodeHash(p); err != nil {
+			return Event{}, fmt.Errorf("parent_block_hash: %w", err)
+		}
+		e.HasParent = true
+	}
+	if e.Tokens, err = decodeTokens(field(posTokens, fieldTokens)); err != nil {
+		return Event{}, err
+	}
+	e.Foreign = field(posLoraID, fieldLoraID) != nil || field(posLoraName, fieldLoraName) != nil ||
+		anyExtraKey(field(posExtraKeys, fieldExtraKeys))
+	return e, nil
+}
+
+// anyExtraKey reports whether vLLM's extra_keys (one entry per block, or nil) name
+// anything beyond the tokens for some block: multimodal inputs, a LoRA adapter, a cache
+// salt. Those blocks' contents depend on more than the token ids.
+func anyExtraKey(v any) bool {
+	list, ok := v.([]any)
+	if !ok {
+		return v != nil
+	}
+	for _, k := range list {
+		if k != nil {
+			return true
+		}
+	}
+	return false
+}
+
 func decodeHashes(v any) ([]int64, error) {
 	list, ok := v.([]any)
 	if !ok {
@@ -142,26 +211,52 @@ func decodeHashes(v any) ([]int64, error) {
 	}
 	hashes := make([]int64, len(list))
 	for i, h := range list {
-		n, ok := asHash(h)
-		if !ok {
-			return nil, fmt.Errorf("block hash %d is %T, want an integer or bytes", i, h)
+		n, err := decodeHash(h)
+		if err != nil {
+			return nil, fmt.Errorf("block hash %d: %w", i, err)
 		}
 		hashes[i] = n
 	}
 	return hashes, nil
 }
 
-// asHash reads a block hash. SGLang sends a signed 64-bit integer (the first 8 bytes of
-// the page's SHA-256 digest, big-endian); an unsigned one is the same bits. A publisher
-// sending the raw digest as bytes is read the same way, from its first 8 bytes.
-func asHash(v any) (int64, bool) {
+// decodeHash reads an engine's block hash. The router uses it only as a name for the
+// block within the engine, so any width maps to 64 bits: SGLang sends a signed 64-bit
+// integer, vLLM an unsigned one (values of 2^63 and above keep their bits), and vLLM with
+// VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=0 the raw digest, read from its first 8 bytes.
+func decodeHash(v any) (int64, error) {
 	if b, ok := v.([]byte); ok {
 		if len(b) < 8 {
-			return 0, false
+			return 0, fmt.Errorf("is %d bytes, want at least 8", len(b))
 		}
-		return int64(binary.BigEndian.Uint64(b[:8])), true
+		return int64(binary.BigEndian.Uint64(b[:8])), nil
 	}
-	return asInt(v)
+	if n, ok := asInt(v); ok {
+		return n, nil
+	}
+	return 0, fmt.Errorf("is %T, want an integer or bytes", v)
+}
+
+func decodeTokens(v any) ([]uint32, error) {
+	if v == nil {
+		return nil, nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("token_ids is %T, want an array", v)
+	}
+	if len(list) > maxTokensPerEvent {
+		return nil, fmt.Errorf("%d token ids in one event, more than %d", len(list), maxTokensPerEvent)
+	}
+	ids := make([]uint32, len(list))
+	for i, t := range list {
+		n, ok := asInt(t)
+		if !ok || n < 0 || n > 1<<32-1 {
+			return nil, fmt.Errorf("token id %d is %v, want an unsigned 32-bit integer", i, t)
+		}
+		ids[i] = uint32(n)
+	}
+	return ids, nil
 }
 
 // asInt reads a decoded msgpack integer, whose Go type follows its encoding's width. A

@@ -44,6 +44,10 @@ type Sample struct {
 	TotalKVTokens int64 `json:"total_kv_tokens"`
 	MaxKVTokens   int64 `json:"max_kv_tokens"`
 	MaxRunning    int64 `json:"max_running"`
+	// KVKnown is set when a basic report still carries KV usage and capacity (vLLM's
+	// /metrics: kv_cache_usage_perc and cache_config_info): UsedKVTokens, TotalKVTokens
+	// and MaxKVTokens are then meaningful although the report is not native.
+	KVKnown bool `json:"kv_known,omitempty"`
 
 	// QueueMS is the estimated prefill queue time, meaningful only when HasQueueMS.
 	QueueMS    float64 `json:"queue_ms,omitempty"`
@@ -177,6 +181,7 @@ func aggregate(ranks []Sample) Sample {
 		a.Running += s.Running
 		a.Waiting += s.Waiting
 		a.Native = a.Native && s.Native
+		a.KVKnown = a.KVKnown && s.KVKnown
 		a.WaitingUncachedTokens += s.WaitingUncachedTokens
 		a.UsedKVTokens += s.UsedKVTokens
 		a.TotalKVTokens += s.TotalKVTokens

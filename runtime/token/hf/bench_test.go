@@ -2,6 +2,7 @@ package hf
 
 import (
 	"os"
+	"runtime"
 	"testing"
 )
 
@@ -23,19 +24,25 @@ func BenchmarkEncode(b *testing.B) {
 		s := string(text)
 		b.Run(doc+"/warm", func(b *testing.B) {
 			tok.Encode(s, false)
-			b.SetBytes(int64(len(s)))
-			for b.Loop() {
-				tok.Encode(s, false)
-			}
+			benchEncode(b, tok, s)
 		})
 		b.Run(doc+"/off", func(b *testing.B) {
-			off := uncached(tok)
-			b.SetBytes(int64(len(s)))
-			for b.Loop() {
-				off.Encode(s, false)
-			}
+			benchEncode(b, uncached(tok), s)
 		})
 	}
+}
+
+// benchEncode encodes s b.N times and reports allocations per KB of text besides the
+// usual per-op figures.
+func benchEncode(b *testing.B, tok *Tokenizer, s string) {
+	b.SetBytes(int64(len(s)))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for b.Loop() {
+		tok.Encode(s, false)
+	}
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(b.N)/(float64(len(s))/1024), "allocs/KB")
 }
 
 func BenchmarkDecode(b *testing.B) {

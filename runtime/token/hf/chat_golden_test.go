@@ -51,8 +51,8 @@ func TestChatGoldens(t *testing.T) {
 	if len(goldens) < 20 {
 		t.Fatalf("only %d chat goldens", len(goldens))
 	}
-	models := map[string]*Model{}
-	for _, kind := range []string{"sglang", "vllm"} {
+	models := map[plan.Kind]*Model{}
+	for _, kind := range []plan.Kind{plan.KindSGLang, plan.KindVLLM} {
 		m, err := Open(plan.Tokenizer{Path: qwenPath, Config: "../../../testdata/tokenizers/qwen3/tokenizer_config.json", EngineKind: kind})
 		if err != nil {
 			t.Fatal(err)
@@ -68,7 +68,7 @@ func TestChatGoldens(t *testing.T) {
 			if g.Kwargs != nil {
 				c.Kwargs = json.RawMessage(*g.Kwargs)
 			}
-			ids, err := models[g.Engine].EncodeChat(c)
+			ids, err := models[plan.Kind(g.Engine)].EncodeChat(c)
 			if err != nil {
 				t.Fatal(err)
 			}

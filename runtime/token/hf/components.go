@@ -48,8 +48,8 @@ type preTokenizerJSON struct {
 	UseRegex       *bool  `json:"use_regex"`
 }
 
-// parsePreTokenizer accepts Split pre-tokenizers (Regex pattern, Isolated, not inverted)
-// followed by one ByteLevel, nested in Sequences or not.
+// parsePreTokenizer accepts Split pre-tokenizers (Regex pattern, behavior Isolated or
+// Removed) followed by one ByteLevel, nested in Sequences or not.
 func parsePreTokenizer(raw json.RawMessage) (preTokenizer, error) {
 	var list []preTokenizerJSON
 	if err := flattenPreTokenizers(raw, &list); err != nil {
@@ -64,7 +64,7 @@ func parsePreTokenizer(raw json.RawMessage) (preTokenizer, error) {
 			}
 			st := step{prefixSpace: pj.AddPrefixSpace == nil || *pj.AddPrefixSpace}
 			if pj.UseRegex == nil || *pj.UseRegex {
-				sp, err := newSplitter(gpt2Pattern)
+				sp, err := newSplitter(gpt2Pattern, keepAll)
 				if err != nil {
 					return preTokenizer{}, err
 				}
@@ -74,15 +74,23 @@ func parsePreTokenizer(raw json.RawMessage) (preTokenizer, error) {
 				p.steps = append(p.steps, st)
 			}
 		case "Split":
-			switch {
-			case pj.Pattern.Regex == nil:
+			if pj.Pattern.Regex == nil {
 				return preTokenizer{}, unsupported("Split pre-tokenizer with a String pattern")
-			case pj.Behavior != "Isolated":
-				return preTokenizer{}, unsupported("Split pre-tokenizer with behavior %q (only Isolated is)", pj.Behavior)
-			case pj.Invert:
-				return preTokenizer{}, unsupported("Split pre-tokenizer with invert true")
 			}
-			sp, err := newSplitter(*pj.Pattern.Regex)
+			// invert swaps the roles of matches and the text between them; Isolated keeps
+			// both anyway.
+			var k keep
+			switch {
+			case pj.Behavior == "Isolated":
+				k = keepAll
+			case pj.Behavior == "Removed" && pj.Invert:
+				k = keepMatches
+			case pj.Behavior == "Removed":
+				k = keepGaps
+			default:
+				return preTokenizer{}, unsupported("Split pre-tokenizer with behavior %q (only Isolated and Removed are)", pj.Behavior)
+			}
+			sp, err := newSplitter(*pj.Pattern.Regex, k)
 			if err != nil {
 				return preTokenizer{}, fmt.Errorf("pre_tokenizer: %w", err)
 			}

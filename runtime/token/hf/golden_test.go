@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Tokenizer provides the methods of token.Tokenizer other than EncodeChat, which chat
@@ -49,8 +52,8 @@ func loadGoldens(t testing.TB) []goldenCase {
 	if err := json.Unmarshal(b, &g); err != nil {
 		t.Fatal(err)
 	}
-	if len(g.Cases) < 300 {
-		t.Fatalf("goldens.json has %d cases, want at least 300", len(g.Cases))
+	if len(g.Cases) < 1000 {
+		t.Fatalf("goldens.json has %d cases, want at least 1000", len(g.Cases))
 	}
 	return g.Cases
 }
@@ -67,6 +70,10 @@ func TestGoldens(t *testing.T) {
 					t.Fatalf("Encode(%q)\n got %v\nwant %v", c.Text, got, c.IDs)
 				}
 			}
+			// Qwen's post-processor (ByteLevel) adds no ids.
+			if got := tok.Encode(c.Text, true); !slices.Equal(got, c.IDs) {
+				t.Fatalf("Encode(%q, true)\n got %v\nwant %v", c.Text, got, c.IDs)
+			}
 			got, err := tok.Decode(c.IDs)
 			if err != nil {
 				t.Fatal(err)
@@ -76,4 +83,23 @@ func TestGoldens(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzRoundTrip checks that decoding the ids of a valid UTF-8 text gives back the text in
+// NFC, Qwen's normalization: byte-level BPE loses nothing else.
+func FuzzRoundTrip(f *testing.F) {
+	for _, s := range []string{"Hello, world!", "<|im_start|>user\nhé\u0301<|im_end|>", "  \t\r\n x 12345 中文 😀", "'ſx '\u0085\ufeff"} {
+		f.Add(s)
+	}
+	tok := loadQwen(f)
+	f.Fuzz(func(t *testing.T, s string) {
+		s = strings.ToValidUTF8(s, "\ufffd")
+		got, err := tok.Decode(tok.Encode(s, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := norm.NFC.String(s); got != want {
+			t.Fatalf("Decode(Encode(%+q)) = %+q, want %+q", s, got, want)
+		}
+	})
 }

@@ -34,7 +34,9 @@ type addedJSON struct {
 	Lstrip     bool   `json:"lstrip"`
 	Rstrip     bool   `json:"rstrip"`
 	Normalized bool   `json:"normalized"`
-	Special    bool   `json:"special"`
+	// special only matters to decode's skip_special_tokens, which Decode does not offer:
+	// encoding matches special and other added tokens alike, as tokenizers does unless
+	// split_special_tokens is set.
 }
 
 // unsupported is the error for a component this package cannot reproduce.

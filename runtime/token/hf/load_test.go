@@ -151,7 +151,8 @@ func TestLlamaLike(t *testing.T) {
 }
 
 // gpt2Like is a GPT-2-style fixture: a bare ByteLevel pre-tokenizer with its own regex
-// and add_prefix_space, no normalizer, no post-processor, merges as pairs.
+// and add_prefix_space, no normalizer, no post-processor, merges as pairs, and a model
+// without "type".
 func gpt2Like(t *testing.T) *Tokenizer {
 	t.Helper()
 	path := writeFixture(t, map[string]uint32{"Ġh": 256, "Ġhi": 257, "Ġxy": 258}, map[string]string{
@@ -160,7 +161,8 @@ func gpt2Like(t *testing.T) *Tokenizer {
 		"pre_tokenizer":  `{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true}`,
 		"post_processor": `null`,
 		"decoder":        `{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true}`,
-		"model":          `{"type": "BPE", "dropout": null, "unk_token": null, "merges": [["Ġ", "h"], ["Ġh", "i"]]}`,
+		// No "type": old files leave it out of BPE models.
+		"model": `{"dropout": null, "unk_token": null, "merges": [["Ġ", "h"], ["Ġh", "i"]]}`,
 	})
 	tok, err := Load(path)
 	if err != nil {
@@ -258,13 +260,14 @@ func TestUnsupportedComponents(t *testing.T) {
 		{"normalizer", `{"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "NFKC"}]}`, `normalizer "NFKC" (only NFC is) is not supported`},
 		{"pre_tokenizer", `{"type": "Whitespace"}`, `pre_tokenizer "Whitespace" is not supported`},
 		{"pre_tokenizer", `{"type": "Split", "pattern": {"String": " "}, "behavior": "Isolated", "invert": false}`, `Split pre-tokenizer with a String pattern is not supported`},
-		{"pre_tokenizer", `{"type": "Split", "pattern": {"Regex": "\\s+"}, "behavior": "Removed", "invert": false}`, `Split pre-tokenizer with behavior "Removed" (only Isolated is) is not supported`},
+		{"pre_tokenizer", `{"type": "Split", "pattern": {"Regex": "\\s+"}, "behavior": "MergedWithPrevious", "invert": false}`, `Split pre-tokenizer with behavior "MergedWithPrevious" (only Isolated and Removed are) is not supported`},
 		{"pre_tokenizer", `{"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": {"Regex": "\\s+"}, "behavior": "Isolated", "invert": false}]}`, `a pre_tokenizer that does not end with ByteLevel is not supported`},
 		{"post_processor", `{"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0]}`, `post_processor "RobertaProcessing" is not supported`},
 		{"decoder", `{"type": "Metaspace"}`, `decoder "Metaspace" is not supported`},
 		{"decoder", `null`, `a tokenizer without a ByteLevel decoder is not supported`},
 		{"model", `{"type": "BPE", "dropout": 0.1, "merges": []}`, `BPE with dropout is not supported`},
 		{"model", `{"type": "WordLevel", "unk_token": "<unk>"}`, `model type "WordLevel" is not supported`},
+		{"model", `{"unk_token": "<unk>"}`, `model type "" is not supported`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

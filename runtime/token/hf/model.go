@@ -29,6 +29,9 @@ func parseModel(raw json.RawMessage) (*modelJSON, map[string]uint32, error) {
 	if err := json.Unmarshal(raw, &mj); err != nil {
 		return nil, nil, fmt.Errorf("model: %w", err)
 	}
+	if mj.Type == "" && mj.Merges != nil {
+		mj.Type = "BPE" // files from old tokenizers versions leave out a BPE model's type
+	}
 	switch {
 	case mj.Type != "BPE":
 		return nil, nil, unsupported("model type %q", mj.Type)

@@ -112,7 +112,7 @@ func Open(t plan.Tokenizer) (*Model, error) {
 		return nil, &FileError{Field: field, Err: err}
 	}
 	engine := chattemplate.SGLang
-	if t.EngineKind == "vllm" {
+	if t.EngineKind == plan.KindVLLM {
 		engine = chattemplate.VLLM
 	}
 	return &Model{tok: tok, tmpl: tmpl, engine: engine}, nil

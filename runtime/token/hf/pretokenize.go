@@ -6,53 +6,66 @@ import (
 	"github.com/dlclark/regexp2/v2"
 )
 
-// gpt2Pattern is the regex of a ByteLevel pre-tokenizer with use_regex true.
-const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
-
 // splitter cuts text into pre-tokens, appending them to dst in order; together they cover
 // the text.
 type splitter interface {
 	split(dst []string, s string) []string
 }
 
-// newSplitter returns the splitter of a Split pre-tokenizer's regex (behavior Isolated):
-// the scanner for the patterns it knows, regexp2 for any other.
-func newSplitter(pattern string) (splitter, error) {
-	switch pattern {
-	case qwenPattern:
-		return scanner{maxDigits: 1}, nil
-	case llamaPattern:
-		return scanner{maxDigits: 3}, nil
+// keep says which parts of a text a Split keeps as pre-tokens.
+type keep uint8
+
+const (
+	keepAll     keep = iota // behavior Isolated: matches and the text between them
+	keepMatches             // behavior Removed with invert: only the matches
+	keepGaps                // behavior Removed: only the text between matches
+)
+
+// newSplitter returns the splitter of a regex: the scanner for the patterns it knows
+// (which match every character, so keeping all or keeping the matches is the same),
+// regexp2 otherwise.
+func newSplitter(pattern string, k keep) (splitter, error) {
+	if k != keepGaps {
+		switch pattern {
+		case qwenPattern:
+			return scanner{maxDigits: 1}, nil
+		case llamaPattern:
+			return scanner{maxDigits: 3}, nil
+		case gpt2Pattern:
+			return scanner{gpt2: true}, nil
+		}
 	}
 	re, err := regexp2.Compile(pattern, regexp2.None, regexp2.OptionMaxBacktrackingStackSize(-1))
 	if err != nil {
 		return nil, fmt.Errorf("split pattern %q: %w", pattern, err)
 	}
-	return regexSplitter{re}, nil
+	return regexSplitter{re: re, keep: k}, nil
 }
 
 // regexSplitter is the general Split engine. regexp2 is a backtracking engine like
 // Oniguruma, and its \s, \p{L}, \p{N} and lookarounds mean the same; its (?i) folds case
 // by lower-casing, so unlike Oniguruma it does not match "ſ" for "s". It is an order of
 // magnitude slower than the scanner.
-type regexSplitter struct{ re *regexp2.Regexp }
+type regexSplitter struct {
+	re   *regexp2.Regexp
+	keep keep
+}
 
-// split keeps the matches and the text between them as pre-tokens (Isolated) and drops
-// empty ones, as tokenizers does.
+// split appends the kept parts to dst, leaving out empty ones as tokenizers does.
 func (r regexSplitter) split(dst []string, s string) []string {
 	// Errors come only from match timeouts and stack limits, and both are disabled.
 	idx, _ := r.re.FindAllStringIndex(s, -1)
 	prev := 0
 	for _, m := range idx {
-		if prev < m[0] {
+		if prev < m[0] && r.keep != keepMatches {
 			dst = append(dst, s[prev:m[0]])
 		}
-		if m[0] < m[1] {
+		if m[0] < m[1] && r.keep != keepGaps {
 			dst = append(dst, s[m[0]:m[1]])
 		}
 		prev = m[1]
 	}
-	if prev < len(s) {
+	if prev < len(s) && r.keep != keepMatches {
 		dst = append(dst, s[prev:])
 	}
 	return dst

@@ -5,12 +5,14 @@ import (
 	"unicode/utf8"
 )
 
-// The Split patterns the scanner recognises, compared as strings with tokenizer.json's.
+// The patterns the scanner recognises, compared as strings with tokenizer.json's.
 const (
 	// qwenPattern is Qwen2/2.5/3's: one digit per pre-token.
 	qwenPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 	// llamaPattern is Llama 3's (OpenAI's cl100k_base): up to three digits per pre-token.
 	llamaPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	// gpt2Pattern is the regex of a ByteLevel pre-tokenizer with use_regex true.
+	gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 )
 
 // Character classes of the patterns. Every character is in exactly one, which is why the
@@ -57,14 +59,22 @@ func classAt(s string, i int) (uint8, int) {
 	return cOther, n
 }
 
-// scanner splits text as the Qwen or Llama 3 pattern does under a backtracking engine
-// (Oniguruma in tokenizers): at each position the first alternative that matches wins.
-// maxDigits is 1 for \p{N} and 3 for \p{N}{1,3}.
-type scanner struct{ maxDigits int }
+// scanner splits text as the Qwen, Llama 3 or GPT-2 pattern does under a backtracking
+// engine (Oniguruma in tokenizers): at each position the first alternative that matches
+// wins.
+type scanner struct {
+	maxDigits int  // Qwen and Llama: 1 for \p{N}, 3 for \p{N}{1,3}
+	gpt2      bool // the GPT-2 pattern instead
+}
 
 func (sc scanner) split(dst []string, s string) []string {
 	for i := 0; i < len(s); {
-		j := sc.next(s, i)
+		var j int
+		if sc.gpt2 {
+			j = sc.nextGPT2(s, i)
+		} else {
+			j = sc.next(s, i)
+		}
 		dst = append(dst, s[i:j])
 		i = j
 	}
@@ -137,6 +147,50 @@ func (sc scanner) next(s string, i int) int {
 		return end - k
 	}
 	// \s+ for a single space before a non-space.
+	return end
+}
+
+// nextGPT2 returns the end of the pre-token of gpt2Pattern that starts at s[i]:
+// 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+func (sc scanner) nextGPT2(s string, i int) int {
+	if s[i] == '\'' && i+1 < len(s) {
+		switch s[i+1] {
+		case 's', 't', 'm', 'd':
+			return i + 2
+		case 'r', 'v':
+			if i+2 < len(s) && s[i+2] == 'e' {
+				return i + 3
+			}
+		case 'l':
+			if i+2 < len(s) && s[i+2] == 'l' {
+				return i + 3
+			}
+		}
+	}
+	// An optional space, then a run of letters, of numbers, or of other characters.
+	j := i
+	if s[i] == ' ' && i+1 < len(s) {
+		j++
+	}
+	if c, _ := classAt(s, j); c == cLetter || c == cNumber || c == cOther {
+		return sc.run(s, j, c)
+	}
+	// A run of White_Space (\r and \n included); \s+(?!\S) leaves the last one to the
+	// word that follows, unless the run ends the text or is one character long.
+	end := i
+	for end < len(s) {
+		c, n := classAt(s, end)
+		if c != cSpace && c != cNewline {
+			break
+		}
+		end += n
+	}
+	if end == len(s) {
+		return end
+	}
+	if _, k := utf8.DecodeLastRuneInString(s[i:end]); end-k > i {
+		return end - k
+	}
 	return end
 }
 

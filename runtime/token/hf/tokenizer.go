@@ -10,9 +10,15 @@
 // [Load] fail with [ErrUnsupported]: callers fall back to an estimate rather than route on
 // silently wrong ids.
 //
-// Speed matters because every request is tokenized: the two Split patterns in use (Qwen's
-// and Llama 3's) are recognised by a hand-written scanner instead of a backtracking regex,
-// and the ids of recent pre-tokens are cached.
+// Speed matters because every request is tokenized: the split patterns in use (Qwen's,
+// Llama 3's and GPT-2's) are recognised by a hand-written scanner instead of a
+// backtracking regex (regexp2 remains the engine for any other pattern), merges use an
+// open-addressing table, and the ids of recent pre-tokens are cached.
+//
+// The reference implementations the tests compare against are transformers.js
+// (testdata/goldens.json) and Oniguruma (testdata/pretokens.json); Unicode classes come
+// from Go's tables (Unicode 15.0), so characters assigned later may be classed
+// differently from the engine's.
 package hf
 
 import (
@@ -28,7 +34,8 @@ var ErrUnsupported = errors.New("only byte-level BPE tokenizers (Qwen2/2.5/3, Ll
 	"without a tokenizer the model uses the router's stand-in vocabulary, whose counts are approximate and whose ids match no engine's")
 
 // Tokenizer is a loaded byte-level BPE tokenizer. It is safe for concurrent use: everything
-// but the pre-token cache is read-only after [Load].
+// but the pre-token cache and the pool of scratch buffers is read-only after [Load]. A
+// Tokenizer must not be copied; use the pointer Load returns.
 type Tokenizer struct {
 	added     *addedSet // added tokens matched in the raw text
 	normAdded *addedSet // added tokens with normalized true, matched after normalization; nil if none
@@ -42,8 +49,13 @@ type Tokenizer struct {
 	scratch   sync.Pool // *scratch
 }
 
+// maxPooledText is the longest text whose scratch buffers go back to the pool: the
+// buffers grow with the text, and a rare huge prompt should not pin megabytes.
+const maxPooledText = 256 << 10
+
 // scratch holds the buffers of one Encode call, pooled so that steady-state encoding
-// allocates little more than the returned slice.
+// allocates little more than the returned slice. Its string slices are cleared after use,
+// so that pooled buffers do not keep texts alive.
 type scratch struct {
 	sections []section
 	inner    []section
@@ -65,7 +77,9 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) []uint32 {
 	if s == nil {
 		s = new(scratch)
 	}
-	defer t.scratch.Put(s)
+	if len(text) <= maxPooledText {
+		defer t.scratch.Put(s)
+	}
 
 	ids := make([]uint32, 0, len(text)/3+len(t.prefix)+len(t.suffix)+1)
 	if addSpecial {
@@ -79,6 +93,7 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) []uint32 {
 		}
 		ids = t.encodeSection(ids, s, sec.text)
 	}
+	clear(s.sections) // the pool must not keep text alive
 	if addSpecial {
 		ids = append(ids, t.suffix...)
 	}
@@ -101,6 +116,7 @@ func (t *Tokenizer) encodeSection(ids []uint32, s *scratch, text string) []uint3
 		}
 		ids = t.encodePlain(ids, s, sec.text)
 	}
+	clear(s.inner)
 	return ids
 }
 
@@ -113,6 +129,8 @@ func (t *Tokenizer) encodePlain(ids []uint32, s *scratch, text string) []uint32 
 	for _, p := range s.pieces {
 		ids = t.encodePiece(ids, s, p)
 	}
+	clear(s.pieces)
+	clear(s.tmp)
 	return ids
 }
 

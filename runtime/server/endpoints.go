@@ -1,0 +1,278 @@
+package server
+
+import (
+	"encoding/json"
+	"math"
+	"net/http"
+
+	"github.com/routerkit/router/runtime/plan"
+)
+
+// completionRequest is the part of an OpenAI completion request the router routes on;
+// echo, suffix, logprobs and the rest pass through untouched.
+type completionRequest struct {
+	Model     *string         `json:"model"`
+	Prompt    json.RawMessage `json:"prompt"`
+	Stream    bool            `json:"stream"`
+	MaxTokens *int64          `json:"max_tokens"`
+	N         *int64          `json:"n"`
+	sampling
+}
+
+// prepareCompletion reads POST /v1/completions. The prompt is text (tokenized with the
+// model's tokenizer, special tokens added as engines do) or token ids (used as they are);
+// a batch is routed as one request by its longest prompt, with a budget of max_tokens per
+// prompt and per choice.
+func (s *Server) prepareCompletion(w http.ResponseWriter, r *http.Request) (*prepared, *httpError) {
+	var req completionRequest
+	body, herr := s.readRequest(w, r, &req)
+	if herr != nil {
+		return nil, herr
+	}
+	switch {
+	case req.Model == nil || *req.Model == "":
+		return nil, badRequest("model: required")
+	case req.MaxTokens != nil && *req.MaxTokens < 0:
+		return nil, badRequest("max_tokens: must be at least 0, got %d", *req.MaxTokens)
+	case req.N != nil && *req.N < 1:
+		return nil, badRequest("n: must be at least 1, got %d", *req.N)
+	}
+	if herr := req.sampling.validate(""); herr != nil {
+		return nil, herr
+	}
+	m, herr := s.modelNamed(*req.Model)
+	if herr != nil {
+		return nil, herr
+	}
+	in, herr := parsePrompts(req.Prompt, "prompt")
+	if herr != nil {
+		return nil, herr
+	}
+	var budget *int64
+	if req.MaxTokens != nil {
+		n := int64(1)
+		if req.N != nil {
+			n = *req.N
+		}
+		budget = totalBudget(*req.MaxTokens, n, in.count())
+	}
+	return s.batchPrepared(r, m, body, in, budget, req.Stream)
+}
+
+// generateRequest is the part of SGLang's native /generate request the router routes on.
+// SGLang's request has no model field; the router takes one to choose among its models
+// and removes it before the engine sees the body.
+type generateRequest struct {
+	Model          *string         `json:"model"`
+	Text           json.RawMessage `json:"text"`
+	InputIDs       json.RawMessage `json:"input_ids"`
+	SamplingParams json.RawMessage `json:"sampling_params"`
+	Stream         bool            `json:"stream"`
+}
+
+// samplingParams is one SGLang sampling_params object.
+type samplingParams struct {
+	MaxNewTokens *int64 `json:"max_new_tokens"`
+	sampling
+}
+
+// sglangMaxNewTokens is SGLang's default max_new_tokens (SamplingParams), what an engine
+// generates for a prompt whose sampling_params leave it out.
+const sglangMaxNewTokens = 128
+
+// prepareGenerate reads SGLang's POST /generate: text (tokenized with the model's
+// tokenizer) or input_ids, the latter used as the token facts directly, so prefix hashes
+// are exact without any tokenizer. The budget is the sum of max_new_tokens over the batch.
+func (s *Server) prepareGenerate(w http.ResponseWriter, r *http.Request) (*prepared, *httpError) {
+	var req generateRequest
+	m, body, herr := s.readOptionalModel(w, r, &req, &req.Model)
+	if herr != nil {
+		return nil, herr
+	}
+	hasText, hasIDs := present(req.Text), present(req.InputIDs)
+	if hasText == hasIDs {
+		return nil, badRequest("give exactly one of text or input_ids")
+	}
+	var in prompts
+	if hasText {
+		in, herr = parsePrompts(req.Text, "text")
+	} else {
+		in, herr = parsePrompts(req.InputIDs, "input_ids")
+	}
+	if herr != nil {
+		return nil, herr
+	}
+	budget, herr := generateBudget(req.SamplingParams, in.count())
+	if herr != nil {
+		return nil, herr
+	}
+	if req.Model != nil {
+		if body, herr = withoutField(body, "model"); herr != nil {
+			return nil, herr
+		}
+	}
+	return s.batchPrepared(r, m, body, in, &budget, req.Stream)
+}
+
+// generateBudget sums max_new_tokens over n prompts: sampling_params is one object for
+// every prompt, or one object per prompt.
+func generateBudget(raw json.RawMessage, n int) (int64, *httpError) {
+	var params []samplingParams
+	switch {
+	case !present(raw):
+		params = []samplingParams{{}}
+	case raw[0] == '[':
+		if err := json.Unmarshal(raw, &params); err != nil {
+			return 0, badRequest("sampling_params: an object or an array of objects: %v", err)
+		}
+		if len(params) != n {
+			return 0, badRequest("sampling_params: %d objects for %d prompts: give one per prompt, or one object for all", len(params), n)
+		}
+	default:
+		params = []samplingParams{{}}
+		if err := json.Unmarshal(raw, &params[0]); err != nil {
+			return 0, badRequest("sampling_params: %v", err)
+		}
+	}
+	var total int64
+	for _, sp := range params {
+		max := int64(sglangMaxNewTokens)
+		if sp.MaxNewTokens != nil {
+			if max = *sp.MaxNewTokens; max < 0 {
+				return 0, badRequest("sampling_params.max_new_tokens: must be at least 0, got %d", max)
+			}
+		}
+		if herr := sp.sampling.validate("sampling_params."); herr != nil {
+			return 0, herr
+		}
+		total = saturatingAdd(total, max)
+	}
+	if len(params) == 1 {
+		return *totalBudget(total, 1, n), nil
+	}
+	return total, nil
+}
+
+// batchPrepared is prepared for a request of one or several prompts.
+func (s *Server) batchPrepared(r *http.Request, m *served, body []byte, in prompts, budget *int64, stream bool) (*prepared, *httpError) {
+	p, herr := s.prepared(r, m, body, in.longest(m.tok), budget, stream)
+	if herr != nil {
+		return nil, herr
+	}
+	if in.batch {
+		p.batch = in.count()
+	}
+	return p, nil
+}
+
+// totalBudget is per output tokens for each of choices choices of each of prompts
+// prompts, saturating rather than overflowing: an absurd budget still fails the bucket
+// check with its own message.
+func totalBudget(per, choices int64, prompts int) *int64 {
+	total := per
+	for _, f := range []int64{choices, int64(max(prompts, 1))} {
+		if f != 0 && total > math.MaxInt64/f {
+			total = math.MaxInt64
+			break
+		}
+		total *= f
+	}
+	return &total
+}
+
+func saturatingAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// inputsRequest is the part of the embedding, rerank, score and classify requests the
+// router routes on: the model and the inputs whose length is the token fact.
+type inputsRequest struct {
+	Model     *string         `json:"model"`
+	Input     json.RawMessage `json:"input"`     // /v1/embeddings
+	Query     json.RawMessage `json:"query"`     // /v1/rerank, /v1/score
+	Documents json.RawMessage `json:"documents"` // /v1/rerank
+	Items     json.RawMessage `json:"items"`     // /v1/score
+	Text      json.RawMessage `json:"text"`      // /classify
+	InputIDs  json.RawMessage `json:"input_ids"` // /classify
+}
+
+// inputShape names the fields one endpoint takes its inputs from: every input is paired
+// with the query, when the endpoint has one.
+type inputShape struct {
+	query  bool
+	inputs func(*inputsRequest) (json.RawMessage, string)
+}
+
+var (
+	embeddingsShape = inputShape{inputs: func(q *inputsRequest) (json.RawMessage, string) { return q.Input, "input" }}
+	rerankShape     = inputShape{query: true, inputs: func(q *inputsRequest) (json.RawMessage, string) { return q.Documents, "documents" }}
+	scoreShape      = inputShape{query: true, inputs: func(q *inputsRequest) (json.RawMessage, string) { return q.Items, "items" }}
+	classifyShape   = inputShape{inputs: func(q *inputsRequest) (json.RawMessage, string) {
+		if present(q.InputIDs) {
+			return q.InputIDs, "input_ids"
+		}
+		return q.Text, "text"
+	}}
+)
+
+// prepareInputs returns the preparer of an endpoint that computes no generation
+// (embeddings, rerank, score, classify): routed to the model's plain engines by its
+// policy, with the longest input (plus the query it is paired with) as the token fact and
+// no output budget. A prefill/decode model cannot serve them.
+func (s *Server) prepareInputs(shape inputShape) preparer {
+	return func(w http.ResponseWriter, r *http.Request) (*prepared, *httpError) {
+		var req inputsRequest
+		m, body, herr := s.readOptionalModel(w, r, &req, &req.Model)
+		if herr != nil {
+			return nil, herr
+		}
+		if s.pdModel(m.plan) {
+			return nil, badRequest("%s serves model %q on prefill/decode engines only, which do not answer %s: send it to a model with plain engines", r.URL.Path, m.plan.Name, r.URL.Path)
+		}
+		raw, field := shape.inputs(&req)
+		in, herr := parsePrompts(raw, field)
+		if herr != nil {
+			return nil, herr
+		}
+		ids := in.longest(m.tok)
+		if shape.query {
+			q, herr := parsePrompts(req.Query, "query")
+			if herr != nil {
+				return nil, herr
+			}
+			query := q.longest(m.tok)
+			ids = append(query[:len(query):len(query)], ids...)
+		}
+		zero := int64(0)
+		return s.prepared(r, m, body, ids, &zero, false)
+	}
+}
+
+// readOptionalModel reads a JSON body into v and returns the model its *model field names,
+// or the only model when the field is absent, as SGLang's single-model endpoints allow.
+func (s *Server) readOptionalModel(w http.ResponseWriter, r *http.Request, v any, model **string) (*served, []byte, *httpError) {
+	body, herr := s.readRequest(w, r, v)
+	if herr != nil {
+		return nil, nil, herr
+	}
+	name := ""
+	if *model != nil {
+		name = **model
+	}
+	m, herr := s.modelNamed(name)
+	return m, body, herr
+}
+
+// pdModel reports whether the model is served by prefill/decode engines: a model's
+// engines are all plain or all PD.
+func (s *Server) pdModel(m *plan.Model) bool {
+	for _, e := range s.plan.Engines {
+		if e.Model == m.Name {
+			return e.Role != plan.RolePlain
+		}
+	}
+	return false
+}

@@ -1,0 +1,91 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+
+	"github.com/routerkit/router/runtime/token"
+)
+
+// prompts is a request's input in any shape the completion, generate and embedding APIs
+// accept: one text, several texts, one list of token ids or several.
+type prompts struct {
+	texts []string
+	ids   [][]uint32
+	// batch is set when the request gave several prompts (an array of texts or of id
+	// lists), even a batch of one: engines answer batches in their own shape.
+	batch bool
+}
+
+// parsePrompts reads raw, the value of the named field, into prompts. Token ids must be
+// unsigned 32-bit integers.
+func parsePrompts(raw json.RawMessage, field string) (prompts, *httpError) {
+	raw = bytes.TrimSpace(raw)
+	var p prompts
+	if len(raw) == 0 || string(raw) == "null" {
+		return p, badRequest("%s: required", field)
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		p.texts = []string{one}
+		return p, nil
+	}
+	var many []json.RawMessage
+	if err := json.Unmarshal(raw, &many); err != nil || len(many) == 0 {
+		return p, badRequest("%s: a string, an array of strings, an array of token ids or an array of such arrays", field)
+	}
+	if ids, ok := tokenIDs(raw); ok {
+		p.ids = [][]uint32{ids}
+		return p, nil
+	}
+	p.batch = true
+	for i, item := range many {
+		if json.Unmarshal(item, &one) == nil {
+			p.texts = append(p.texts, one)
+			continue
+		}
+		ids, ok := tokenIDs(item)
+		if !ok {
+			return p, badRequest("%s[%d]: a string or an array of token ids (integers from 0 to %d)", field, i, uint32(math.MaxUint32))
+		}
+		p.ids = append(p.ids, ids)
+	}
+	if len(p.texts) > 0 && len(p.ids) > 0 {
+		return p, badRequest("%s: a batch is all strings or all token id arrays, not both", field)
+	}
+	return p, nil
+}
+
+// tokenIDs decodes raw as a list of token ids.
+func tokenIDs(raw json.RawMessage) ([]uint32, bool) {
+	var ids []uint32
+	if err := json.Unmarshal(raw, &ids); err != nil {
+		return nil, false
+	}
+	return ids, true
+}
+
+// count is the number of prompts.
+func (p prompts) count() int { return len(p.texts) + len(p.ids) }
+
+// longest returns the ids of the longest prompt, tokenizing texts with tok (adding its
+// special tokens, as engines do for a text prompt). A batch is routed as one request by
+// its longest input: the engine prefills every prompt, and the longest bounds the bucket.
+func (p prompts) longest(tok token.Tokenizer) []uint32 {
+	var best []uint32
+	for _, ids := range p.ids {
+		if len(ids) > len(best) || best == nil {
+			best = ids
+		}
+	}
+	for _, text := range p.texts {
+		if ids := tok.Encode(text, true); len(ids) > len(best) || best == nil {
+			best = ids
+		}
+	}
+	if best == nil {
+		best = []uint32{}
+	}
+	return best
+}

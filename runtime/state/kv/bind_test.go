@@ -1,0 +1,276 @@
+package kv
+
+import (
+	"context"
+	"encoding/binary"
+	"log/slog"
+	"maps"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+
+	"github.com/routerkit/router/runtime/plan"
+)
+
+// freePort returns a TCP port that was free a moment ago on 127.0.0.1.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// dialingPublisher is a PUB socket that dials the router, as llm-d's simulator and
+// vLLM with a non-wildcard endpoint do.
+type dialingPublisher struct {
+	t     *testing.T
+	sock  zmq4.Socket
+	topic string
+}
+
+func dialPub(t *testing.T, endpoint, topic string) *dialingPublisher {
+	t.Helper()
+	sock := zmq4.NewPub(context.Background(), zmq4.WithDialerRetry(20*time.Millisecond), zmq4.WithDialerMaxRetries(500))
+	if err := sock.Dial(endpoint); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sock.Close() })
+	return &dialingPublisher{t: t, sock: sock, topic: topic}
+}
+
+func (p *dialingPublisher) store(seq uint64, h int64) {
+	p.t.Helper()
+	payload := encode(p.t, []any{1.0, []any{[]any{"BlockStored", []any{h}, nil, []any{}, 16}}, 0})
+	if err := p.sock.Send(zmq4.NewMsgFrom([]byte(p.topic), binary.BigEndian.AppendUint64(nil, seq), payload)); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// joinBind is join for a dialing publisher: it stores a marker with increasing sequence
+// numbers until the index shows it, and returns the next sequence number.
+func joinBind(t *testing.T, pub *dialingPublisher, ix *Index, seq uint64, marker int64) uint64 {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !holds(ix, marker) {
+		if time.Now().After(deadline) {
+			t.Fatal("the router never received a message")
+		}
+		pub.store(seq, marker)
+		seq++
+		time.Sleep(20 * time.Millisecond)
+	}
+	return seq
+}
+
+func TestBindModeRoutesByTopic(t *testing.T) {
+	port := strconv.Itoa(freePort(t))
+	kv := func(topic string) *plan.KVEvents {
+		return &plan.KVEvents{Mode: plan.KVBind, Endpoint: "tcp://127.0.0.1:" + port, Topic: topic, BlockSize: 16}
+	}
+	p := &plan.Plan{Engines: []plan.Engine{
+		{ID: "A", Model: "m", KVEvents: kv("kv@A@m")},
+		{ID: "B", Model: "m", KVEvents: kv("kv@B@m")},
+	}}
+	ix := NewIndex(p)
+	ctx, cancel := context.WithCancel(t.Context())
+	sub, err := Subscribe(ctx, p, ix, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); sub.Wait() }()
+
+	// Both publishers dial the one endpoint; each message lands on its topic's engine.
+	a := dialPub(t, "tcp://127.0.0.1:"+port, "kv@A@m")
+	b := dialPub(t, "tcp://127.0.0.1:"+port, "kv@B@m")
+	seqA := joinBind(t, a, ix, 1, 100) // llm-d's simulator counts from 1
+	joinBind(t, b, ix, 0, 200)
+	if ix.Blocks("A") != 1 || ix.Blocks("B") != 1 {
+		t.Fatalf("blocks A=%d B=%d, want one each", ix.Blocks("A"), ix.Blocks("B"))
+	}
+
+	// A stranger's topic is counted, never indexed.
+	stranger := dialPub(t, "tcp://127.0.0.1:"+port, "kv@Z@m")
+	deadline := time.Now().Add(10 * time.Second)
+	for ix.UnknownTopics() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the unknown topic was never counted")
+		}
+		stranger.store(0, 300)
+		time.Sleep(20 * time.Millisecond)
+	}
+	if holds(ix, 300) {
+		t.Fatal("a message of an unknown topic was indexed")
+	}
+
+	// A gap without a replay endpoint drops A's blocks (and only A's) and is counted.
+	a.store(seqA+5, 101)
+	eventually(t, "the block after the gap", func() bool { return holds(ix, 101) })
+	if holds(ix, 100) || !holds(ix, 200) {
+		t.Fatal("a gap kept A's stale blocks, or dropped B's")
+	}
+	if s := ix.Stats("A"); s.Gaps != 1 {
+		t.Fatalf("A's gaps = %d, want 1", s.Gaps)
+	}
+}
+
+// replayingEngine is an engine rank's publisher with vLLM's replay socket: a PUB for live
+// batches and a ROUTER that resends buffered ones from a requested sequence number.
+type replayingEngine struct {
+	t      *testing.T
+	pub    *publisher
+	router zmq4.Socket
+
+	mu     sync.Mutex
+	buffer map[uint64][]byte
+	starts []uint64 // the start of each replay request served
+}
+
+func newReplayingEngine(t *testing.T) *replayingEngine {
+	t.Helper()
+	e := &replayingEngine{t: t, pub: listen(t, "127.0.0.1:0"), buffer: map[uint64][]byte{}}
+	e.router = zmq4.NewRouter(context.Background())
+	if err := e.router.Listen("tcp://127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go e.serve(done)
+	t.Cleanup(func() { e.router.Close(); <-done })
+	return e
+}
+
+func (e *replayingEngine) replayEndpoint() string { return "tcp://" + e.router.Addr().String() }
+
+// batch records a store of h under seq for replay and returns its payload.
+func (e *replayingEngine) batch(seq uint64, h int64) []byte {
+	payload := encode(e.t, []any{1.0, []any{[]any{"BlockStored", []any{h}, nil, []any{}, 16}}, 0})
+	e.mu.Lock()
+	e.buffer[seq] = payload
+	e.mu.Unlock()
+	return payload
+}
+
+// forget drops a batch from the replay buffer, as a full buffer drops its oldest.
+func (e *replayingEngine) forget(seq uint64) {
+	e.mu.Lock()
+	delete(e.buffer, seq)
+	e.mu.Unlock()
+}
+
+// served returns the starts of the replay requests served so far.
+func (e *replayingEngine) served() []uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.starts)
+}
+
+// serve answers replay requests as vllm/distributed/kv_events.py's _service_replay does:
+// every buffered batch from the start on, in order, then the end marker.
+func (e *replayingEngine) serve(done chan struct{}) {
+	defer close(done)
+	for {
+		msg, err := e.router.Recv()
+		if err != nil {
+			return
+		}
+		id, start := msg.Frames[0], binary.BigEndian.Uint64(msg.Frames[len(msg.Frames)-1])
+		e.mu.Lock()
+		seqs := slices.Sorted(maps.Keys(e.buffer))
+		var out [][]byte
+		for _, seq := range seqs {
+			if seq >= start {
+				out = append(out, binary.BigEndian.AppendUint64(nil, seq), e.buffer[seq])
+			}
+		}
+		e.starts = append(e.starts, start)
+		e.mu.Unlock()
+		for i := 0; i < len(out); i += 2 {
+			_ = e.router.Send(zmq4.NewMsgFrom(id, []byte{}, out[i], out[i+1]))
+		}
+		_ = e.router.Send(zmq4.NewMsgFrom(id, []byte{}, binary.BigEndian.AppendUint64(nil, endOfReplay), []byte{}))
+	}
+}
+
+func subscribeReplaying(t *testing.T, eng *replayingEngine) *Index {
+	t.Helper()
+	p := &plan.Plan{Engines: []plan.Engine{{ID: "E", Model: "m", KVEvents: &plan.KVEvents{
+		Endpoint: "tcp://" + eng.pub.addr, Topic: "kv@E", BlockSize: 16, ReplayEndpoint: eng.replayEndpoint()}}}}
+	ix := NewIndex(p)
+	ctx, cancel := context.WithCancel(t.Context())
+	sub, err := Subscribe(ctx, p, ix, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); sub.Wait() })
+	return ix
+}
+
+func TestGapRefilledFromTheReplayEndpoint(t *testing.T) {
+	eng := newReplayingEngine(t)
+	ix := subscribeReplaying(t, eng)
+	seq := join(t, eng.pub, ix, 0, 100)
+
+	// Batches seq and seq+1 are lost on the live socket; seq+2 arrives and the subscriber
+	// asks the replay endpoint for the missing two.
+	eng.batch(seq, 1)
+	eng.batch(seq+1, 2)
+	eng.pub.send(seq+2, eng.batch(seq+2, 3))
+	eventually(t, "the block after the gap", func() bool { return holds(ix, 3) })
+	if !slices.Contains(eng.served(), seq) {
+		t.Fatalf("replays asked from %v, want one from %d", eng.served(), seq)
+	}
+	if !holds(ix, 1) || !holds(ix, 2) || !holds(ix, 100) {
+		t.Fatal("the refill lost blocks: the missed batches or the earlier ones")
+	}
+	if s := ix.Stats("E"); s.Gaps != 1 || s.Replays != 1 || s.ReplayFailures != 0 {
+		t.Fatalf("stats %+v, want one gap refilled", s)
+	}
+
+	// The publisher's buffer no longer has the missed batch: the refill fails and the
+	// rank's blocks are dropped, as without a replay endpoint.
+	eng.pub.send(seq+5, eng.batch(seq+5, 5))
+	eventually(t, "the block after the second gap", func() bool { return holds(ix, 5) })
+	if holds(ix, 1) || holds(ix, 100) {
+		t.Fatal("an unrefilled gap kept stale blocks")
+	}
+	if s := ix.Stats("E"); s.Gaps != 2 || s.ReplayFailures != 1 {
+		t.Fatalf("stats %+v, want a second gap, not refilled", s)
+	}
+}
+
+// TestJoinSyncsFromTheReplayEndpoint starts the subscriber after the engine published
+// batches: its first live batch is not number 0, so it replays what the publisher still
+// buffers and learns the blocks stored before it joined. A buffer that no longer starts
+// at 0 still gives the blocks from its start on.
+func TestJoinSyncsFromTheReplayEndpoint(t *testing.T) {
+	eng := newReplayingEngine(t)
+	eng.batch(0, 1) // dropped from the buffer, as by a full one
+	eng.forget(0)
+	eng.batch(1, 2)
+	eng.batch(2, 3)
+	ix := subscribeReplaying(t, eng)
+	deadline := time.Now().Add(10 * time.Second)
+	for seq := uint64(3); !holds(ix, int64(100+seq-1)); seq++ {
+		if time.Now().After(deadline) {
+			t.Fatal("the subscriber never received a message")
+		}
+		eng.pub.send(seq, eng.batch(seq, int64(100+seq)))
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !holds(ix, 2) || !holds(ix, 3) || holds(ix, 1) {
+		t.Fatal("joining did not replay the buffered batches, or invented an unbuffered one")
+	}
+	if s := ix.Stats("E"); s.Syncs != 1 || s.Gaps != 0 || s.ReplayFailures != 0 {
+		t.Fatalf("stats %+v, want one sync", s)
+	}
+	if got := eng.served(); len(got) != 1 || got[0] != 0 {
+		t.Fatalf("replays asked from %v, want one from 0", got)
+	}
+}

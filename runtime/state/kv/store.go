@@ -1,0 +1,226 @@
+package kv
+
+import (
+	"crypto/sha256"
+	"slices"
+)
+
+// held is one block a rank holds, under the engine's name for it.
+type held struct {
+	router int64  // the router's hash of the block
+	medium Medium // the tiers holding it
+	gen    uint32 // matches the block's entry in rankState.order while it is current
+}
+
+// orderEntry records when a rank took a block, for evicting the oldest at the cap.
+type orderEntry struct {
+	engine int64
+	gen    uint32
+}
+
+// rankState is what one engine rank holds: the engine's hash of each block, mapped to the
+// router's. order lists the blocks oldest first, with entries made stale by removals
+// skipped and compacted away, so that at most max blocks are tracked.
+type rankState struct {
+	held  map[int64]held
+	order []orderEntry
+	head  int
+	gen   uint32
+	max   int // 0: unbounded
+}
+
+func newRankState(maxBlocks int) *rankState {
+	return &rankState{held: map[int64]held{}, max: maxBlocks}
+}
+
+// Apply applies one rank's events in order and reports whether the index knows the rank.
+func (ix *Index) Apply(engineID string, rank int, events ...Event) bool {
+	o, ok := ix.rank(engineID, rank)
+	if !ok {
+		return false
+	}
+	st := &ix.ownerOf[o].stats
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	var buf []byte
+	for _, e := range events {
+		switch e.Kind {
+		case BlockStored:
+			buf = ix.store(o, e, st, buf)
+		case BlockRemoved:
+			for _, h := range e.Hashes {
+				ix.remove(o, h, e.Medium)
+			}
+		case AllBlocksCleared:
+			ix.clear(o)
+		}
+	}
+	return true
+}
+
+// store records a BlockStored event. With token ids, the router hashes each block,
+// chaining from the parent the engine names; a parent the rank does not hold (it was
+// evicted here, or stored before the subscription joined) leaves the event's blocks
+// unplaceable, and they are counted, not guessed. Without token ids the engine's hashes
+// are taken as the router's.
+func (ix *Index) store(o owner, e Event, st *engineStats, buf []byte) []byte {
+	if e.Foreign {
+		st.foreign.add(len(e.Hashes))
+		return buf
+	}
+	if len(e.Tokens) == 0 {
+		for _, h := range e.Hashes {
+			ix.hold(o, h, h, nil, e.Medium, st)
+		}
+		return buf
+	}
+	n := len(e.Hashes)
+	if n == 0 || len(e.Tokens)%n != 0 || (e.BlockSize > 0 && len(e.Tokens) != n*e.BlockSize) {
+		st.malformed.add(1)
+		return buf
+	}
+	size := len(e.Tokens) / n
+	var parent *[sha256.Size]byte
+	if e.HasParent {
+		if h, ok := ix.ranks[o].held[e.Parent]; ok {
+			parent = ix.blocks[h.router].digest
+		}
+		if parent == nil {
+			st.orphans.add(n)
+			return buf
+		}
+	}
+	for i, h := range e.Hashes {
+		digest := new([sha256.Size]byte)
+		var router int64
+		*digest, router, buf = chainHash(parent, e.Tokens[i*size:(i+1)*size], buf)
+		parent = ix.hold(o, h, router, digest, e.Medium, st)
+	}
+	return buf
+}
+
+// hold makes rank o hold the block the engine calls engine and the router calls router,
+// on medium m, evicting the rank's oldest block when that passes its cap. It returns the
+// block's digest as the index keeps it, nil when unknown.
+func (ix *Index) hold(o owner, engine, router int64, digest *[sha256.Size]byte, m Medium, st *engineStats) *[sha256.Size]byte {
+	rs := ix.ranks[o]
+	if cur, ok := rs.held[engine]; ok {
+		if cur.router == router {
+			cur.medium |= m
+			rs.held[engine] = cur
+			return ix.learnDigest(router, digest)
+		}
+		ix.drop(o, engine) // the engine reused its name for other tokens
+	}
+	b := ix.blocks[router]
+	if b.digest == nil {
+		b.digest = digest
+	}
+	if !slices.Contains(b.owners, o) {
+		b.owners = append(b.owners, o)
+	}
+	ix.blocks[router] = b
+	rs.gen++
+	rs.held[engine] = held{router: router, medium: m, gen: rs.gen}
+	rs.order = append(rs.order, orderEntry{engine: engine, gen: rs.gen})
+	if rs.max > 0 && len(rs.held) > rs.max {
+		ix.evictOldest(o, st)
+	}
+	rs.compact()
+	return b.digest
+}
+
+// learnDigest records the digest of a block stored by hash alone, once a store with
+// token ids names it, and returns the digest the index keeps.
+func (ix *Index) learnDigest(router int64, digest *[sha256.Size]byte) *[sha256.Size]byte {
+	b, ok := ix.blocks[router]
+	if ok && b.digest == nil && digest != nil {
+		b.digest = digest
+		ix.blocks[router] = b
+	}
+	return b.digest
+}
+
+// evictOldest drops the rank's oldest current block.
+func (ix *Index) evictOldest(o owner, st *engineStats) {
+	rs := ix.ranks[o]
+	for rs.head < len(rs.order) {
+		e := rs.order[rs.head]
+		rs.head++
+		if cur, ok := rs.held[e.engine]; ok && cur.gen == e.gen {
+			ix.drop(o, e.engine)
+			st.evicted.add(1)
+			return
+		}
+	}
+}
+
+// compact bounds order: once stale entries outnumber current ones it keeps only the
+// current entries, oldest first.
+func (rs *rankState) compact() {
+	if live := len(rs.order) - rs.head; live <= 2*len(rs.held)+64 {
+		if rs.head > len(rs.order)/2 {
+			rs.order = append(rs.order[:0], rs.order[rs.head:]...)
+			rs.head = 0
+		}
+		return
+	}
+	kept := rs.order[:0]
+	for _, e := range rs.order[rs.head:] {
+		if cur, ok := rs.held[e.engine]; ok && cur.gen == e.gen {
+			kept = append(kept, e)
+		}
+	}
+	rs.order, rs.head = kept, 0
+}
+
+// remove takes tiers m away from the rank's block; the rank holds it until no tier does.
+func (ix *Index) remove(o owner, engine int64, m Medium) {
+	rs := ix.ranks[o]
+	cur, ok := rs.held[engine]
+	if !ok {
+		return
+	}
+	if left := cur.medium &^ m; left != 0 {
+		cur.medium = left
+		rs.held[engine] = cur
+		return
+	}
+	ix.drop(o, engine)
+}
+
+// drop forgets the rank's block entirely.
+func (ix *Index) drop(o owner, engine int64) {
+	rs := ix.ranks[o]
+	cur, ok := rs.held[engine]
+	if !ok {
+		return
+	}
+	delete(rs.held, engine)
+	ix.unlink(o, cur.router)
+}
+
+// unlink removes o from the router block's owners, and the block once nobody holds it.
+func (ix *Index) unlink(o owner, router int64) {
+	b, ok := ix.blocks[router]
+	i := slices.Index(b.owners, o)
+	if !ok || i < 0 {
+		return
+	}
+	b.owners[i] = b.owners[len(b.owners)-1]
+	b.owners = b.owners[:len(b.owners)-1]
+	if len(b.owners) == 0 {
+		delete(ix.blocks, router)
+	} else {
+		ix.blocks[router] = b
+	}
+}
+
+func (ix *Index) clear(o owner) {
+	rs := ix.ranks[o]
+	for _, cur := range rs.held {
+		ix.unlink(o, cur.router)
+	}
+	rs.held = map[int64]held{}
+	rs.order, rs.head = nil, 0
+}
