@@ -21,13 +21,17 @@ func (approxSource) Name() string { return "approximate" }
 func (s approxSource) Lookup(_ context.Context, model string, ids []uint32) (PrefixResult, error) {
 	var res PrefixResult
 	bs := s.a.BlockSize()
-	if len(ids) < bs {
-		return res, nil
-	}
-	for _, m := range s.a.Lookup(model, token.BlockHashes(ids, bs)) {
-		res.add([]kv.Match{{Engine: m.Engine, Blocks: m.Blocks}}, bs)
+	if len(ids) >= bs {
+		addApprox(&res, s.a.Lookup(model, token.BlockHashes(ids, bs)), bs)
 	}
 	return res, nil
+}
+
+// addApprox records an approximate index's matches of blocks of size bs, in tokens.
+func addApprox(res *PrefixResult, ms []prefix.Match, bs int) {
+	for _, m := range ms {
+		res.add([]kv.Match{{Engine: m.Engine, Blocks: m.Blocks}}, bs)
+	}
 }
 
 // newApproxIndexes returns one approximate index per distinct approximate prefix source
@@ -76,24 +80,13 @@ func cacheSources(p *plan.Plan) []plan.PrefixSource {
 }
 
 // RecordDispatch tells the approximate indexes that the engine served a request of the
-// model with the prompt ids: it now probably holds their prefix. The server calls it after
-// a successful dispatch, with the prefill engine for a PD request; a request that failed
-// teaches nothing, so an engine that refuses work does not attract more of it.
-func (d Deps) RecordDispatch(engineID string, ids []uint32) {
-	var hashed map[int][]int64 // by block size: indexes of one size share the hashing
+// prompt: it now probably holds its prefix. The server calls it after a successful
+// dispatch, with the prefill engine for a PD request; a request that failed teaches
+// nothing, so an engine that refuses work does not attract more of it.
+func (d Deps) RecordDispatch(engineID string, h *BlockHashes) {
 	for _, a := range d.Approx {
-		bs := a.BlockSize()
-		if !a.Has(engineID) || len(ids) < bs {
-			continue
+		if hs := h.Of(a.BlockSize()); a.Has(engineID) && hs != nil {
+			a.Insert(engineID, hs)
 		}
-		hashes, ok := hashed[bs]
-		if !ok {
-			hashes = token.BlockHashes(ids, bs)
-			if hashed == nil {
-				hashed = map[int][]int64{}
-			}
-			hashed[bs] = hashes
-		}
-		a.Insert(engineID, hashes)
 	}
 }

@@ -47,9 +47,9 @@ func TestApproximateSourceLearnsFromDispatches(t *testing.T) {
 		t.Fatalf("source %q", source.Name())
 	}
 	prompt := ids(100) // 6 whole blocks and 4 tokens
-	deps.RecordDispatch("P2", prompt)
-	deps.RecordDispatch("D1", prompt)
-	deps.RecordDispatch("P1", prompt[:10]) // shorter than a block: nothing to learn
+	deps.RecordDispatch("P2", NewBlockHashes(prompt))
+	deps.RecordDispatch("D1", NewBlockHashes(prompt))
+	deps.RecordDispatch("P1", NewBlockHashes(prompt[:10])) // shorter than a block: nothing to learn
 	res, err := source.Lookup(context.Background(), "m", prompt)
 	if err != nil {
 		t.Fatal(err)

@@ -20,8 +20,9 @@ import (
 //
 //	go deps.Affinity.Run(ctx)                      // sweeps idle bindings
 //	sub, err := kv.Subscribe(ctx, p, deps.KV, log) // feeds the prefix index
-//	deps.RecordSpeculative(engineID, ids)          // as each dispatch starts
-//	deps.RecordDispatch(engineID, ids)             // after each successful dispatch
+//	h := policy.NewBlockHashes(ids)                // per dispatch, shared by:
+//	deps.RecordSpeculative(engineID, h)            // as the dispatch starts
+//	deps.RecordDispatch(engineID, h)               // after it succeeded
 //
 // A caller that removes a worker from the registry must also call
 // deps.Affinity.RemoveEngine(id), deps.KV.RemoveEngine(id) and RemoveEngine(id) on each of

@@ -8,7 +8,6 @@ import (
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/state/kv"
 	"github.com/routerkit/router/runtime/state/prefix"
-	"github.com/routerkit/router/runtime/token"
 )
 
 // Speculative entries close the gap between a pick and what confirms it (llm-d's
@@ -71,29 +70,21 @@ func newSpeculatives(p *plan.Plan, clock func() time.Time) map[plan.PrefixSource
 	return out
 }
 
-// lookup adds the speculative matches of ids to res.
-func (s *speculative) lookup(res *PrefixResult, model string, ids []uint32) {
-	if s == nil {
-		return
-	}
+// lookup adds the speculative matches of the prompt to res.
+func (s *speculative) lookup(res *PrefixResult, model string, h *BlockHashes) {
 	for bs, a := range s.bySize {
-		if len(ids) < bs {
-			continue
-		}
-		for _, m := range a.Lookup(model, token.BlockHashes(ids, bs)) {
-			res.add([]kv.Match{{Engine: m.Engine, Blocks: m.Blocks}}, bs)
-		}
+		addApprox(res, a.Lookup(model, h.Of(bs)), bs)
 	}
 }
 
-// RecordSpeculative records that a request of the prompt ids is being dispatched to the
-// engine, for the sources with speculative entries. The server calls it when
-// dispatch starts, before the engine has stored anything, with the prefill engine for PD.
-func (d Deps) RecordSpeculative(engineID string, ids []uint32) {
+// RecordSpeculative records that a request of the prompt is being dispatched to the
+// engine, for the sources with speculative entries. The server calls it when dispatch
+// starts, before the engine has stored anything, with the prefill engine for PD.
+func (d Deps) RecordSpeculative(engineID string, h *BlockHashes) {
 	for _, s := range d.speculative {
 		for bs, a := range s.bySize {
-			if a.Has(engineID) && len(ids) >= bs {
-				a.Insert(engineID, token.BlockHashes(ids, bs))
+			if hs := h.Of(bs); a.Has(engineID) && hs != nil {
+				a.Insert(engineID, hs)
 			}
 		}
 	}
@@ -123,10 +114,24 @@ type speculativeSource struct {
 func (s speculativeSource) Name() string { return s.src.Name() }
 
 func (s speculativeSource) Lookup(ctx context.Context, model string, ids []uint32) (PrefixResult, error) {
-	res, err := s.src.Lookup(ctx, model, ids)
-	if err != nil {
-		return res, err
+	h := NewBlockHashes(ids) // shared by both lookups
+	var res PrefixResult
+	switch src := s.src.(type) {
+	case localSource:
+		for _, bs := range src.ix.BlockSizes(model) {
+			if hs := h.Of(bs); hs != nil {
+				res.add(src.ix.LookupHashes(hs, bs), bs)
+			}
+		}
+	case approxSource:
+		bs := src.a.BlockSize()
+		addApprox(&res, src.a.Lookup(model, h.Of(bs)), bs)
+	default:
+		var err error
+		if res, err = s.src.Lookup(ctx, model, ids); err != nil {
+			return res, err
+		}
 	}
-	s.spec.lookup(&res, model, ids)
+	s.spec.lookup(&res, model, h)
 	return res, nil
 }

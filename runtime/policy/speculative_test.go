@@ -67,7 +67,7 @@ func (bc *burstCase) send(t *testing.T) string {
 		t.Fatal(err)
 	}
 	pick.Engine.AddInflight(1)
-	bc.deps.RecordSpeculative(pick.Engine.ID(), bc.prompt)
+	bc.deps.RecordSpeculative(pick.Engine.ID(), NewBlockHashes(bc.prompt))
 	return pick.Engine.ID()
 }
 
@@ -154,7 +154,7 @@ func TestApproximateSpeculationConfirmedBySuccess(t *testing.T) {
 		t.Fatalf("unconfirmed after the TTL: %v, want nothing", got)
 	}
 	bc.send(t)
-	bc.deps.RecordDispatch(first, bc.prompt)
+	bc.deps.RecordDispatch(first, NewBlockHashes(bc.prompt))
 	bc.now = bc.now.Add(time.Minute)
 	if got := held(); got[first] != 256 {
 		t.Fatalf("after the dispatch succeeded: %v, want %s holding 256 tokens until ttl_secs", got, first)

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/routerkit/router/runtime/bucket"
+	"github.com/routerkit/router/runtime/policy"
 )
 
 // learnPrefix feeds the router's prefix indexes with a dispatch, in two steps: it records
@@ -30,11 +31,11 @@ func (s *Server) learnPrefix(p *prepared, sel bucket.Selection, rec *recorder) f
 	if pick.Engine == nil {
 		return func() {}
 	}
-	id := pick.Engine.ID()
-	s.deps.RecordSpeculative(id, p.facts.TokenIDs)
+	id, hashes := pick.Engine.ID(), policy.NewBlockHashes(p.facts.TokenIDs) // hashed once for both steps
+	s.deps.RecordSpeculative(id, hashes)
 	return func() {
 		if rec.status == http.StatusOK && rec.failure == "" {
-			s.deps.RecordDispatch(id, p.facts.TokenIDs)
+			s.deps.RecordDispatch(id, hashes)
 		}
 	}
 }
