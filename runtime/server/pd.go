@@ -136,16 +136,10 @@ func (s *Server) prefill(ctx context.Context, cancel context.CancelCauseFunc, w 
 		cancel(&dispatchError{kind: failTimeout, stage: plan.RolePrefill, worker: w, phase: phaseTotal, after: s.timeouts.total})
 	})
 	defer total.Stop()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.targets[w.ID()].JoinPath(in.URL.Path).String(), body.reader())
+	req, err := s.engineRequest(ctx, in, reqID, w, body)
 	if err != nil {
 		fail(&dispatchError{kind: failMalformed, stage: plan.RolePrefill, worker: w, detail: err.Error()})
 		return
-	}
-	req.ContentLength, req.GetBody = body.len(), func() (io.ReadCloser, error) { return body.reader(), nil }
-	req.Header = s.headers.outbound(in.Header, reqID)
-	setForwarded(req.Header, in)
-	if _, ok := req.Header["User-Agent"]; !ok {
-		req.Header.Set("User-Agent", "") // as the proxy does: no Go default in its place
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
@@ -159,14 +153,7 @@ func (s *Server) prefill(ctx context.Context, cancel context.CancelCauseFunc, w 
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		e := &dispatchError{kind: failStatus, stage: plan.RolePrefill, worker: w, status: resp.StatusCode, detail: clipText(string(raw), maxErrorText)}
-		if resp.StatusCode/100 == 3 {
-			e.kind = failMalformed
-		}
-		if e.rejection() {
-			e.engineMsg, e.detail = clipText(engineMessage(raw), 512), ""
-		}
-		fail(e)
+		fail(statusFailure(w, plan.RolePrefill, resp.StatusCode, raw))
 		return
 	}
 	status.set(nil)
@@ -175,6 +162,35 @@ func (s *Server) prefill(ctx context.Context, cancel context.CancelCauseFunc, w 
 		return
 	}
 	a.verdict(nil)
+}
+
+// engineRequest is the POST of body to engine w on the client's path, with the header
+// set every half of a request gets (the header policy, the request id, forwarding).
+func (s *Server) engineRequest(ctx context.Context, in *http.Request, reqID string, w *engine.Worker, body payload) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.targets[w.ID()].JoinPath(in.URL.Path).String(), body.reader())
+	if err != nil {
+		return nil, err
+	}
+	req.ContentLength, req.GetBody = body.len(), func() (io.ReadCloser, error) { return body.reader(), nil }
+	req.Header = s.headers.outbound(in.Header, reqID)
+	setForwarded(req.Header, in)
+	if _, ok := req.Header["User-Agent"]; !ok {
+		req.Header.Set("User-Agent", "") // as the proxy does: no Go default in its place
+	}
+	return req, nil
+}
+
+// statusFailure is an engine's non-2xx answer raw as a dispatch failure: a rejection
+// (4xx) keeps the engine's own message for the client, anything else only the router's.
+func statusFailure(w *engine.Worker, stage plan.Role, status int, raw []byte) *dispatchError {
+	e := &dispatchError{kind: failStatus, stage: stage, worker: w, status: status, detail: clipText(string(raw), maxErrorText)}
+	if status/100 == 3 {
+		e.kind = failMalformed
+	}
+	if e.rejection() {
+		e.engineMsg, e.detail = clipText(engineMessage(raw), 512), ""
+	}
+	return e
 }
 
 // withoutField returns body, a JSON object, without its top-level key; other fields keep

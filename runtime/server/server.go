@@ -69,9 +69,12 @@ type Server struct {
 	started   time.Time
 	draining  atomic.Bool
 
-	timeouts    timeouts
-	headers     headerPolicy
-	targets     map[string]*url.URL
+	timeouts timeouts
+	headers  headerPolicy
+	targets  map[string]*url.URL
+	// kvTransfer holds the prefill engines that speak vLLM's kv_transfer_params PD
+	// protocol rather than SGLang's bootstrap protocol.
+	kvTransfer  map[string]bool
 	maxAttempts int
 	// active caps concurrent chat requests (limits.max_concurrent_requests) and lets
 	// shutdown wait for their final words.
@@ -111,6 +114,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		timeouts:    tos,
 		headers:     newHeaderPolicy(p.Headers),
 		targets:     map[string]*url.URL{},
+		kvTransfer:  map[string]bool{},
 		maxAttempts: max(p.Retries.MaxAttempts, 1),
 		active:      newActiveSet(p.Limits.MaxConcurrentRequests),
 	}
@@ -121,6 +125,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("engine %s: url: %w", e.ID, err)
 		}
 		s.targets[e.ID] = u
+		s.kvTransfer[e.ID] = e.Role == plan.RolePrefill && e.PDProtocol == plan.PDKVTransferParams
 		reg.Get(e.ID).SetBreaker(newBreaker(p.Breaker, opts.Clock))
 	}
 	deps, err := policy.NewDeps(p, s.table, opts.Rand, nil)
