@@ -139,7 +139,9 @@ func TestFrozenReportBecomesUnknown(t *testing.T) {
 	f.loadBody.Store(`{"timestamp": "2026-12-02T12:00:00Z", "loads": [{"dp_rank": 0, "timestamp": 1764676800.5,
 		"num_running_reqs": 3, "num_waiting_reqs": 0}]}`)
 	w, table, m := startMonitorStale(t, f, plan.Health{IntervalMS: 1000, TimeoutMS: 1000, FailureThreshold: 3, SuccessThreshold: 2}, 50)
-	waitFor(t, "the first report", func() bool { return table.Load(w, time.Now()) != nil })
+	// The first report is fresh for only 50 ms, which a busy machine can sleep through:
+	// wait for its receipt, not for a moment it is fresh.
+	waitFor(t, "the first report", func() bool { return !m.Status()["E1"].LastLoadAt.IsZero() })
 	waitFor(t, "the frozen report to go stale", func() bool { return table.Load(w, time.Now()) == nil })
 	if s := m.Status()["E1"]; !strings.Contains(s.LoadError, "did not advance") {
 		t.Errorf("status must say the report is stuck: %+v", s)
