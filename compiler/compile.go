@@ -120,11 +120,12 @@ type file struct {
 	ShutdownGraceSecs int                   `json:"shutdown_grace_secs"`
 	Engines           []plan.Engine         `json:"engines"`
 	Models            map[string]plan.Model `json:"models"`
+	Bindings          *plan.Bindings        `json:"bindings"`
 }
 
 func (f *file) plan() *plan.Plan {
 	p := &plan.Plan{Listen: f.Listen, AdminToken: f.AdminToken, Health: f.Health,
-		ShutdownGraceSecs: f.ShutdownGraceSecs, Engines: f.Engines}
+		ShutdownGraceSecs: f.ShutdownGraceSecs, Engines: f.Engines, Bindings: f.Bindings}
 	if p.Engines == nil {
 		p.Engines = []plan.Engine{}
 	}

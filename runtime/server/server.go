@@ -117,6 +117,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 	s.monitor = monitor.New(p, reg, s.table, s.client, s.log)
 	s.proxy = s.newProxy()
 	s.metrics.registerEngines(s)
+	s.metrics.reg.MustRegister(s.deps.Affinity) // the binding store's health
 	if s.deps.KV != nil {
 		// The prefix index counts what it could not use of the engines' KV events.
 		s.metrics.reg.MustRegister(s.deps.KV)
