@@ -14,7 +14,7 @@ import (
 // replica is one router's view of a shared store: its own connection and local copy.
 func replica(t *testing.T, addr string, idle time.Duration) (*Remote, *Shared) {
 	t.Helper()
-	r := NewRemote(plan.Bindings{Store: plan.BindingsRedis, Address: addr, KeyPrefix: "test:", TimeoutMS: 500, RetryMS: 1000}, nil)
+	r := NewRemote(planBindings(addr), nil)
 	t.Cleanup(func() { r.client.Close() })
 	return r, NewShared(r, NewStore(idle, nil), "session")
 }
@@ -183,4 +183,8 @@ func TestStoresFromPlanWithRedis(t *testing.T) {
 	if st := FromPlan(&plan.Plan{}, nil).Status(); st.Store != "memory" || !st.Up {
 		t.Fatalf("memory status = %+v", st)
 	}
+}
+
+func planBindings(addr string) plan.Bindings {
+	return plan.Bindings{Store: plan.BindingsRedis, Address: addr, KeyPrefix: "test:", TimeoutMS: 500, RetryMS: 1000}
 }
