@@ -186,3 +186,28 @@ func metricValue(t *testing.T, fc *fleetCase, series string) string {
 	}
 	return ""
 }
+
+// Sticky routing keys are shared like sessions: a key's requests, spread over the
+// replicas, all reach the engine its random fallback chose first. (With round_robin each
+// replica's cursor would move in step and hide unshared bindings.)
+func TestReplicasShareStickyBindings(t *testing.T) {
+	redis := redistest.Start(t)
+	p := testPlan([]plan.Engine{plainEngine("E1"), plainEngine("E2"), plainEngine("E3")}, plan.Model{Name: "m", Buckets: []plan.Bucket{
+		{ID: "all", Groups: plan.Groups{Plain: ptr(plan.Group{Policy: plan.Policy{Type: plan.Sticky, Fallback: plan.Random}})}},
+	}})
+	rs := startReplicas(t, p, 3, redis.Addr())
+	const keys, requests = 3, 6
+	for k := range keys {
+		key := fmt.Sprintf("key-%d", k)
+		for n := range requests {
+			fc := rs.routers[(k+n)%3]
+			status, _, body := fc.post(t, chat("m", fmt.Sprintf("<%s> %d", key, n), `, "max_tokens": 1`), "x-sgl-routing-key", key)
+			if status != http.StatusOK {
+				t.Fatalf("%s request %d: %d %s", key, n, status, body)
+			}
+		}
+	}
+	for k := range keys {
+		oneEngine(t, rs, p, fmt.Sprintf("key-%d", k), requests)
+	}
+}

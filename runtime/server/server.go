@@ -118,6 +118,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 	s.proxy = s.newProxy()
 	s.metrics.registerEngines(s)
 	s.metrics.reg.MustRegister(s.deps.Affinity) // the binding store's health
+	s.deps.Affinity.SetLogger(s.log)
 	if s.deps.KV != nil {
 		// The prefix index counts what it could not use of the engines' KV events.
 		s.metrics.reg.MustRegister(s.deps.KV)

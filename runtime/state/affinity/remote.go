@@ -3,6 +3,7 @@ package affinity
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,7 +34,23 @@ type Remote struct {
 	mu       sync.Mutex
 	since    time.Time // of the last change of up
 	lastErr  string
-	switches uint64 // changes of up, for tests and logs
+	log      atomic.Pointer[slog.Logger]
+}
+
+// SetLogger makes the store's changes between up and down logged, once each: a warning
+// when the router starts routing with local bindings, and when it stops.
+func (r *Remote) SetLogger(log *slog.Logger) { r.log.Store(log) }
+
+func (r *Remote) logChange(up bool, err error) {
+	log := r.log.Load()
+	if log == nil {
+		return
+	}
+	if up {
+		log.Info("binding store is back: session and sticky bindings are shared again", "address", r.addr)
+		return
+	}
+	log.Warn("binding store is down: routing with this replica's local bindings", "address", r.addr, "error", err, "retry", r.retry)
 }
 
 // NewRemote returns a connection to the Redis server of cfg. It dials lazily, so it
@@ -85,7 +102,7 @@ func (r *Remote) fail(err error) {
 	r.lastErr = err.Error()
 	if r.up.Swap(false) {
 		r.since = r.clock()
-		r.switches++
+		r.logChange(false, err)
 	}
 }
 
@@ -102,7 +119,7 @@ func (r *Remote) Probe(ctx context.Context) error {
 	defer r.mu.Unlock()
 	if !r.up.Swap(true) {
 		r.since = r.clock()
-		r.switches++
+		r.logChange(true, nil)
 	}
 	return nil
 }

@@ -1,7 +1,10 @@
 package affinity
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -187,4 +190,57 @@ func TestStoresFromPlanWithRedis(t *testing.T) {
 
 func planBindings(addr string) plan.Bindings {
 	return plan.Bindings{Store: plan.BindingsRedis, Address: addr, KeyPrefix: "test:", TimeoutMS: 500, RetryMS: 1000}
+}
+
+// A store that accepts connections and never answers is down after one timeout: the pick
+// gets its local answer, and the change is logged once.
+func TestSharedTimeoutMarksStoreDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never answered
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	cfg := planBindings(ln.Addr().String())
+	cfg.TimeoutMS = 50
+	r := NewRemote(cfg, nil)
+	t.Cleanup(func() { r.client.Close() })
+	var logged bytes.Buffer
+	r.SetLogger(slog.New(slog.NewTextHandler(&logged, nil)))
+	s := NewShared(r, NewStore(time.Minute, nil), "sticky")
+
+	if cur, bound := s.CompareAndBind(k1, "", "E"); !bound || cur != "E" {
+		t.Fatalf("bind against a silent store = %q, %v; want the local bind", cur, bound)
+	}
+	if r.Up() {
+		t.Fatal("a store that timed out is still up")
+	}
+	if got, ok := s.Get(k1); !ok || got != "E" {
+		t.Fatalf("Get while down = %q, %v", got, ok)
+	}
+	if n := strings.Count(logged.String(), "binding store is down"); n != 1 {
+		t.Fatalf("logged the change %d times, want once:\n%s", n, logged.String())
+	}
+	if st := r.Status(); st.Errors != 1 || st.LocalOps != 2 {
+		t.Fatalf("status = %+v; want 1 error (no operation sent while down) and 2 local operations", st)
+	}
 }

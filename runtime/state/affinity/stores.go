@@ -2,6 +2,7 @@ package affinity
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -76,6 +77,14 @@ func (s *Stores) Sticky(model string) Bindings {
 
 // Remote returns the shared store's connection, or nil when bindings are in-process only.
 func (s *Stores) Remote() *Remote { return s.remote }
+
+// SetLogger logs the shared store's changes between up and down; with in-process
+// bindings there is nothing to log.
+func (s *Stores) SetLogger(log *slog.Logger) {
+	if s.remote != nil {
+		s.remote.SetLogger(log)
+	}
+}
 
 // Status reports the binding store for GET /admin/state.
 func (s *Stores) Status() Status {
