@@ -28,13 +28,13 @@ type Remote struct {
 	retry   time.Duration
 	clock   func() time.Time
 
-	up       atomic.Bool
-	errs     atomic.Uint64 // failed operations and probes
-	local    atomic.Uint64 // operations answered from local bindings while down
-	mu       sync.Mutex
-	since    time.Time // of the last change of up
-	lastErr  string
-	log      atomic.Pointer[slog.Logger]
+	up      atomic.Bool
+	errs    atomic.Uint64 // failed operations and probes
+	local   atomic.Uint64 // operations answered from local bindings while down
+	mu      sync.Mutex
+	since   time.Time // of the last change of up
+	lastErr string
+	log     atomic.Pointer[slog.Logger]
 }
 
 // SetLogger makes the store's changes between up and down logged, once each: a warning
