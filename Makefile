@@ -26,13 +26,21 @@ lint:
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 
-# A short fuzzing run of the compiler, the migrator and the KV-event decoder; FUZZTIME=5m for a longer one.
+# A short fuzzing run of the compiler, the migrator, the request decoders, the load-report
+# parsers, the KV-event decoder and the tokenizer; FUZZTIME=5m for a longer one. Seed corpora are
+# committed under each package's testdata/fuzz.
 FUZZTIME ?= 30s
 fuzz:
-	$(GO) test ./compiler -run '^$$' -fuzz FuzzCompile -fuzztime $(FUZZTIME)
-	$(GO) test ./compiler/legacy -run '^$$' -fuzz FuzzMigrate -fuzztime $(FUZZTIME)
-	$(GO) test ./compiler/legacy -run '^$$' -fuzz FuzzBucketFile -fuzztime $(FUZZTIME)
-	$(GO) test ./runtime/state/kv -run '^$$' -fuzz FuzzDecodeMessage -fuzztime $(FUZZTIME)
+	$(GO) test ./compiler -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./compiler/legacy -run '^$$' -fuzz '^FuzzMigrate$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./compiler/legacy -run '^$$' -fuzz '^FuzzBucketFile$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/strictjson -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzDecodeChat$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzExplainRequest$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/monitor -run '^$$' -fuzz '^FuzzLoadReports$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/state/kv -run '^$$' -fuzz '^FuzzDecodeMessage$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

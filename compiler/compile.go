@@ -120,12 +120,20 @@ type file struct {
 	ShutdownGraceSecs int                   `json:"shutdown_grace_secs"`
 	Engines           []plan.Engine         `json:"engines"`
 	Models            map[string]plan.Model `json:"models"`
+	Timeouts          plan.Timeouts         `json:"timeouts"`
+	Limits            plan.ServerLimits     `json:"limits"`
+	Breaker           plan.Breaker          `json:"breaker"`
+	Retries           plan.Retries          `json:"retries"`
+	Headers           plan.HeaderPolicy     `json:"headers"`
+	State             plan.StateLimits      `json:"state"`
 	Bindings          *plan.Bindings        `json:"bindings"`
 }
 
 func (f *file) plan() *plan.Plan {
 	p := &plan.Plan{Listen: f.Listen, AdminToken: f.AdminToken, Health: f.Health,
-		ShutdownGraceSecs: f.ShutdownGraceSecs, Engines: f.Engines, Bindings: f.Bindings}
+		ShutdownGraceSecs: f.ShutdownGraceSecs, Engines: f.Engines,
+		Timeouts: f.Timeouts, Limits: f.Limits, Breaker: f.Breaker, Retries: f.Retries,
+		Headers: f.Headers, State: f.State, Bindings: f.Bindings}
 	if p.Engines == nil {
 		p.Engines = []plan.Engine{}
 	}

@@ -28,7 +28,7 @@ func (c condition) String() string {
 // when requests are waiting.
 func (e *Engine) condition() condition {
 	switch {
-	case !e.Healthy:
+	case !e.Healthy, e.Breaker == "open":
 		return condDown
 	case e.Load == nil || e.ReportAgeMS < 0 || e.reportAge() >= staleAge:
 		return condStale
@@ -133,6 +133,7 @@ func (m Model) enginesTable() *table {
 		{title: "PICK/s", right: true, priority: 7},
 		{title: "REJ/s", right: true, priority: 9},
 		{title: "AGE", right: true, priority: 11},
+		{title: "PREFIX", priority: 16},
 		{title: "LOAD 1m", priority: 10},
 	}}
 	for _, r := range m.engineRows() {
@@ -154,11 +155,33 @@ func (m Model) enginesTable() *table {
 		t.rows = append(t.rows, row{
 			cells: []string{
 				r.ID, r.Model, r.Role, strings.Join(r.buckets(), ","), cond.String(), run, wait, kv,
-				fmt.Sprint(r.Inflight), formatRate(r.picks), formatRate(r.rejections), age,
+				fmt.Sprint(r.Inflight), formatRate(r.picks), formatRate(r.rejections), age, r.prefixCell(),
 				m.snap.history[r.ID].sparkline(m.snap.at, sparkWidth, scale),
 			},
 			style: m.styles.condition(cond),
 		})
 	}
 	return t
+}
+
+// prefixCell shows the engine's size in each prefix index in tokens: "ev:" for the index
+// KV events feed, "sp:" for its unconfirmed speculative entries, "ap:" for the approximate
+// index with its capacity, e.g. "ap:12.3k/500k".
+func (e *Engine) prefixCell() string {
+	var parts []string
+	for _, p := range e.PrefixIndex {
+		switch p.Source {
+		case "local_index":
+			parts = append(parts, "ev:"+formatTokens(p.Tokens))
+		case "speculative":
+			parts = append(parts, "sp:"+formatTokens(p.Tokens))
+		case "approximate":
+			cell := "ap:" + formatTokens(p.Tokens)
+			if p.CapacityTokens > 0 {
+				cell += "/" + formatTokens(p.CapacityTokens)
+			}
+			parts = append(parts, cell)
+		}
+	}
+	return orDash(strings.Join(parts, " "))
 }

@@ -124,6 +124,8 @@ func TestCondition(t *testing.T) {
 	}{
 		{"idle", Engine{Healthy: true, Load: native(0, 0, 0), ReportAgeMS: 100}, condUp},
 		{"unhealthy beats everything", Engine{Healthy: false, Load: native(8, 3, 1000)}, condDown},
+		{"open breaker is down though healthy", Engine{Healthy: true, Breaker: "open", Load: native(0, 0, 0), ReportAgeMS: 100}, condDown},
+		{"half-open breaker is not down", Engine{Healthy: true, Breaker: "half_open", Load: native(0, 0, 0), ReportAgeMS: 100}, condUp},
 		{"no report", Engine{Healthy: true, ReportAgeMS: -1}, condStale},
 		{"report but negative age", Engine{Healthy: true, Load: native(0, 0, 0), ReportAgeMS: -1}, condStale},
 		{"old report", Engine{Healthy: true, Load: native(0, 0, 0), ReportAgeMS: 2000}, condStale},

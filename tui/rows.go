@@ -112,3 +112,19 @@ func formatMS(ms float64) string {
 	}
 	return fmt.Sprintf("%.0f", ms)
 }
+
+// formatTokens is a token count in at most five cells: "950", "12.3k", "500k", "1.5M".
+func formatTokens(n int64) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprint(n)
+	case n < 100_000:
+		return trimZero(fmt.Sprintf("%.1f", float64(n)/1e3)) + "k"
+	case n < 1_000_000:
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return trimZero(fmt.Sprintf("%.1f", float64(n)/1e6)) + "M"
+}
+
+// trimZero drops a ".0" decimal.
+func trimZero(s string) string { return strings.TrimSuffix(s, ".0") }

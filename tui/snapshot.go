@@ -33,13 +33,16 @@ type State struct {
 
 // Engine is one engine as the router sees it.
 type Engine struct {
-	ID       string   `json:"id"`
-	URL      string   `json:"url"`
-	Model    string   `json:"model"`
-	Role     string   `json:"role"`
-	Groups   []string `json:"groups"` // "bucket/stage"
-	Healthy  bool     `json:"healthy"`
-	Inflight int64    `json:"inflight"`
+	ID      string   `json:"id"`
+	URL     string   `json:"url"`
+	Model   string   `json:"model"`
+	Role    string   `json:"role"`
+	Groups  []string `json:"groups"` // "bucket/stage"
+	Healthy bool     `json:"healthy"`
+	// Breaker is the circuit breaker's state: closed, open or half_open ("" from a
+	// router that predates breakers).
+	Breaker  string `json:"breaker"`
+	Inflight int64  `json:"inflight"`
 	// Load is nil when the router holds no usable (fresh, complete) load report.
 	Load *Load `json:"load"`
 	// ReportAgeMS is the age of the usable report, negative when there is none.
@@ -48,6 +51,18 @@ type Engine struct {
 	Rejections  float64 `json:"admission_rejections"`
 	HealthError string  `json:"health_error"`
 	LoadError   string  `json:"load_error"`
+	// PrefixIndex is the engine's size in each of the router's prefix indexes; empty when
+	// no cache-aware source indexes it, or the router predates the field.
+	PrefixIndex []PrefixIndex `json:"prefix_index"`
+}
+
+// PrefixIndex is an engine's size in one prefix index: "local_index" (fed by KV events)
+// or "approximate" (learned from the router's dispatches).
+type PrefixIndex struct {
+	Source         string `json:"source"`
+	Blocks         int64  `json:"blocks"`
+	Tokens         int64  `json:"tokens"`
+	CapacityTokens int64  `json:"capacity_tokens"`
 }
 
 // Load is an engine's last usable load report. The capacity fields mean something only
@@ -113,11 +128,14 @@ func Decode(data []byte) (*State, error) {
 func (st *State) clean() {
 	for i := range st.Engines {
 		e := &st.Engines[i]
-		for _, f := range []*string{&e.ID, &e.URL, &e.Model, &e.Role, &e.HealthError, &e.LoadError} {
+		for _, f := range []*string{&e.ID, &e.URL, &e.Model, &e.Role, &e.HealthError, &e.LoadError, &e.Breaker} {
 			*f = clean(*f)
 		}
 		for j := range e.Groups {
 			e.Groups[j] = clean(e.Groups[j])
+		}
+		for j := range e.PrefixIndex {
+			e.PrefixIndex[j].Source = clean(e.PrefixIndex[j].Source)
 		}
 	}
 	for i := range st.Buckets {

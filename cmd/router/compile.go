@@ -30,6 +30,11 @@ atomically: a failed compile leaves an existing file untouched.`,
 			if err != nil {
 				return err
 			}
+			// The plan is for reading, never read back: the admin token is a secret that
+			// would otherwise land in terminals, CI logs and committed plan files.
+			if p.AdminToken != "" {
+				p.AdminToken = redacted
+			}
 			out, err := json.MarshalIndent(p, "", "  ")
 			if err != nil {
 				return fmt.Errorf("encoding plan: %w", err)
@@ -43,6 +48,9 @@ atomically: a failed compile leaves an existing file untouched.`,
 		},
 	}
 }
+
+// redacted replaces secrets in printed plans.
+const redacted = "(redacted)"
 
 // writeFileAtomic writes data to a temporary file beside name and renames it into place,
 // so a reader never sees half a file and a failure leaves the old one.

@@ -29,6 +29,10 @@ Admission caps are absolute, so give those limits with --engine-max-running-requ
 and --engine-max-kv-tokens to keep that check; without them the header of the output
 says the check is not kept.
 
+--policy cache_aware gets the approximate prefix index, learned from the router's own
+dispatches as sgl-router's radix tree was, unless --engines-publish-kv-events says
+every engine publishes KV events: then it gets the local index those events feed.
+
 The output always passes 'router validate'. Options the target design dropped,
 unknown flags and settings the configuration cannot express are rejected with
 exit status 2, every problem listed; nothing is silently dropped. With -o the
@@ -38,11 +42,12 @@ configuration is written to a .cue file, replaced atomically.`,
 			&cli.StringSliceFlag{Name: "pair", Usage: "join prefill bucket P and decode bucket D into one bucket: `P=D` (repeatable)"},
 			&cli.StringFlag{Name: "engine-max-running-requests", Usage: "keep sgl-router's capacity check with the engines' max running requests `N` as admission.max_running_requests"},
 			&cli.StringFlag{Name: "engine-max-kv-tokens", Usage: "keep sgl-router's capacity check with the engines' KV capacity of `N` tokens (max_total_num_tokens) as admission.max_kv_tokens"},
+			&cli.BoolFlag{Name: "engines-publish-kv-events", Usage: "the engines publish KV events: give --policy cache_aware the local prefix index they feed instead of the approximate one"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the configuration to `FILE` (.cue) instead of stdout"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
-				return usageError("migrate needs the sgl-router flags after --: router migrate [--bucket-config FILE] [--pair P=D]... [--engine-max-running-requests N] [--engine-max-kv-tokens N] [-o FILE] -- --model-id M --worker-urls URL...")
+				return usageError("migrate needs the sgl-router flags after --: router migrate [--bucket-config FILE] [--pair P=D]... [--engine-max-running-requests N] [--engine-max-kv-tokens N] [--engines-publish-kv-events] [-o FILE] -- --model-id M --worker-urls URL...")
 			}
 			out := c.String("output")
 			if out != "" && filepath.Ext(out) != ".cue" {
@@ -52,6 +57,8 @@ configuration is written to a .cue file, replaced atomically.`,
 				Args:         c.Args().Slice(),
 				BucketConfig: c.String("bucket-config"),
 				Pairs:        c.StringSlice("pair"),
+
+				EnginesPublishKVEvents: c.Bool("engines-publish-kv-events"),
 			}
 			for _, f := range []struct {
 				name string

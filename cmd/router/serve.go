@@ -68,9 +68,6 @@ func serve(c *cli.Context) error {
 	} else if p, err = compiler.Compile(files); err != nil {
 		return err
 	}
-	if err := checkServablePD(p); err != nil {
-		return err
-	}
 	if l := c.String("listen"); l != "" {
 		p.Listen = l
 	}

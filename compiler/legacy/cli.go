@@ -38,6 +38,7 @@ type cli struct {
 	workerQueueLimit     *int64
 	saturationQueueFloor *int64
 	minLoadChoices       *int64
+	cacheThreshold       *float64 // the classic router's ratio gate, see classic.go
 
 	sessionIDHeader      *string
 	sessionIdleSecs      *int64
@@ -96,7 +97,8 @@ const indexerWhy = "sgl-router's KV indexer (sgl-kv-indexer) speaks gRPC, but th
 // cache-aware prefix matching without it.
 func refuseIndexer(flag string, _ []string) string {
 	return flag + " cannot be migrated: " + indexerWhy + ", so a grpc:// endpoint fails when `router serve` starts and an http:// one never answers, every lookup silently falling back to load. " +
-		"Remove it, with --cache-prefix-provider indexer and the --kv-indexer-* flags, to use the router's local prefix index, " +
+		"Remove it, with --cache-prefix-provider indexer and the --kv-indexer-* flags, to use the router's approximate prefix index, learned from its own dispatches; " +
+		"if the engines publish KV events, also pass --engines-publish-kv-events to router migrate for the local prefix index they feed, " +
 		"and add kv_events: {endpoint: \"tcp://HOST:PORT\"} to each engine of the migrated configuration (migrate cannot know the engines' KV-event publishers); " +
 		"or run an indexer that speaks the documented HTTP protocol and set prefix_source: {type: \"remote_indexer\", endpoint: \"http://HOST:PORT\"} by hand"
 }
@@ -121,7 +123,7 @@ func refuseLogging(values string) func(string, []string) string {
 // flags is the table of every legacy flag migrate knows, bound to the fields of c.
 func (c *cli) flags() []flagSpec {
 	dropped := func(d compiler.Dropped) *compiler.Dropped { return &d }
-	return []flagSpec{
+	return append(append([]flagSpec{
 		// Model, tokenizer and sampling.
 		{name: "--model-id", arity: oneValue, set: text(&c.modelID)},
 		{name: "--tokenizer-path", arity: oneValue, unsupported: "the tokenizer"},
@@ -174,6 +176,7 @@ func (c *cli) flags() []flagSpec {
 		{name: "--worker-queue-limit", arity: oneValue, set: count(&c.workerQueueLimit)},
 		{name: "--saturation-queue-floor", arity: oneValue, set: count(&c.saturationQueueFloor)},
 		{name: "--min-load-choices", arity: oneValue, set: count(&c.minLoadChoices)},
+	}, c.classicFlags()...), []flagSpec{
 
 		// Session affinity, sticky routing and pressure guards.
 		{name: "--session-id-header", arity: oneValue, set: text(&c.sessionIDHeader)},
@@ -190,7 +193,7 @@ func (c *cli) flags() []flagSpec {
 		{name: "--pressure-abs-threshold-tokens", arity: oneValue, set: count(&c.pressureAbsTokens)},
 		{name: "--pressure-abs-threshold-ms", arity: oneValue, set: number(&c.pressureAbsMS)},
 		{name: "--pressure-rel-threshold", arity: oneValue, set: number(&c.pressureRelThreshold)},
-	}
+	}...)
 }
 
 // setPort reads --port as sgl-router does: a 16-bit port number.

@@ -64,7 +64,7 @@ func notes(t *translator) []string {
 		}
 	}
 	if policy == "cache_aware" {
-		out = append(out, "The local prefix index learns from the engines' KV-event publishers, which the command line does not name: add kv_events: {endpoint: \"tcp://HOST:PORT\"} to each engine that publishes KV events.")
+		out = append(out, prefixNote(in, c))
 	}
 	var portless []string
 	for _, w := range c.prefill {

@@ -139,7 +139,7 @@ func TestFlagMappings(t *testing.T) {
 					*s.SwitchMarginTokens, s.WorkerQueueLimit, s.SaturationQueueFloor, s.MinLoadChoices, *s.PressureGuard, s.PrefixSource.Type}
 			},
 			[]any{int64(1024), true, 8, 0.05, 32, int64(1024), int64(0), int64(0), 2,
-				plan.PressureGuard{Enabled: true, AbsThresholdTokens: 1024, RelThreshold: 1.5}, "local_index"}},
+				plan.PressureGuard{Enabled: true, AbsThresholdTokens: 1024, RelThreshold: 1.5}, "approximate"}},
 		{"hit gate", plainFleet, []string{"--policy", "cache_aware", "--cache-affinity-min-matched-tokens", "512", "--cache-affinity-min-match-ratio", "0.25"},
 			func(p *plan.Plan) any { return []any{*selection(p).MinMatchedTokens, *selection(p).MinMatchRatio} }, []any{int64(512), 0.25}},
 		{"hit gate of zero tokens", plainFleet, []string{"--policy", "cache_aware", "--cache-affinity-min-matched-tokens", "0"},
@@ -164,7 +164,10 @@ func TestFlagMappings(t *testing.T) {
 			func(p *plan.Plan) any { return *selection(p).PressureGuard },
 			plan.PressureGuard{Enabled: false, AbsThresholdTokens: 2048, AbsThresholdMS: ptr(3.5), RelThreshold: 2}},
 		{"prefix provider radix_tree", plainFleet, []string{"--policy", "cache_aware", "--cache-prefix-provider", "radix_tree"},
-			func(p *plan.Plan) any { return *selection(p).PrefixSource }, plan.PrefixSource{Type: "local_index"}},
+			func(p *plan.Plan) any { return *selection(p).PrefixSource },
+			plan.PrefixSource{Type: "approximate", CapacityTokens: 500_000, TTLSecs: 120, BlockSize: 16, SpeculativeTTLMS: 30_000}},
+		{"classic cache threshold", plainFleet, []string{"--policy", "cache_aware", "--cache-threshold", "0.3"},
+			func(p *plan.Plan) any { return *selection(p).MinMatchRatio }, 0.3},
 
 		// Session affinity.
 		{"session defaults", plainFleet, []string{"--policy", "session_aware"},

@@ -39,6 +39,12 @@ type Input struct {
 	// given; nil leaves that part of the check out, and the header says so.
 	EngineMaxRunningRequests *int64
 	EngineMaxKVTokens        *int64
+	// EnginesPublishKVEvents says every engine publishes KV events, so cache_aware keeps
+	// the local prefix index they feed. Without it cache_aware gets the approximate index
+	// learned from the router's dispatches, as sgl-router's radix tree was: a command line
+	// does not say whether engines publish events, and an event-fed index without events
+	// stays empty.
+	EnginesPublishKVEvents bool
 }
 
 // rules checks migrate's own inputs against the parsed command line.
@@ -50,6 +56,8 @@ func (in Input) rules(c *cli) Errors {
 	if v, bad := controlIn(in.Pairs); bad {
 		p.addf("--pair %q contains a control character, which the migrated configuration's comments cannot quote: remove it", v)
 	}
+	p.check(!in.EnginesPublishKVEvents || c.policyType() == "cache_aware",
+		"--engines-publish-kv-events chooses the prefix index of --policy cache_aware, and the command line has --policy %s: remove it", c.policyType())
 	for _, f := range []struct {
 		flag string
 		n    *int64

@@ -103,7 +103,11 @@ func TestNotes(t *testing.T) {
 		{"no pending-prefill budget, no note", Input{Args: with(plainFleet, "--policy", "random")}, nil, []string{"max_pending_prefill_tokens"}},
 		{"omitted affinity mode was soft", Input{Args: with(plainFleet, "--policy", "session_aware")}, []string{"--affinity-mode was omitted"}, nil},
 		{"strict affinity mode is unchanged", Input{Args: with(plainFleet, "--policy", "session_aware", "--affinity-mode", "strict")}, nil, []string{"--affinity-mode was omitted"}},
-		{"the local index needs KV events", Input{Args: with(plainFleet, "--policy", "cache_aware")}, []string{"kv_events"}, nil},
+		{"the local index needs KV events", Input{Args: with(plainFleet, "--policy", "cache_aware"), EnginesPublishKVEvents: true}, []string{"kv_events"}, []string{"approximate"}},
+		{"the approximate index by default", Input{Args: with(plainFleet, "--policy", "cache_aware")},
+			[]string{"The prefix index is approximate", "--engines-publish-kv-events"}, []string{"kv_events:", "--cache-threshold"}},
+		{"the classic ratio gate", Input{Args: with(plainFleet, "--policy", "cache_aware", "--cache-threshold", "0.5")},
+			[]string{"--cache-threshold compared matched characters"}, nil},
 		{"other policies have no index", Input{Args: with(plainFleet, "--policy", "power_of_two")}, nil, []string{"kv_events"}},
 		// The classic router injected bootstrap_port: null for `none` or no port.
 		{"prefill workers without a bootstrap port", Input{Args: []string{"--model-id", "m", "--prefill", "http://p1", "none", "--prefill", "http://p2", "--prefill", "http://p3", "9001", "--decode", "http://d"}},

@@ -29,6 +29,7 @@ func (c *cli) legacyRules() Errors {
 	p.check(policy != "sticky" || len(c.filters) == 0, "--filter cannot be combined with --policy sticky")
 
 	c.cacheRules(&p, policy)
+	c.classicRules(&p, policy)
 	c.affinityRules(&p, policy)
 	c.stickyRules(&p, policy)
 	return p

@@ -193,6 +193,7 @@ func (t *translator) cacheTuning(p *node) {
 	c := t.c
 	setGiven(p, "min_matched_tokens", c.minMatchedTokens, "--cache-affinity-min-matched-tokens")
 	setGiven(p, "min_match_ratio", c.minMatchRatio, "--cache-affinity-min-match-ratio")
+	setGiven(p, "min_match_ratio", c.cacheThreshold, "--cache-threshold")
 	setGiven(p, "candidate_min_workers", c.candidateMinWorkers, "--cache-candidate-min-workers")
 	setGiven(p, "candidate_ratio", c.candidateRatio, "--cache-candidate-ratio")
 	setGiven(p, "candidate_max_workers", c.candidateMaxWorkers, "--cache-candidate-max-workers")
@@ -209,8 +210,16 @@ func (t *translator) cacheTuning(p *node) {
 		setGiven(g, "abs_threshold_ms", c.pressureAbsMS, "--pressure-abs-threshold-ms")
 		setGiven(g, "rel_threshold", c.pressureRelThreshold, "--pressure-rel-threshold")
 	}
+	from := "--policy cache_aware"
 	if c.cachePrefixProvider != nil {
-		p.child("prefix_source").set("type", "local_index", "--cache-prefix-provider radix_tree")
+		from = "--cache-prefix-provider radix_tree"
+	}
+	if t.in.EnginesPublishKVEvents {
+		p.child("prefix_source").set("type", "local_index", from+" with --engines-publish-kv-events: fed by the engines' KV events")
+	} else {
+		src := p.child("prefix_source")
+		src.set("type", "approximate", from+": learned from the router's dispatches, as sgl-router's radix tree")
+		src.set("speculative_ttl_ms", speculativeTTLMS, "sgl-router inserted each request into its tree as it picked it, so a burst follows the first pick")
 	}
 }
 

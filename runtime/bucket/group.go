@@ -82,7 +82,7 @@ var requestPool = sync.Pool{New: func() any { return new(policy.Request) }}
 // policy. A result that is not one of those exact worker pointers, such as a
 // re-registered worker carrying a candidate's id, is rejected as OutsideCandidates.
 func (g *Group) Pick(ctx context.Context, facts *policy.Facts) (policy.Pick, error) {
-	candidates, buf := healthy(g.memberWorkers())
+	candidates, buf := healthy(g.memberWorkers(), facts.Avoid)
 	if buf != nil {
 		defer release(buf, candidates)
 	}
@@ -114,23 +114,33 @@ func contains(ws []*engine.Worker, w *engine.Worker) bool {
 	return false
 }
 
-// healthy returns the healthy workers of members. When all are healthy that is members
+// healthy returns the available workers of members (healthy, breaker not open, not to
+// be avoided by this request). When all are healthy that is members
 // itself; otherwise it is a pooled buffer, returned too, which the caller must release.
-func healthy(members []*engine.Worker) ([]*engine.Worker, *[]*engine.Worker) {
+func healthy(members, avoid []*engine.Worker) ([]*engine.Worker, *[]*engine.Worker) {
 	for i, w := range members {
-		if w.Healthy() {
+		if w.Available() && !avoided(avoid, w) {
 			continue
 		}
 		buf := candidatePool.Get().(*[]*engine.Worker)
 		out := append((*buf)[:0], members[:i]...)
 		for _, w := range members[i+1:] {
-			if w.Healthy() {
+			if w.Available() && !avoided(avoid, w) {
 				out = append(out, w)
 			}
 		}
 		return out, buf
 	}
 	return members, nil
+}
+
+func avoided(avoid []*engine.Worker, w *engine.Worker) bool {
+	for _, a := range avoid {
+		if a == w {
+			return true
+		}
+	}
+	return false
 }
 
 func release(buf *[]*engine.Worker, used []*engine.Worker) {

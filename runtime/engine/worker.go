@@ -30,6 +30,7 @@ type Worker struct {
 
 	unhealthy atomic.Bool // inverted so the zero value is healthy
 	inflight  atomic.Int64
+	breaker   *Breaker // nil: no passive health
 }
 
 // New returns a healthy worker for the configured engine. A DP size below one is treated
@@ -74,6 +75,19 @@ func (w *Worker) BootstrapPort() int { return w.bootstrapPort }
 
 // Healthy reports whether the engine may receive new requests.
 func (w *Worker) Healthy() bool { return !w.unhealthy.Load() }
+
+// Available reports whether selection may pick the engine: healthy, and its circuit
+// breaker (if any) closed or ready for a probe. An open breaker takes the engine out of
+// candidate sets exactly as failed health checks do.
+func (w *Worker) Available() bool {
+	return !w.unhealthy.Load() && (w.breaker == nil || w.breaker.Allow())
+}
+
+// Breaker returns the engine's circuit breaker, or nil.
+func (w *Worker) Breaker() *Breaker { return w.breaker }
+
+// SetBreaker attaches a circuit breaker; call it before the worker is shared.
+func (w *Worker) SetBreaker(b *Breaker) { w.breaker = b }
 
 // SetHealthy records the outcome of a health check.
 func (w *Worker) SetHealthy(ok bool) { w.unhealthy.Store(!ok) }

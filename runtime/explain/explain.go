@@ -38,6 +38,8 @@ type Explanation struct {
 	Bucket       *string              `json:"bucket"`
 	Picks        map[plan.Role]string `json:"picks"`
 	Error        *Error               `json:"error"`
+	// Breakers lists engines of the model whose circuit breaker is open or half-open.
+	Breakers []Breaker `json:"breakers,omitempty"`
 }
 
 // Attempt is one bucket's try at a complete selection.
@@ -101,6 +103,7 @@ func New(facts *policy.Facts, tr *decision.Trace, sel bucket.Selection, err erro
 		Excluded:    append([]decision.Exclusion{}, tr.Excluded...),
 		Attempts:    []Attempt{},
 		Picks:       map[plan.Role]string{},
+		Breakers:    breakers(reg, facts.Model),
 	}
 	if facts.PeakKnown {
 		x.ExpectedPeak = &facts.ExpectedPeak
@@ -180,6 +183,7 @@ func (x *Explanation) WriteText(w io.Writer) {
 	for _, e := range x.Excluded {
 		fmt.Fprintf(w, "excluded bucket %s: %s\n", e.Bucket, e.Reason)
 	}
+	writeBreakers(w, x.Breakers)
 	for i, a := range x.Attempts {
 		fmt.Fprintf(w, "attempt %d: bucket %s\n", i+1, a.Bucket)
 		for _, g := range a.Groups {

@@ -44,6 +44,13 @@ type Plan struct {
 	Engines []Engine `json:"engines"`
 	// Models lists the served models sorted by name.
 	Models []Model `json:"models"`
+	// Data-plane hardening: see resilience.go.
+	Timeouts Timeouts     `json:"timeouts"`
+	Limits   ServerLimits `json:"limits"`
+	Breaker  Breaker      `json:"breaker"`
+	Retries  Retries      `json:"retries"`
+	Headers  HeaderPolicy `json:"headers"`
+	State    StateLimits  `json:"state"`
 	// Bindings is the shared binding store; nil keeps bindings in the router's memory.
 	Bindings *Bindings `json:"bindings,omitempty"`
 }
@@ -254,11 +261,23 @@ type PressureGuard struct {
 
 // PrefixSource says where the cache-aware policy looks up prefix ownership.
 type PrefixSource struct {
-	// Type is "local_index" (radix tree fed by KV events) or "remote_indexer".
+	// Type is "local_index" (index fed by KV events), "remote_indexer" or "approximate"
+	// (index learned from the router's own dispatches).
 	Type               string `json:"type"`
 	Endpoint           string `json:"endpoint,omitempty"`
 	QueryTimeoutMS     int    `json:"query_timeout_ms,omitempty"`
 	MaxInflightQueries int    `json:"max_inflight_queries,omitempty"`
+	// Approximate source: each engine's share in tokens, how long an entry lives after
+	// its last use (0, left out of the JSON: until the capacity evicts it) and the page
+	// size of its hashes. The struct stays comparable: it keys the shared indexes.
+	CapacityTokens int64 `json:"capacity_tokens,omitempty"`
+	TTLSecs        int   `json:"ttl_secs,omitempty"`
+	BlockSize      int   `json:"block_size,omitempty"`
+	// SpeculativeTTLMS, for the local and approximate indexes, records each dispatched
+	// prompt as held by its engine for this long as the dispatch starts, until the
+	// engine's BlockStored events (local) or the dispatch's success (approximate) confirm
+	// it; 0 is off.
+	SpeculativeTTLMS int `json:"speculative_ttl_ms,omitempty"`
 }
 
 // Model returns the named model, or nil.

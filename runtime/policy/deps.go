@@ -11,18 +11,23 @@ import (
 )
 
 // NewDeps builds a router's shared policy state from its plan, once: the affinity stores
-// of every model, an empty local prefix index for the engines that publish KV events, and
-// one client per remote prefix indexer. table and rnd are used as given (nil rnd is the
-// fast process-wide source). clock is the affinity stores' time source, nil for time.Now.
+// of every model, an empty local prefix index for the engines that publish KV events, one
+// client per remote prefix indexer and one empty index per approximate prefix source.
+// table and rnd are used as given (nil rnd is the fast process-wide source). clock is the
+// time source of the affinity stores and the approximate indexes, nil for time.Now.
 //
 // NewDeps starts nothing. A serving router also runs, for as long as it serves:
 //
 //	go deps.Affinity.Run(ctx)                      // sweeps idle bindings
 //	sub, err := kv.Subscribe(ctx, p, deps.KV, log) // feeds the prefix index
+//	h := policy.NewBlockHashes(ids)                // per dispatch, shared by:
+//	deps.RecordSpeculative(engineID, h)            // as the dispatch starts
+//	deps.RecordDispatch(engineID, h)               // after it succeeded
 //
 // A caller that removes a worker from the registry must also call
-// deps.Affinity.RemoveEngine(id) and deps.KV.RemoveEngine(id); `router serve` never does,
-// since its engines are fixed by the configuration. A remote indexer's endpoint scheme is
+// deps.Affinity.RemoveEngine(id), deps.KV.RemoveEngine(id) and RemoveEngine(id) on each of
+// deps.Approx (speculative entries expire on their own); `router serve` never does, since
+// its engines are fixed by the configuration. A remote indexer's endpoint scheme is
 // checked here, so an unsupported one fails at startup.
 func NewDeps(p *plan.Plan, table *load.Table, rnd Rand, clock func() time.Time) (Deps, error) {
 	indexers, err := kv.NewRemotes(p, &http.Client{})
@@ -35,5 +40,8 @@ func NewDeps(p *plan.Plan, table *load.Table, rnd Rand, clock func() time.Time) 
 		Affinity: affinity.FromPlan(p, clock),
 		KV:       kv.NewIndex(p),
 		Indexers: indexers,
+		Approx:   newApproxIndexes(p, clock),
+
+		speculative: newSpeculatives(p, clock),
 	}, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/routerkit/router/runtime/state/affinity"
 	"github.com/routerkit/router/runtime/state/kv"
 	"github.com/routerkit/router/runtime/state/load"
+	"github.com/routerkit/router/runtime/state/prefix"
 )
 
 // Policy selects one engine from a group's candidates.
@@ -44,6 +45,10 @@ type Facts struct {
 
 	SessionKey string
 	RoutingKey string
+
+	// Avoid lists engines this request must not be given again: a retry before send
+	// leaves out the engines that refused it. Groups drop them from their candidates.
+	Avoid []*engine.Worker
 }
 
 // Request is one group call: the request's facts plus the bucket and stage asking. It
@@ -84,6 +89,14 @@ type Deps struct {
 	// that every policy using a source shares its in-flight limit. A cache-aware
 	// attachment with a remote_indexer source needs its client here.
 	Indexers map[plan.PrefixSource]*kv.Remote
+	// Approx are the approximate prefix indexes, one per approximate prefix source, fed by
+	// RecordDispatch. A cache-aware attachment with an approximate source needs its index
+	// here.
+	Approx map[plan.PrefixSource]*prefix.Approx
+
+	// speculative holds the speculative entries of the local_index and approximate sources
+	// that ask for them, fed by RecordSpeculative.
+	speculative map[plan.PrefixSource]*speculative
 }
 
 // New builds the policy a plan attachment of the model describes.
@@ -137,10 +150,31 @@ func affinityStore(stores *affinity.Stores, of func(*affinity.Stores, string) af
 	return nil, &InvalidConfiguration{Msg: fmt.Sprintf("no affinity store for model %q: the shared stores were built from another plan", model)}
 }
 
-// cacheSource returns the shared source a cache-aware attachment reads.
+// cacheSource returns the shared source a cache-aware attachment reads, with its
+// speculative entries when it asks for them.
 func cacheSource(src *plan.PrefixSource, deps Deps) (CacheSource, error) {
+	base, err := baseSource(src, deps)
+	if err != nil || src == nil || src.SpeculativeTTLMS <= 0 {
+		return base, err
+	}
+	spec := deps.speculative[*src]
+	if spec == nil {
+		return nil, &InvalidConfiguration{Msg: fmt.Sprintf("no speculative entries for the %s prefix source: build Deps with NewDeps", src.Type)}
+	}
+	return speculativeSource{base, spec}, nil
+}
+
+// baseSource returns the source's own index or client.
+func baseSource(src *plan.PrefixSource, deps Deps) (CacheSource, error) {
 	if src == nil || src.Type == "" || src.Type == "local_index" {
 		return LocalIndex(deps.KV), nil
+	}
+	if src.Type == "approximate" {
+		a := deps.Approx[*src]
+		if a == nil {
+			return nil, &InvalidConfiguration{Msg: "no index for the approximate prefix source: build Deps with NewDeps"}
+		}
+		return Approximate(a), nil
 	}
 	if src.Type != "remote_indexer" {
 		return nil, &InvalidConfiguration{Msg: fmt.Sprintf("unknown prefix source type %q", src.Type)}

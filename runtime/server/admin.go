@@ -9,9 +9,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -23,13 +21,14 @@ import (
 	"github.com/routerkit/router/runtime/policy"
 	"github.com/routerkit/router/runtime/state/affinity"
 	"github.com/routerkit/router/runtime/state/load"
+	"github.com/routerkit/router/runtime/strictjson"
 )
 
 // admin guards an admin endpoint with the configured bearer token, if any.
 func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if tok := s.plan.AdminToken; tok != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			got, ok := bearer(r.Header.Get("Authorization"))
 			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
 				writeError(w, http.StatusUnauthorized, codeUnauthorized, "admin endpoints need Authorization: Bearer <admin_token>")
 				return
@@ -37,6 +36,16 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 		}
 		h(w, r)
 	}
+}
+
+// bearer returns the credentials of a Bearer authorization; the scheme is
+// case-insensitive (RFC 9110 §11.1) and may be followed by several spaces.
+func bearer(h string) (string, bool) {
+	scheme, cred, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimLeft(cred, " "), true
 }
 
 // State is the snapshot GET /admin/state returns and `router top` renders.
@@ -53,12 +62,14 @@ type State struct {
 
 // EngineState is one engine as the router sees it.
 type EngineState struct {
-	ID       string       `json:"id"`
-	URL      string       `json:"url"`
-	Model    string       `json:"model"`
-	Role     plan.Role    `json:"role"`
-	Groups   []string     `json:"groups"`
-	Healthy  bool         `json:"healthy"`
+	ID      string    `json:"id"`
+	URL     string    `json:"url"`
+	Model   string    `json:"model"`
+	Role    plan.Role `json:"role"`
+	Groups  []string  `json:"groups"`
+	Healthy bool      `json:"healthy"`
+	// Breaker is the circuit breaker's state: closed, open or half_open.
+	Breaker  string       `json:"breaker"`
 	Inflight int64        `json:"inflight"`
 	Load     *load.Sample `json:"load"`
 	// ReportAgeMS is the age of the usable load report, -1 when there is none.
@@ -67,6 +78,8 @@ type EngineState struct {
 	Rejections  float64 `json:"admission_rejections"`
 	HealthError string  `json:"health_error,omitempty"`
 	LoadError   string  `json:"load_error,omitempty"`
+	// PrefixIndex is the engine's size in each of the router's prefix indexes.
+	PrefixIndex []PrefixIndexSize `json:"prefix_index,omitempty"`
 }
 
 // BucketState is one bucket's counters.
@@ -99,9 +112,10 @@ func (s *Server) state(w http.ResponseWriter, _ *http.Request) {
 		wk := s.reg.Get(e.ID)
 		es := EngineState{
 			ID: e.ID, URL: e.URL, Model: e.Model, Role: e.Role, Groups: groups[e.ID],
-			Healthy: wk.Healthy(), Inflight: wk.Inflight(), ReportAgeMS: -1,
+			Healthy: wk.Healthy(), Breaker: breakerState(wk), Inflight: wk.Inflight(), ReportAgeMS: -1,
 			Picks: picks[e.ID], Rejections: rejections[e.ID],
 			HealthError: status[e.ID].HealthError, LoadError: status[e.ID].LoadError,
+			PrefixIndex: s.prefixSizes(e),
 		}
 		if r := s.table.LoadAt(wk, s.table.Now()); r != nil {
 			sample := r.Sample
@@ -174,21 +188,22 @@ func sumBy(f *dto.MetricFamily, labels ...string) map[string]float64 {
 // other is an explain.Request giving the routing facts directly. It is a dry run: nothing is
 // dispatched, no in-flight count is taken and no affinity binding is written.
 func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	if err != nil {
-		writeError(w, http.StatusRequestEntityTooLarge, codeBodyTooLarge, err.Error())
+	body, herr := s.readBody(w, r)
+	if herr != nil {
+		writeError(w, herr.status, herr.code, herr.msg)
 		return
 	}
 	var (
 		facts    policy.Facts
 		resolver *bucket.Resolver
 		peakErr  error
+		err      error
 	)
 	var probe struct {
 		Messages    json.RawMessage `json:"messages"`
 		InputTokens json.RawMessage `json:"input_tokens"`
 	}
-	if json.Unmarshal(body, &probe) == nil && (probe.Messages == nil || probe.InputTokens != nil) {
+	if strictjson.Unmarshal(body, &probe) == nil && (probe.Messages == nil || probe.InputTokens != nil) {
 		resolver, facts, peakErr, err = s.explainFacts(body)
 	} else {
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -226,6 +241,9 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 // the expected-peak failure that stops selection before it starts.
 func (s *Server) explainFacts(body []byte) (_ *bucket.Resolver, _ policy.Facts, peakErr, err error) {
 	var req explain.Request
+	if err := strictjson.Check(body, &req); err != nil {
+		return nil, policy.Facts{}, nil, fmt.Errorf("explain request: %w", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
@@ -256,40 +274,6 @@ func (s *Server) explainFacts(body []byte) (_ *bucket.Resolver, _ policy.Facts, 
 		facts.PeakKnown = peakErr == nil
 	}
 	return m.resolver, facts, peakErr, nil
-}
-
-// recent is a ring of the last decisions.
-type recent struct {
-	mu   sync.Mutex
-	buf  []Decision
-	next int
-	full bool
-}
-
-func newRecent(n int) *recent { return &recent{buf: make([]Decision, n)} }
-
-func (r *recent) add(d Decision) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.buf[r.next] = d
-	r.next = (r.next + 1) % len(r.buf)
-	r.full = r.full || r.next == 0
-}
-
-// list returns the decisions newest first.
-func (r *recent) list() []Decision {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := r.next
-	if r.full {
-		n = len(r.buf)
-	}
-	out := make([]Decision, 0, n)
-	for i := 1; i <= n; i++ {
-		out = append(out, r.buf[(r.next-i+len(r.buf))%len(r.buf)])
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.After(out[j].Time) })
-	return out
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

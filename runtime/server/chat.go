@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -15,13 +16,20 @@ import (
 // preparer, select bucket-first, then dispatch. Selection failures never reach an engine;
 // a dispatch failure never restarts selection.
 func (s *Server) routed(prepare preparer) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) { s.route(w, r, prepare) }
+	return func(w http.ResponseWriter, r *http.Request) { s.serveRouted(w, r, prepare) }
 }
 
-func (s *Server) route(w http.ResponseWriter, r *http.Request, prepare preparer) {
-	rec := &recorder{ResponseWriter: w, start: time.Now()}
-	d := &Decision{Time: rec.start}
+func (s *Server) serveRouted(w http.ResponseWriter, r *http.Request, prepare preparer) {
+	rec := &recorder{ResponseWriter: w, start: time.Now(), reqID: requestID(r)}
+	w.Header().Set("X-Request-Id", rec.reqID)
+	d := &Decision{Time: rec.start, RequestID: rec.reqID}
 	defer s.finish(rec, d)
+	if !s.active.enter() {
+		d.Error = codeOverCapacity
+		writeError(rec, http.StatusServiceUnavailable, codeOverCapacity, fmt.Sprintf("the router is serving its maximum of %d requests; retry later", cap(s.active.slots)))
+		return
+	}
+	defer s.active.leave()
 
 	p, herr := prepare(rec, r)
 	if herr != nil {
@@ -33,10 +41,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, prepare preparer)
 	if p.facts.PeakKnown {
 		d.ExpectedPeak = p.facts.ExpectedPeak
 	}
-	trace := &decision.Trace{}
-	sel, err := p.resolver.Route(decision.NewContext(r.Context(), trace), &p.facts)
-	s.metrics.observeSelection(p.model.Name, trace, sel, err)
-	d.fromSelection(trace, sel, err)
+	sel, err := s.route(r, p, d)
 	if err != nil {
 		var be *bucket.Error
 		if !errors.As(err, &be) {
@@ -46,11 +51,16 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, prepare preparer)
 		writeError(rec, be.Status(), be.Code(), be.Error())
 		return
 	}
-	if sel.Bucket.PD() {
-		s.dispatchPD(rec, r, p, sel)
-		return
-	}
-	s.forward(r, p.body, &dispatch{engine: sel.Plain.Engine, rec: rec})
+	s.dispatch(rec, r, p, sel, d)
+}
+
+// route runs the selection pass and records it in metrics and the decision.
+func (s *Server) route(r *http.Request, p *prepared, d *Decision) (bucket.Selection, error) {
+	trace := &decision.Trace{}
+	sel, err := p.resolver.Route(decision.NewContext(r.Context(), trace), &p.facts)
+	s.metrics.observeSelection(p.model.Name, trace, sel, err)
+	d.fromSelection(trace, sel, err)
+	return sel, err
 }
 
 // finish records a finished request: metrics, the recent-decisions ring and one log line.
@@ -66,6 +76,9 @@ func (s *Server) finish(rec *recorder, d *Decision) {
 	case d.Error == "" && rec.errCode != "":
 		d.Error = rec.errCode
 	}
+	// A client chooses the model name and much of an error's text: the decision ring and
+	// the log keep a bounded prefix of each.
+	d.Model, d.Error = clipText(d.Model, maxModelText), clipText(d.Error, maxErrorText)
 	s.metrics.observeRequest(d, rec)
 	s.recent.add(*d)
 	attrs := []any{"model", d.Model, "bucket", d.Bucket, "engines", d.Engines,
@@ -85,6 +98,7 @@ const statusClientClosed = 499
 // ended a stream after its 200.
 type recorder struct {
 	http.ResponseWriter
+	reqID       string
 	start       time.Time
 	status      int
 	firstByte   time.Time
@@ -121,6 +135,7 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 // Decision is one request's routing outcome, as /admin/state lists it.
 type Decision struct {
 	Time         time.Time         `json:"time"`
+	RequestID    string            `json:"request_id,omitempty"`
 	Model        string            `json:"model"`
 	InputTokens  int64             `json:"input_tokens"`
 	ExpectedPeak int64             `json:"expected_peak,omitempty"`
@@ -128,6 +143,7 @@ type Decision struct {
 	Engines      map[string]string `json:"engines,omitempty"`
 	Reasons      map[string]string `json:"reasons,omitempty"`
 	Fallthroughs int               `json:"fallthroughs,omitempty"`
+	Retries      int               `json:"retries,omitempty"`
 	Status       int               `json:"status"`
 	Error        string            `json:"error,omitempty"`
 	DurationMS   float64           `json:"duration_ms"`

@@ -25,7 +25,7 @@ type completionRequest struct {
 // prompt and per choice.
 func (s *Server) prepareCompletion(w http.ResponseWriter, r *http.Request) (*prepared, *httpError) {
 	var req completionRequest
-	body, herr := readBody(w, r, &req)
+	body, herr := s.readRequest(w, r, &req)
 	if herr != nil {
 		return nil, herr
 	}
@@ -254,7 +254,7 @@ func (s *Server) prepareInputs(shape inputShape) preparer {
 // readOptionalModel reads a JSON body into v and returns the model its *model field names,
 // or the only model when the field is absent, as SGLang's single-model endpoints allow.
 func (s *Server) readOptionalModel(w http.ResponseWriter, r *http.Request, v any, model **string) (*served, []byte, *httpError) {
-	body, herr := readBody(w, r, v)
+	body, herr := s.readRequest(w, r, v)
 	if herr != nil {
 		return nil, nil, herr
 	}

@@ -40,6 +40,13 @@ func startFleet(t testing.TB, p *plan.Plan) *fleetCase {
 // startScaledFleet is startFleet with the simulator's time scale; 0 never sleeps.
 func startScaledFleet(t testing.TB, p *plan.Plan, timeScale float64) *fleetCase {
 	t.Helper()
+	return startFleetWith(t, p, timeScale, Options{})
+}
+
+// startFleetWith is startScaledFleet with server options (the transport and logger are
+// the helper's).
+func startFleetWith(t testing.TB, p *plan.Plan, timeScale float64, opts Options) *fleetCase {
+	t.Helper()
 	cfg := sim.DefaultConfig()
 	cfg.TimeScale = timeScale
 	specs, err := sim.SpecsFromPlan(p, cfg)
@@ -65,7 +72,8 @@ func startScaledFleet(t testing.TB, p *plan.Plan, timeScale float64) *fleetCase 
 		}
 	}
 	rec := &recordingTransport{next: http.DefaultTransport.(*http.Transport).Clone()}
-	srv, err := New(p, Options{Transport: rec, Logger: slog.New(slog.DiscardHandler)})
+	opts.Transport, opts.Logger = rec, slog.New(slog.DiscardHandler)
+	srv, err := New(p, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,9 +156,10 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 
 // recordingTransport is the real transport plus a log of the bodies it sent, by host.
 type recordingTransport struct {
-	next http.RoundTripper
-	mu   sync.Mutex
-	sent map[string][][]byte
+	next    http.RoundTripper
+	mu      sync.Mutex
+	sent    map[string][][]byte
+	headers map[string][]http.Header
 }
 
 func (r *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -165,9 +174,19 @@ func (r *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 			r.sent = map[string][][]byte{}
 		}
 		r.sent[req.URL.Host] = append(r.sent[req.URL.Host], b)
+		if r.headers == nil {
+			r.headers = map[string][]http.Header{}
+		}
+		r.headers[req.URL.Host] = append(r.headers[req.URL.Host], req.Header.Clone())
 		r.mu.Unlock()
 	}
 	return r.next.RoundTrip(req)
+}
+
+func (r *recordingTransport) headersTo(engineURL string) []http.Header {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.headers[strings.TrimPrefix(engineURL, "http://")]
 }
 
 func (r *recordingTransport) bodies(engineURL string) [][]byte {

@@ -10,13 +10,21 @@ import (
 
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/decision"
+	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/policy"
 )
 
 // metrics are the router's Prometheus series. They are also the source of the counters
 // in /admin/state, so the two never disagree.
+//
+// Every label value comes from the config (model, bucket, engine, stage, policy) or from a
+// fixed set in the code (status, error codes, admission limits): a value a client chooses,
+// such as an unknown model name, would make a new series per request and grow memory and
+// /metrics without bound. Free-text reasons stay in logs, decisions and explain.
 type metrics struct {
-	reg          *prometheus.Registry
+	reg    *prometheus.Registry
+	models map[string]bool
+	resilienceMetrics
 	requests     *prometheus.CounterVec
 	picks        *prometheus.CounterVec
 	rejections   *prometheus.CounterVec
@@ -26,15 +34,19 @@ type metrics struct {
 	ttft         *prometheus.HistogramVec
 }
 
-func newMetrics() *metrics {
+// unknownModel labels requests for a model the config does not serve.
+const unknownModel = "unknown"
+
+func newMetrics(models []string) *metrics {
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
+		reg:    prometheus.NewRegistry(),
+		models: map[string]bool{},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "router_requests_total", Help: "Chat requests by model, selected bucket (none when selection failed) and HTTP status.",
 		}, []string{"model", "bucket", "status"}),
 		picks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "router_picks_total", Help: "Engines picked by complete selections, by bucket, stage, policy and the policy's reason.",
-		}, []string{"model", "bucket", "stage", "policy", "reason", "engine"}),
+			Name: "router_picks_total", Help: "Engines picked by complete selections, by bucket, stage and policy.",
+		}, []string{"model", "bucket", "stage", "policy", "engine"}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "router_admission_rejections_total", Help: "Admission rejections by engine and the cap that rejected.",
 		}, []string{"engine", "limit"}),
@@ -53,6 +65,10 @@ func newMetrics() *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 		}, []string{"model"}),
 	}
+	for _, name := range models {
+		m.models[name] = true
+	}
+	m.resilienceMetrics = newResilienceMetrics(m.reg)
 	m.reg.MustRegister(m.requests, m.picks, m.rejections, m.fallthroughs, m.streamFails, m.duration, m.ttft,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -73,6 +89,7 @@ func (m *metrics) registerEngines(s *Server) {
 				Name: "router_engine_report_age_seconds", Help: "Age of the engine's last complete load report; -1 when it has none or it is stale.", ConstLabels: labels,
 			}, func() float64 { return s.reportAge(e.ID).Seconds() }),
 		)
+		m.registerBreaker(e.ID, func() *engine.Worker { return s.reg.Get(e.ID) })
 	}
 }
 
@@ -104,7 +121,7 @@ func (m *metrics) observeSelection(model string, t *decision.Trace, sel bucket.S
 	last := t.Attempts[len(t.Attempts)-1]
 	for _, g := range last.Groups {
 		if p, ok := picks(sel)[string(g.Stage)]; ok {
-			m.picks.WithLabelValues(model, last.Bucket, string(g.Stage), string(g.Policy), p.Reason, p.Engine.ID()).Inc()
+			m.picks.WithLabelValues(model, last.Bucket, string(g.Stage), string(g.Policy), p.Engine.ID()).Inc()
 		}
 	}
 }
@@ -114,13 +131,17 @@ func (m *metrics) observeRequest(d *Decision, rec *recorder) {
 	if bucketLabel == "" {
 		bucketLabel = "none"
 	}
-	m.requests.WithLabelValues(d.Model, bucketLabel, statusLabel(d.Status)).Inc()
-	if rec.failureCode != "" {
-		m.streamFails.WithLabelValues(d.Model, bucketLabel, rec.failureCode).Inc()
+	model := d.Model
+	if !m.models[model] {
+		model = unknownModel
 	}
-	m.duration.WithLabelValues(d.Model).Observe(time.Since(rec.start).Seconds())
+	m.requests.WithLabelValues(model, bucketLabel, statusLabel(d.Status)).Inc()
+	if rec.failureCode != "" {
+		m.streamFails.WithLabelValues(model, bucketLabel, rec.failureCode).Inc()
+	}
+	m.duration.WithLabelValues(model).Observe(time.Since(rec.start).Seconds())
 	if d.Status == http.StatusOK && !rec.firstByte.IsZero() {
-		m.ttft.WithLabelValues(d.Model).Observe(rec.firstByte.Sub(rec.start).Seconds())
+		m.ttft.WithLabelValues(model).Observe(rec.firstByte.Sub(rec.start).Seconds())
 	}
 }
 

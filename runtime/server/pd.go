@@ -10,86 +10,187 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/engine"
+	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/strictjson"
 )
 
-// prefillFailure cancels the decode half of a PD request when its prefill half fails.
-type prefillFailure struct {
-	engine string
-	err    error
+// prefillStatus is the prefill half's status, set once: nil once the prefill engine
+// answered 2xx, else its failure.
+type prefillStatus struct {
+	once sync.Once
+	done chan struct{}
+	err  *dispatchError
 }
 
-func (f *prefillFailure) Error() string {
-	return fmt.Sprintf("prefill engine %s failed: %v", f.engine, f.err)
+func newPrefillStatus() *prefillStatus { return &prefillStatus{done: make(chan struct{})} }
+
+// set records the status and reports whether this call was the one that set it.
+func (p *prefillStatus) set(err *dispatchError) (won bool) {
+	p.once.Do(func() { p.err, won = err, true; close(p.done) })
+	return won
 }
 
+// wait returns the prefill's failure once its status is known, or ctx's cause.
+func (p *prefillStatus) wait(ctx context.Context) error {
+	select {
+	case <-p.done:
+		if p.err != nil {
+			return p.err
+		}
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// known returns the prefill's failure if its status is already known.
+func (p *prefillStatus) known() *dispatchError {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+		return nil
+	}
+}
+
+// errDecodeDone cancels a prefill still running when the decode half has ended.
 var errDecodeDone = errors.New("decode finished")
 
 // dispatchPD sends the request to the selected prefill and decode engines at once, as
 // SGLang's PD router does: both get the same body with the prefill engine's bootstrap
 // address and a fresh bootstrap room, and the client gets the decode engine's response.
-// The decode response is held until the prefill engine has answered, so a prefill
-// failure is reported (502 prefill_error) instead of a decode's 200; a prefill that
-// fails later cancels the decode half, which ends the stream with an error event. When
-// the decode half ends, a prefill still running is cancelled. Both engines' in-flight
-// counts are released on every path.
-func (s *Server) dispatchPD(rw *recorder, r *http.Request, p *prepared, sel bucket.Selection) {
+//
+// The decode response is held until the prefill engine's status is known, and no longer
+// than timeouts.prefill_status_ms: a prefill that never answers is a 504, a prefill that
+// fails is its error, and a prefill that fails later cancels the decode half, which ends
+// the stream with an error event. When the decode half ends, a prefill still running is
+// cancelled. Both engines' breakers were acquired by the caller; both in-flight counts
+// are released on every path. The returned failure, when both halves failed, prefers a
+// 4xx rejection (the request is wrong; no retry helps) and then the prefill's failure,
+// which usually caused the decode's.
+func (s *Server) dispatchPD(rec *recorder, r *http.Request, p *prepared, sel bucket.Selection) *dispatchError {
 	pre, dec := sel.Prefill.Engine, sel.Decode.Engine
 	body, err := withBootstrap(p.body, pre, rand.Uint64()&(1<<63-1), p.batch)
 	if err != nil {
-		writeError(rw, http.StatusInternalServerError, bucket.CodeInternal, err.Error())
-		return
+		return &dispatchError{kind: failMalformed, stage: plan.RolePrefill, worker: pre, detail: err.Error()}
 	}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
+	status := newPrefillStatus()
+	deadline := time.AfterFunc(s.timeouts.prefillStatus, func() {
+		e := &dispatchError{kind: failTimeout, stage: plan.RolePrefill, worker: pre, phase: phasePrefillStatus, after: s.timeouts.prefillStatus}
+		if status.set(e) {
+			cancel(e)
+		}
+	})
+	defer deadline.Stop()
 	preGuard := s.table.Acquire(pre)
 	prefillDone := make(chan struct{})
-	answered := make(chan error, 1)
 	go func() {
 		defer close(prefillDone)
 		defer preGuard.Release()
-		if err := s.prefill(ctx, pre, r, body, answered); err != nil && ctx.Err() == nil {
-			cancel(&prefillFailure{engine: pre.ID(), err: err})
-		}
+		s.prefill(ctx, cancel, pre, r, rec.reqID, body, status)
 	}()
-	s.forward(r.WithContext(ctx), body, &dispatch{engine: dec, rec: rw, prefill: answered})
+	decErr := s.forward(rec, r.WithContext(ctx), body, dec, plan.RoleDecode, status)
 	cancel(errDecodeDone)
 	<-prefillDone
+	if decErr == nil {
+		return nil
+	}
+	preErr := status.known()
+	out := decErr
+	if !decErr.rejection() && preErr != nil && (preErr.rejection() || decErr.kind != failClientGone) {
+		out = preErr
+	}
+	cp := *out
+	cp.sent = true // both halves were dispatched: never retried
+	return &cp
 }
 
 // prefill posts body to the prefill engine and drains its answer, which the client never
-// sees; a non-2xx status is a failure. answered receives the outcome as soon as the
-// engine's status is known (the decode response waits for it).
-func (s *Server) prefill(ctx context.Context, w *engine.Worker, in *http.Request, body []byte, answered chan<- error) (err error) {
-	reported := false
-	defer func() {
-		if !reported {
-			answered <- &prefillFailure{engine: w.ID(), err: err}
+// sees; a non-2xx status is a failure. The status is reported as soon as it is known; a
+// failure, then or while the answer drains, cancels the whole PD request with itself as
+// the cause.
+func (s *Server) prefill(ctx context.Context, cancel context.CancelCauseFunc, w *engine.Worker, in *http.Request, reqID string, body payload, status *prefillStatus) {
+	a := &attempt{s: s, w: w, stage: plan.RolePrefill}
+	fail := func(e *dispatchError) {
+		if errors.Is(context.Cause(ctx), errDecodeDone) {
+			a.verdict(&dispatchError{kind: failClientGone}) // the decode half ended first: no verdict
+			return
 		}
-	}()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL()+in.URL.Path, bytes.NewReader(body))
-	if err != nil {
-		return err
+		a.verdict(e)
+		if status.set(e) || status.known() == nil {
+			cancel(e)
+		}
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if auth := in.Header.Get("Authorization"); auth != "" {
-		req.Header.Set("Authorization", auth)
+	// The deadline only cancels; this goroutine alone reports the outcome, reading the
+	// timeout back as the context's cause.
+	total := time.AfterFunc(s.timeouts.total, func() {
+		cancel(&dispatchError{kind: failTimeout, stage: plan.RolePrefill, worker: w, phase: phaseTotal, after: s.timeouts.total})
+	})
+	defer total.Stop()
+	req, err := s.engineRequest(ctx, in, reqID, w, body)
+	if err != nil {
+		fail(&dispatchError{kind: failMalformed, stage: plan.RolePrefill, worker: w, detail: err.Error()})
+		return
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return err
+		e := classify(ctx, in.Context(), err, w, plan.RolePrefill)
+		if e.kind == failTimeout && e.phase == phaseConnect {
+			e.after = s.timeouts.connect
+		}
+		fail(e)
+		return
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("%s: %s", resp.Status, engineMessage(msg))
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		fail(statusFailure(w, plan.RolePrefill, resp.StatusCode, raw))
+		return
 	}
-	reported = true
-	answered <- nil
-	_, err = io.Copy(io.Discard, resp.Body)
-	return err
+	status.set(nil)
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		fail(classify(ctx, in.Context(), err, w, plan.RolePrefill))
+		return
+	}
+	a.verdict(nil)
+}
+
+// engineRequest is the POST of body to engine w on the client's path, with the header
+// set every half of a request gets (the header policy, the request id, forwarding).
+func (s *Server) engineRequest(ctx context.Context, in *http.Request, reqID string, w *engine.Worker, body payload) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.targets[w.ID()].JoinPath(in.URL.Path).String(), body.reader())
+	if err != nil {
+		return nil, err
+	}
+	req.ContentLength, req.GetBody = body.len(), func() (io.ReadCloser, error) { return body.reader(), nil }
+	req.Header = s.headers.outbound(in.Header, reqID)
+	setForwarded(req.Header, in)
+	if _, ok := req.Header["User-Agent"]; !ok {
+		req.Header.Set("User-Agent", "") // as the proxy does: no Go default in its place
+	}
+	return req, nil
+}
+
+// statusFailure is an engine's non-2xx answer raw as a dispatch failure: a rejection
+// (4xx) keeps the engine's own message for the client, anything else only the router's.
+func statusFailure(w *engine.Worker, stage plan.Role, status int, raw []byte) *dispatchError {
+	e := &dispatchError{kind: failStatus, stage: stage, worker: w, status: status, detail: clipText(string(raw), maxErrorText)}
+	if status/100 == 3 {
+		e.kind = failMalformed
+	}
+	if e.rejection() {
+		e.engineMsg, e.detail = clipText(engineMessage(raw), 512), ""
+	}
+	return e
 }
 
 // withoutField returns body, a JSON object, without its top-level key; other fields keep
@@ -120,35 +221,45 @@ func encodeFields(fields map[string]json.RawMessage) ([]byte, error) {
 }
 
 // withBootstrap returns body with bootstrap_host, bootstrap_port and bootstrap_room set
-// for the prefill engine (arrays of batch entries for a batch of prompts), overwriting
-// whatever the client sent. Other fields keep their
-// values; keys come out sorted.
-func withBootstrap(body []byte, pre *engine.Worker, room uint64, batch int) ([]byte, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		return nil, fmt.Errorf("adding bootstrap fields: %w", err)
-	}
+// for the prefill engine, arrays with one entry and one room per prompt for a batch of
+// batch prompts, as SGLang's PD router sends them. When the client sent none of them
+// (bootstrapFree), the fields are appended after the body's last member without copying
+// it; otherwise the body is rebuilt with the client's values overwritten, keys sorted.
+func withBootstrap(body []byte, pre *engine.Worker, room uint64, batch int) (payload, error) {
+	bootstrapFree := !strictjson.TopLevelKey(body, func(k []byte) bool { return bytes.HasPrefix(k, []byte("bootstrap_")) })
 	u, err := url.Parse(pre.URL())
 	if err != nil {
-		return nil, fmt.Errorf("adding bootstrap fields: prefill url: %w", err)
+		return payload{}, fmt.Errorf("adding bootstrap fields: prefill url: %w", err)
 	}
-	host, port := any(u.Hostname()), any(pre.BootstrapPort())
-	rooms := any(room)
+	host, _ := json.Marshal(u.Hostname())
+	hosts, ports, rooms := string(host), strconv.Itoa(pre.BootstrapPort()), strconv.FormatUint(room, 10)
 	if batch > 0 {
-		// A batch gets one bootstrap entry per prompt, each prompt its own room, as
-		// SGLang's PD router sends them.
-		hosts, ports, rs := make([]string, batch), make([]int, batch), make([]uint64, batch)
+		hs, ps, rs := make([]string, batch), make([]string, batch), make([]string, batch)
 		for i := range batch {
-			hosts[i], ports[i], rs[i] = u.Hostname(), pre.BootstrapPort(), (room+uint64(i))&(1<<63-1)
+			hs[i], ps[i], rs[i] = hosts, ports, strconv.FormatUint((room+uint64(i))&(1<<63-1), 10)
 		}
-		host, port, rooms = hosts, ports, rs
+		hosts, ports, rooms = "["+strings.Join(hs, ",")+"]", "["+strings.Join(ps, ",")+"]", "["+strings.Join(rs, ",")+"]"
 	}
-	fields["bootstrap_host"], _ = json.Marshal(host)
-	fields["bootstrap_port"], _ = json.Marshal(port)
-	fields["bootstrap_room"], _ = json.Marshal(rooms)
-	out, err := encodeFields(fields)
+	fields := `"bootstrap_host":` + hosts + `,"bootstrap_port":` + ports + `,"bootstrap_room":` + rooms + "}"
+	if end := bytes.LastIndexByte(body, '}'); bootstrapFree && end >= 0 {
+		sep := ","
+		if bytes.TrimSpace(body[:end])[len(bytes.TrimSpace(body[:end]))-1] == '{' {
+			sep = ""
+		}
+		return payload{head: body[:end], tail: []byte(sep + fields)}, nil
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(body, &all); err != nil {
+		return payload{}, fmt.Errorf("adding bootstrap fields: %w", err)
+	}
+	var extra map[string]json.RawMessage
+	_ = json.Unmarshal([]byte("{"+fields), &extra)
+	for k, v := range extra {
+		all[k] = v
+	}
+	out, err := encodeFields(all)
 	if err != nil {
-		return nil, fmt.Errorf("adding bootstrap fields: %w", err)
+		return payload{}, fmt.Errorf("adding bootstrap fields: %w", err)
 	}
-	return out, nil
+	return payload{head: out}, nil
 }

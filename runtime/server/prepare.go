@@ -3,13 +3,12 @@ package server
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
+	"github.com/routerkit/router/runtime/strictjson"
 	"github.com/routerkit/router/runtime/token"
 )
 
@@ -64,7 +63,7 @@ type preparer func(w http.ResponseWriter, r *http.Request) (*prepared, *httpErro
 // routing keys from the model's configured headers.
 func (s *Server) prepareChat(w http.ResponseWriter, r *http.Request) (*prepared, *httpError) {
 	var req chatRequest
-	body, herr := readBody(w, r, &req)
+	body, herr := s.readRequest(w, r, &req)
 	if herr != nil {
 		return nil, herr
 	}
@@ -111,22 +110,14 @@ func (s *Server) prepared(r *http.Request, m *served, body []byte, ids []uint32,
 	return p, nil
 }
 
-// readBody reads a request body of at most maxBodyBytes and decodes the JSON object into v.
-func readBody(w http.ResponseWriter, r *http.Request, v any) ([]byte, *httpError) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, &httpError{status: http.StatusRequestEntityTooLarge, code: codeBodyTooLarge, msg: fmt.Sprintf("request body exceeds %d bytes", maxBodyBytes)}
-		}
-		return nil, badRequest("reading request body: %v", err)
+// readRequest reads a client's request body (see readBody) and decodes it strictly into v.
+func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, v any) ([]byte, *httpError) {
+	body, herr := s.readBody(w, r)
+	if herr != nil {
+		return nil, herr
 	}
-	if err := json.Unmarshal(body, v); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) && typeErr.Field != "" {
-			return nil, badRequest("%s: expected %s, got JSON %s", typeErr.Field, typeErr.Type, typeErr.Value)
-		}
-		return nil, &httpError{status: http.StatusBadRequest, code: codeInvalidJSON, msg: "request body is not a JSON object: " + err.Error()}
+	if herr := decodeBody(body, v); herr != nil {
+		return nil, herr
 	}
 	return body, nil
 }
@@ -173,8 +164,15 @@ func (sp *sampling) validate(prefix string) *httpError {
 	return nil
 }
 
-// validateMessages is token.CheckMessages as a 400.
+// validateMessages checks the messages' keys strictly, as the rest of the body (the
+// template reads them by exact name, like the engine), then token.CheckMessages, as a 400.
 func validateMessages(raw json.RawMessage) *httpError {
+	var keyErr *strictjson.KeyError
+	var msgs []token.Message
+	if err := strictjson.Unmarshal(raw, &msgs); errors.As(err, &keyErr) {
+		keyErr.Path = "messages" + keyErr.Path
+		return badRequest("%v", keyErr)
+	}
 	if err := token.CheckMessages(raw); err != nil {
 		return badRequest("%v", err)
 	}

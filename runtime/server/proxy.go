@@ -1,140 +1,191 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
-	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/routerkit/router/runtime/engine"
+	"github.com/routerkit/router/runtime/plan"
 )
 
-// dispatch is one request's trip to one engine, carried in the outgoing request's
-// context so the proxy's hooks know the engine, where to record a failure, and, for the
-// decode half of a PD request, when the prefill half has answered.
-type dispatch struct {
-	engine *engine.Worker
-	rec    *recorder
-	// prefill, for a decode dispatch, delivers the prefill's status: nil once the prefill
-	// engine answered 2xx, else its failure. The decode response waits for it.
-	prefill <-chan error
+// maxResponseBytes caps a non-streamed engine answer, which the router reads whole
+// before answering (so a cut or malformed answer is a 502, never a truncated 200).
+const maxResponseBytes = 64 << 20
+
+// payload is a request body sent to engines without copying the client's bytes: the
+// body itself, or for PD the body's head and a tail with the bootstrap fields.
+type payload struct {
+	head, tail []byte
 }
 
-type dispatchKey struct{}
+func (p payload) len() int64 { return int64(len(p.head) + len(p.tail)) }
 
-func dispatchOf(ctx context.Context) *dispatch { return ctx.Value(dispatchKey{}).(*dispatch) }
-
-// newProxy returns the reverse proxy that carries a dispatched request to the engine in
-// its context. Responses flush immediately so streamed tokens reach the client as the
-// engine produces them; the client's context cancels the upstream request.
-func (s *Server) newProxy() *httputil.ReverseProxy {
-	targets := map[string]*url.URL{}
-	for _, e := range s.plan.Engines {
-		u, err := url.Parse(e.URL)
-		if err != nil {
-			panic(fmt.Sprintf("internal error: compiled engine url %q: %v", e.URL, err))
-		}
-		targets[e.ID] = u
+func (p payload) reader() io.ReadCloser {
+	if p.tail == nil {
+		return io.NopCloser(bytes.NewReader(p.head))
 	}
-	return &httputil.ReverseProxy{
+	return io.NopCloser(io.MultiReader(bytes.NewReader(p.head), bytes.NewReader(p.tail)))
+}
+
+// attempt is one dispatch to one engine, passed explicitly to the proxy's hooks.
+type attempt struct {
+	s      *Server
+	w      *engine.Worker
+	stage  plan.Role
+	rec    *recorder
+	client context.Context // the client's request context
+	ctx    context.Context
+	dl     *deadlines
+	// prefill, for the decode half of a PD request, is where the prefill's status
+	// arrives; the decode response waits for it.
+	prefill *prefillStatus
+	err     *dispatchError
+	judged  bool
+}
+
+// verdict reports the dispatch's outcome to the engine's breaker, once. A failure of
+// another engine (the PD prefill half cancelling this decode) is no verdict on this one.
+func (a *attempt) verdict(err *dispatchError) {
+	b := a.w.Breaker()
+	if err != nil && err.worker != a.w {
+		err = &dispatchError{kind: failClientGone}
+	}
+	if b == nil || a.judged {
+		if b != nil && err != nil && err.breakerFailure() {
+			b.Failure() // a stream failing after a good start still counts
+		}
+		return
+	}
+	a.judged = true
+	switch {
+	case err == nil:
+		b.Success()
+	case err.breakerFailure():
+		b.Failure()
+	default:
+		b.Abandon()
+	}
+}
+
+// forward dispatches body to w, whose breaker the caller has acquired, and copies the
+// response to the client. It returns the failure when nothing usable reached the client;
+// a stream that fails after its start ends with an error event and returns nil. The
+// engine's in-flight count covers exactly the time the request is with it.
+func (s *Server) forward(rec *recorder, r *http.Request, body payload, w *engine.Worker, stage plan.Role, pf *prefillStatus) *dispatchError {
+	guard := s.table.Acquire(w)
+	defer guard.Release()
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	stopShutdown := context.AfterFunc(s.hardStop, func() {
+		cancel(&dispatchError{kind: failShutdown, stage: stage, worker: w})
+	})
+	defer stopShutdown()
+	a := &attempt{s: s, w: w, stage: stage, rec: rec, client: r.Context(), ctx: ctx, prefill: pf}
+	a.dl = s.startDeadlines(ctx, cancel, w, stage, pf)
+	defer a.dl.stop()
+
+	out := r.WithContext(ctx)
+	out.Body, out.ContentLength = body.reader(), body.len()
+	out.GetBody = func() (io.ReadCloser, error) { return body.reader(), nil }
+	out.Header = s.headers.outbound(r.Header, rec.reqID)
+	out.Header.Set("Content-Length", strconv.FormatInt(body.len(), 10))
+	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(targets[dispatchOf(pr.In.Context()).engine.ID()])
+			pr.SetURL(s.targets[w.ID()])
 			pr.SetXForwarded()
 		},
 		Transport:      s.client.Transport,
 		FlushInterval:  -1,
-		ModifyResponse: modifyResponse,
-		ErrorHandler:   s.proxyError,
-		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-	}
-}
-
-// forward dispatches body to d's engine and copies the response to the client. The
-// engine's in-flight count covers exactly the time the request is with it.
-func (s *Server) forward(r *http.Request, body []byte, d *dispatch) {
-	guard := s.table.Acquire(d.engine)
-	defer guard.Release()
-	out := r.WithContext(context.WithValue(r.Context(), dispatchKey{}, d))
-	out.Body = io.NopCloser(bytes.NewReader(body))
-	out.ContentLength = int64(len(body))
-	out.Header = r.Header.Clone()
-	out.Header.Set("Content-Length", strconv.Itoa(len(body)))
-	out.Header.Set("Content-Type", "application/json")
-	// The body is already read: a 100 Continue from the engine would only reach the client
-	// as a stray interim response.
-	out.Header.Del("Expect")
-	s.proxy.ServeHTTP(d.rec, out)
-}
-
-// proxyError answers a dispatch that failed before the engine's response started: 502
-// naming the engine, or the prefill failure that cancelled a decode. A client that went
-// away gets nothing.
-func (s *Server) proxyError(rw http.ResponseWriter, r *http.Request, err error) {
-	var pf *prefillFailure
-	w := dispatchOf(r.Context()).engine
-	switch cause := context.Cause(r.Context()); {
-	case errors.As(err, &pf), errors.As(cause, &pf):
-		writeError(rw, http.StatusBadGateway, codePrefillError, pf.Error())
-	case r.Context().Err() != nil:
-		// The client is gone; nobody reads an answer.
-	default:
-		writeError(rw, http.StatusBadGateway, codeEngineError, fmt.Sprintf("engine %s (%s) failed: %v", w.ID(), w.URL(), err))
-	}
-}
-
-// modifyResponse runs when an engine's response headers arrive, before anything reaches
-// the client. A decode response first waits for its prefill's status, so a failed
-// prefill is answered as an error rather than after a decode's 200. An engine's error
-// answer becomes an OpenAI-shaped error, and an event stream is guarded against a cut.
-func modifyResponse(resp *http.Response) error {
-	ctx := resp.Request.Context()
-	d := dispatchOf(ctx)
-	if d.prefill != nil {
-		select {
-		case err := <-d.prefill:
-			if err != nil {
-				return err
+		ModifyResponse: a.modifyResponse,
+		ErrorHandler: func(_ http.ResponseWriter, _ *http.Request, err error) {
+			a.err = classify(ctx, a.client, err, w, stage)
+			if a.err.kind == failTimeout && a.err.phase == phaseConnect {
+				a.err.after = s.timeouts.connect
 			}
-		case <-ctx.Done():
-			return context.Cause(ctx)
+		},
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	proxy.ServeHTTP(rec, out)
+	a.verdict(a.err)
+	return a.err
+}
+
+// modifyResponse runs when the engine's response headers arrive, before anything
+// reaches the client. A decode response first waits for its prefill's status. An error
+// status, a redirect or a non-streamed body that is cut or not JSON becomes a
+// dispatchError (answered by the caller); engine headers the client should not see are
+// dropped; a stream is guarded against a cut and an idle engine.
+func (a *attempt) modifyResponse(resp *http.Response) error {
+	a.dl.gotHeaders()
+	if a.prefill != nil {
+		if err := a.prefill.wait(a.ctx); err != nil {
+			resp.Body.Close()
+			return err
 		}
 	}
-	if resp.StatusCode >= 400 {
-		return rewriteEngineError(resp, d.engine)
+	a.dl.headers()
+	resp.Body = &idleReader{ReadCloser: resp.Body, d: a.dl}
+	fail := func(kind failKind, detail string) error {
+		resp.Body.Close()
+		return &dispatchError{kind: kind, stage: a.stage, worker: a.w, status: resp.StatusCode, detail: detail}
 	}
+	switch code := resp.StatusCode; {
+	case code >= 400:
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		err := fail(failStatus, clipText(string(raw), maxErrorText)).(*dispatchError)
+		if err.rejection() {
+			err.engineMsg, err.detail = clipText(engineMessage(raw), 512), ""
+		}
+		return err
+	case code >= 300 || code < 200:
+		return fail(failMalformed, "engine answered "+resp.Status+" "+resp.Header.Get("Location"))
+	}
+	filterResponseHeaders(resp.Header)
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		resp.Body = &streamGuard{ReadCloser: resp.Body, ctx: ctx, d: d}
+		// The client's 200 goes out with the stream's first byte, so an engine that
+		// answers garbage is a 502 rather than a stream no client can parse.
+		br := bufio.NewReader(resp.Body)
+		first, err := br.Peek(1)
+		switch {
+		case err != nil && err != io.EOF:
+			resp.Body.Close()
+			return classify(a.ctx, a.client, err, a.w, a.stage)
+		case len(first) == 1 && !strings.ContainsRune("deir:\r\n", rune(first[0])):
+			return fail(failMalformed, "event stream starts with "+strconv.Quote(string(first)))
+		}
+		a.verdict(nil)
+		resp.Body = &streamGuard{ReadCloser: readCloser{br, resp.Body}, a: a}
+		return nil
 	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	resp.Body.Close()
+	switch {
+	case err != nil:
+		return classify(a.ctx, a.client, err, a.w, a.stage)
+	case len(body) > maxResponseBytes:
+		return fail(failMalformed, "answer over "+strconv.Itoa(maxResponseBytes)+" bytes")
+	case strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") && !json.Valid(body):
+		return fail(failMalformed, "answer is not JSON: "+clipText(string(body), 200))
+	}
+	a.verdict(nil)
+	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	resp.Header.Del("Content-Encoding")
+	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
 	return nil
 }
 
-// rewriteEngineError turns an engine's error answer into the router's error shape: a
-// 5xx becomes 502 engine_error (the engine failed after dispatch), a 4xx keeps its status
-// as engine_rejected. The engine's own message is kept in the text.
-func rewriteEngineError(resp *http.Response, w *engine.Worker) error {
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-	status, code := resp.StatusCode, codeEngineRejected
-	if status >= 500 {
-		status, code = http.StatusBadGateway, codeEngineError
-	}
-	msg := fmt.Sprintf("engine %s answered %s: %s", w.ID(), resp.Status, engineMessage(raw))
-	body, _ := json.Marshal(errorBody(status, code, msg))
-	resp.StatusCode, resp.Status = status, fmt.Sprintf("%d %s", status, http.StatusText(status))
-	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-	resp.Header.Del("Content-Encoding")
-	resp.Header.Set("Content-Type", "application/json")
-	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
-	resp.Header.Set("X-Router-Error-Code", code)
-	return nil
+// readCloser reads through a buffer and closes the underlying body.
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // engineMessage extracts the message of an OpenAI-shaped or SGLang-shaped error body, or
@@ -158,12 +209,11 @@ func engineMessage(raw []byte) string {
 }
 
 // streamGuard ends a client's event stream with an OpenAI-shaped error event when the
-// engine fails mid-stream (or the PD prefill half fails), instead of a silent cut, and
-// records the failure for the request's log line and metrics.
+// engine fails mid-stream, a deadline passes, the PD prefill half fails or shutdown
+// cuts it, instead of a silent cut, and records the failure for the log and metrics.
 type streamGuard struct {
 	io.ReadCloser
-	ctx     context.Context
-	d       *dispatch
+	a       *attempt
 	pending []byte
 	failed  bool
 }
@@ -178,21 +228,18 @@ func (g *streamGuard) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	n, err := g.ReadCloser.Read(p)
-	if err == nil || errors.Is(err, io.EOF) {
+	if err == nil || err == io.EOF {
 		return n, err
 	}
-	var pf *prefillFailure
-	msg, code := "", codeEngineError
-	switch cause := context.Cause(g.ctx); {
-	case errors.As(cause, &pf):
-		msg, code = pf.Error(), codePrefillError
-	case g.ctx.Err() != nil:
-		return n, err // the client is gone
-	default:
-		msg = fmt.Sprintf("engine %s stream failed: %v", g.d.engine.ID(), err)
+	de := classify(g.a.ctx, g.a.client, err, g.a.w, g.a.stage)
+	if de.kind == failClientGone {
+		return n, err
 	}
-	g.d.rec.streamFailure(code, msg)
-	event, _ := json.Marshal(errorBody(http.StatusBadGateway, code, msg))
+	g.a.verdict(de)
+	g.a.s.metrics.observeFailure(de)
+	_, code, msg := failureResponse(de)
+	g.a.rec.streamFailure(code, de.Error())
+	event, _ := json.Marshal(errorBody(http.StatusBadGateway, code, msg+" (request id "+g.a.rec.reqID+")"))
 	g.pending = append(append([]byte("\n\ndata: "), event...), "\n\n"...)
 	g.failed = true
 	return n, nil

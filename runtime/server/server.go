@@ -12,7 +12,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"net/http/httputil"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -40,6 +40,8 @@ type Options struct {
 	Rand policy.Rand
 	// RecentDecisions is how many decisions /admin/state keeps (default 64).
 	RecentDecisions int
+	// Clock is the circuit breakers' time source; nil means time.Now.
+	Clock func() time.Time
 }
 
 // served is a model the router serves with its resolver and tokenizer.
@@ -62,11 +64,25 @@ type Server struct {
 	deps      policy.Deps
 	metrics   *metrics
 	recent    *recent
-	proxy     *httputil.ReverseProxy
 	client    *http.Client
 	log       *slog.Logger
 	started   time.Time
 	draining  atomic.Bool
+
+	timeouts timeouts
+	headers  headerPolicy
+	targets  map[string]*url.URL
+	// kvTransfer holds the prefill engines that speak vLLM's kv_transfer_params PD
+	// protocol rather than SGLang's bootstrap protocol.
+	kvTransfer  map[string]bool
+	maxAttempts int
+	// active caps concurrent chat requests (limits.max_concurrent_requests) and lets
+	// shutdown wait for their final words.
+	active *activeSet
+	// hardStop is cancelled when the shutdown grace period runs out: every dispatch
+	// still running ends, a stream with an error event.
+	hardStop context.Context
+	stopHard context.CancelFunc
 }
 
 // New builds a router from a compiled plan.
@@ -74,10 +90,9 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	tos := timeoutsOf(p.Timeouts)
 	if opts.Transport == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConns, t.MaxIdleConnsPerHost = 1024, 256
-		opts.Transport = t
+		opts.Transport = newTransport(tos)
 	}
 	if opts.RecentDecisions <= 0 {
 		opts.RecentDecisions = 64
@@ -89,10 +104,29 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 	s := &Server{
 		plan: p, reg: reg, table: load.NewTable(p.Engines, nil),
 		models: map[string]*served{}, log: opts.Logger,
-		client:  &http.Client{Transport: opts.Transport},
-		recent:  newRecent(opts.RecentDecisions),
-		metrics: newMetrics(),
-		started: time.Now(),
+		// An engine's redirect is an answer to report, never to follow.
+		client: &http.Client{Transport: opts.Transport, CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		}},
+		recent:      newRecent(opts.RecentDecisions),
+		metrics:     newMetrics(planModels(p)),
+		started:     time.Now(),
+		timeouts:    tos,
+		headers:     newHeaderPolicy(p.Headers),
+		targets:     map[string]*url.URL{},
+		kvTransfer:  map[string]bool{},
+		maxAttempts: max(p.Retries.MaxAttempts, 1),
+		active:      newActiveSet(p.Limits.MaxConcurrentRequests),
+	}
+	s.hardStop, s.stopHard = context.WithCancel(context.Background())
+	for _, e := range p.Engines {
+		u, err := url.Parse(e.URL)
+		if err != nil {
+			return nil, fmt.Errorf("engine %s: url: %w", e.ID, err)
+		}
+		s.targets[e.ID] = u
+		s.kvTransfer[e.ID] = e.Role == plan.RolePrefill && e.PDProtocol == plan.PDKVTransferParams
+		reg.Get(e.ID).SetBreaker(newBreaker(p.Breaker, opts.Clock))
 	}
 	deps, err := policy.NewDeps(p, s.table, opts.Rand, nil)
 	if err != nil {
@@ -115,7 +149,6 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 	}
 	s.modelList = strings.Join(names, ", ")
 	s.monitor = monitor.New(p, reg, s.table, s.client, s.log)
-	s.proxy = s.newProxy()
 	s.metrics.registerEngines(s)
 	s.metrics.reg.MustRegister(s.deps.Affinity) // the binding store's health
 	s.deps.Affinity.SetLogger(s.log)
@@ -124,6 +157,14 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		s.metrics.reg.MustRegister(s.deps.KV)
 	}
 	return s, nil
+}
+
+func planModels(p *plan.Plan) []string {
+	names := make([]string, len(p.Models))
+	for i, m := range p.Models {
+		names[i] = m.Name
+	}
+	return names
 }
 
 // Handler returns the router's HTTP routes.
@@ -181,7 +222,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(newLimitListener(ln, s.plan.Limits.MaxConnections)) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serving: %w", err)
@@ -190,9 +231,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.draining.Store(true)
 	grace := time.Duration(s.plan.ShutdownGraceSecs) * time.Second
 	s.log.Info("shutting down: draining in-flight requests", "grace", grace)
-	shutCtx, cancel := context.WithTimeout(context.Background(), grace)
+	// The last part of the grace period is kept for cutting what is still running
+	// cleanly: streams end with an error event and other requests with a 503, instead
+	// of a dropped connection.
+	final := min(grace/10, 2*time.Second)
+	shutCtx, cancel := context.WithTimeout(context.Background(), grace-final)
 	defer cancel()
 	if err := srv.Shutdown(shutCtx); err != nil {
+		s.stopHard()
+		s.active.waitIdle(final)
 		_ = srv.Close()
 		return fmt.Errorf("draining: %w", err)
 	}

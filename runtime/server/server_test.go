@@ -178,7 +178,7 @@ func TestPrefillFailureIsAnErrorNotADecode200(t *testing.T) {
 	_ = fc.fleet.Engine("P1").SetFaults(sim.Faults{FailStatus: 500})
 	for _, stream := range []string{"false", "true"} {
 		status, code, body := fc.post(t, chat("pd", "prefill will fail", `, "max_tokens": 4, "stream": `+stream))
-		if status != http.StatusBadGateway || code != codePrefillError || !strings.Contains(body, "prefill engine P1 failed") {
+		if status != http.StatusBadGateway || code != codePrefillError || !strings.Contains(body, "prefill engine P1 answered 500") {
 			t.Errorf("stream %s: got %d %s: %s", stream, status, code, body)
 		}
 	}
@@ -197,7 +197,7 @@ func TestStreamFailureIsRecorded(t *testing.T) {
 	_ = fc.fleet.Engine("E1").SetFaults(sim.Faults{CutStream: true, CutAfterTokens: 1})
 	fc.post(t, chat("m", "cut me", `, "stream": true, "max_tokens": 10`))
 	d := fc.state(t).Decisions[0]
-	if d.Status != 200 || !strings.Contains(d.Error, "engine E1 stream failed") {
+	if d.Status != 200 || !strings.Contains(d.Error, "engine E1: connection failed") {
 		t.Errorf("decision: %+v", d)
 	}
 	resp, err := http.Get(fc.url + "/metrics")

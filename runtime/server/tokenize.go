@@ -141,7 +141,7 @@ func decodeIDs(tok token.Tokenizer, ids []int64) (string, *httpError) {
 
 // readModelRequest reads a JSON body into v and returns the model its *model field names.
 func (s *Server) readModelRequest(w http.ResponseWriter, r *http.Request, v any, model *string) (*served, *httpError) {
-	if _, herr := readBody(w, r, v); herr != nil {
+	if _, herr := s.readRequest(w, r, v); herr != nil {
 		return nil, herr
 	}
 	return s.modelNamed(*model)

@@ -219,6 +219,8 @@ func (e *Engine) requestFaults(w http.ResponseWriter, r *http.Request) (fs *faul
 	case fs.Hang:
 		e.hang(r.Context())
 		return fs, true
+	case !e.delayFirstByte(r.Context(), fs.Faults):
+		return fs, true
 	case fs.failNow():
 		writeError(w, fs.FailStatus, "Simulated failure.")
 		return fs, true
@@ -248,6 +250,10 @@ func (e *Engine) generate(w http.ResponseWriter, r *http.Request, decode func(ht
 	}
 	if bad != nil {
 		writeError(w, bad.status, bad.msg)
+		return
+	}
+	if fs.GarbageBody {
+		writeGarbage(w, req.Stream)
 		return
 	}
 	var j *job

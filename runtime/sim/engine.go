@@ -71,7 +71,8 @@ type Engine struct {
 	rooms   *rooms
 	started time.Time
 	// closing is closed when the engine shuts down, releasing handlers that wait.
-	closing chan struct{}
+	closing   chan struct{}
+	closeOnce sync.Once // Kill and Fleet.Close may both close the engine
 
 	faultsMu sync.Mutex // serialises SetFaults
 	faults   atomic.Pointer[faultState]
@@ -218,6 +219,11 @@ func (e *Engine) start(ctx context.Context, wg *sync.WaitGroup) {
 // close stops serving: handlers that wait are released at once, the rest get a short
 // grace period to finish.
 func (e *Engine) close() error {
+	first := false
+	e.closeOnce.Do(func() { first = true })
+	if !first {
+		return nil
+	}
 	close(e.closing)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

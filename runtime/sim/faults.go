@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,6 +38,12 @@ type Faults struct {
 	// DropKVEvents loses KV-event batches on the wire: they are numbered and kept for the
 	// replay socket, but not sent, so a subscriber sees a sequence gap.
 	DropKVEvents bool `json:"drop_kv_events,omitempty"`
+	// FirstByteDelayMS holds chat completions this long (wall clock) before any byte of
+	// the answer, headers included.
+	FirstByteDelayMS int `json:"first_byte_delay_ms,omitempty"`
+	// GarbageBody answers chat completions 200 with a body that is neither JSON nor an
+	// event stream, under the content type the request asked for.
+	GarbageBody bool `json:"garbage_body,omitempty"`
 }
 
 // Validate reports a fault setting that cannot be simulated.
@@ -47,8 +54,8 @@ func (f Faults) Validate() error {
 	if f.FailRate < 0 || f.FailRate > 1 {
 		return fmt.Errorf("fail_rate must be between 0 and 1, got %v", f.FailRate)
 	}
-	if f.CutAfterTokens < 0 || f.Slowdown < 0 {
-		return errors.New("cut_after_tokens and slowdown must not be negative")
+	if f.CutAfterTokens < 0 || f.Slowdown < 0 || f.FirstByteDelayMS < 0 {
+		return errors.New("cut_after_tokens, slowdown and first_byte_delay_ms must not be negative")
 	}
 	return nil
 }
@@ -57,6 +64,38 @@ func (f Faults) Validate() error {
 func (f Faults) failNow() bool {
 	return f.FailStatus != 0 && (f.FailRate == 0 || rand.Float64() < f.FailRate)
 }
+
+// delayFirstByte waits out FirstByteDelayMS, or until the client or the engine gives up;
+// it reports whether to go on.
+func (e *Engine) delayFirstByte(ctx context.Context, f Faults) bool {
+	if f.FirstByteDelayMS <= 0 {
+		return true
+	}
+	t := time.NewTimer(time.Duration(f.FirstByteDelayMS) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+	case <-e.closing:
+	}
+	return false
+}
+
+// writeGarbage answers 200 with bytes no client can parse.
+func writeGarbage(w http.ResponseWriter, stream bool) {
+	if stream {
+		w.Header().Set("Content-Type", "text/event-stream")
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte("\x00<html>garbage{\"choices\": [\n"))
+}
+
+// Kill stops the engine as a crash would look to a client: its listener closes and
+// connections in progress are dropped.
+func (e *Engine) Kill() error { return e.close() }
 
 // faultState is what an engine reads per request: the faults and, while StaleLoad is on,
 // the frozen load report.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3"
+
+	"github.com/routerkit/router/runtime/plan"
 )
 
 // setFaults replaces an engine's faults through the admin endpoint, as an operator would.
@@ -165,4 +168,36 @@ func metricsText(t *testing.T, e *Engine) string {
 	t.Helper()
 	_, body := do(t, http.MethodGet, e.URL()+"/metrics", "")
 	return body
+}
+
+func TestGarbageBodyFirstByteDelayAndKill(t *testing.T) {
+	f, err := Start(t.Context(), []EngineSpec{{ID: "E1", Model: "m", Role: plan.RolePlain, Config: DefaultConfig()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	e := f.Engine("E1")
+	if err := e.SetFaults(Faults{GarbageBody: true, FirstByteDelayMS: 30}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	resp, err := http.Post(e.URL()+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"x"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || json.Valid(body) || time.Since(start) < 30*time.Millisecond {
+		t.Errorf("garbage: %d %q after %v", resp.StatusCode, body, time.Since(start))
+	}
+	if err := (Faults{FirstByteDelayMS: -1}).Validate(); err == nil {
+		t.Error("a negative delay validated")
+	}
+	if err := e.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := http.Get(e.URL() + "/health"); err == nil {
+		t.Error("a killed engine still answers")
+	}
 }

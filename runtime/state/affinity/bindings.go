@@ -22,7 +22,7 @@ var (
 
 // put binds k to engineID unconditionally and refreshes it. Shared uses it to keep its
 // local copy of what the store answered, which is what it routes with while the store is
-// down.
+// down. The copy is capped like any store (SetMaxKeys).
 func (s *Store) put(k Key, engineID string) {
 	sh := s.shardOf(k)
 	now := s.clock().UnixNano()
@@ -31,6 +31,9 @@ func (s *Store) put(k Key, engineID string) {
 	if b := sh.m[k]; b != nil && b.engine == engineID {
 		b.lastUsed.Store(now)
 		return
+	}
+	if sh.m[k] == nil && s.shardCap > 0 && len(sh.m) >= s.shardCap {
+		s.evict(sh, now)
 	}
 	nb := &binding{engine: engineID}
 	nb.lastUsed.Store(now)

@@ -40,7 +40,9 @@ type Store struct {
 	idle  time.Duration
 	clock func() time.Time
 	seed  maphash.Seed
-	shard [shards]shard
+	// shardCap bounds each shard's bindings (0: unbounded); see evict.
+	shardCap int
+	shard    [shards]shard
 }
 
 type shard struct {
@@ -137,6 +139,9 @@ func (s *Store) CompareAndBind(k Key, old, engineID string) (current string, bou
 	}
 	if cur != old {
 		return cur, false
+	}
+	if b == nil && s.shardCap > 0 && len(sh.m) >= s.shardCap {
+		s.evict(sh, now)
 	}
 	nb := &binding{engine: engineID}
 	nb.lastUsed.Store(now)

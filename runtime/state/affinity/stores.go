@@ -47,6 +47,10 @@ func FromPlan(p *plan.Plan, clock func() time.Time) *Stores {
 			sessionEvery: secs(m.SessionEvictionIntervalSecs),
 			stickyEvery:  secs(m.StickyEvictionIntervalSecs),
 		}
+		// The cap bounds the local copies too: a shared store bounds its keys by expiry
+		// and its own maxmemory, but what a replica keeps is its memory.
+		ms.sessionLocal.SetMaxKeys(p.State.AffinityMaxKeys)
+		ms.stickyLocal.SetMaxKeys(p.State.AffinityMaxKeys)
 		ms.session, ms.sticky = ms.sessionLocal, ms.stickyLocal
 		if s.remote != nil {
 			ms.session = NewShared(s.remote, ms.sessionLocal, "session")

@@ -1,0 +1,121 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/routerkit/router/runtime/plan"
+)
+
+// neverForwarded are client headers no engine gets, whatever the config: hop-by-hop
+// headers (RFC 9110 §7.6.1), credentials meant for the router's own origin (Cookie), and
+// headers the router sets itself for the body it sends.
+var neverForwarded = []string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
+	"Cookie", "Host", "Content-Length", "Content-Type", "Content-Encoding", "Expect",
+	// The router reads non-streamed answers to check them: the transport asks for and
+	// undoes compression itself when the client's preference is not passed on.
+	"Accept-Encoding",
+	"X-Request-Id", "Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto",
+}
+
+// headerPolicy is the one rule for the client headers both PD halves and plain engines
+// get: everything but neverForwarded, the headers named by Connection and the config's
+// deny list; or, when the config has an allow list, only those.
+type headerPolicy struct {
+	allow map[string]bool // nil: all but denied
+	deny  map[string]bool
+}
+
+func newHeaderPolicy(p plan.HeaderPolicy) headerPolicy {
+	hp := headerPolicy{deny: map[string]bool{}}
+	for _, h := range neverForwarded {
+		hp.deny[h] = true
+	}
+	for _, h := range p.Deny {
+		hp.deny[http.CanonicalHeaderKey(h)] = true
+	}
+	if len(p.Allow) > 0 {
+		hp.allow = map[string]bool{}
+		for _, h := range p.Allow {
+			hp.allow[http.CanonicalHeaderKey(h)] = true
+		}
+	}
+	return hp
+}
+
+// outbound returns the headers an engine gets for a client request with id reqID.
+func (hp headerPolicy) outbound(in http.Header, reqID string) http.Header {
+	out := make(http.Header, len(in)+3)
+	named := map[string]bool{}
+	for _, v := range in["Connection"] {
+		for _, f := range strings.Split(v, ",") {
+			named[http.CanonicalHeaderKey(strings.TrimSpace(f))] = true
+		}
+	}
+	for k, v := range in {
+		if hp.deny[k] || named[k] || (hp.allow != nil && !hp.allow[k]) {
+			continue
+		}
+		out[k] = v
+	}
+	out.Set("Content-Type", "application/json")
+	out.Set("X-Request-Id", reqID)
+	return out
+}
+
+// setForwarded adds the X-Forwarded-For, -Host and -Proto headers for in, as
+// httputil.ProxyRequest.SetXForwarded does for the proxied half, so both PD halves see
+// the same request.
+func setForwarded(h http.Header, in *http.Request) {
+	if ip, _, err := net.SplitHostPort(in.RemoteAddr); err == nil {
+		h.Set("X-Forwarded-For", ip)
+	}
+	h.Set("X-Forwarded-Host", in.Host)
+	proto := "http"
+	if in.TLS != nil {
+		proto = "https"
+	}
+	h.Set("X-Forwarded-Proto", proto)
+}
+
+// clientResponseHeaders are the engine response headers a client gets. Anything else
+// (Set-Cookie, Server, Location, engine-internal headers) stays with the router: a
+// client talks to the router, not to the engine behind it.
+var clientResponseHeaders = map[string]bool{
+	"Content-Type": true, "Content-Length": true, "Content-Encoding": true,
+	"Cache-Control": true, "X-Accel-Buffering": true, "Retry-After": true,
+}
+
+func filterResponseHeaders(h http.Header) {
+	for k := range h {
+		if !clientResponseHeaders[k] {
+			delete(h, k)
+		}
+	}
+}
+
+// requestID returns the client's X-Request-Id when it is a short token, else a new
+// random id: it names the request in the router's logs and in every error answer.
+func requestID(r *http.Request) string {
+	if id := r.Header.Get("X-Request-Id"); len(id) > 0 && len(id) <= 64 && isToken(id) {
+		return id
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func isToken(s string) bool {
+	for _, c := range []byte(s) {
+		ok := c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '_' || c == '.' || c == ':'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}

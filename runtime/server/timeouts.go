@@ -1,0 +1,133 @@
+package server
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/routerkit/router/runtime/engine"
+	"github.com/routerkit/router/runtime/plan"
+)
+
+// timeouts are the plan's dispatch deadlines as durations, defaults filled in for a
+// plan built without the compiler.
+type timeouts struct {
+	connect, firstByte, streamIdle, total, prefillStatus, bodyRead time.Duration
+}
+
+func timeoutsOf(t plan.Timeouts) timeouts {
+	ms := func(v, def int) time.Duration {
+		if v <= 0 {
+			v = def
+		}
+		return time.Duration(v) * time.Millisecond
+	}
+	return timeouts{
+		connect:       ms(t.ConnectMS, 5000),
+		firstByte:     ms(t.FirstByteMS, 300_000),
+		streamIdle:    ms(t.StreamIdleMS, 60_000),
+		total:         ms(t.TotalMS, 1_800_000),
+		prefillStatus: ms(t.PrefillStatusMS, 30_000),
+		bodyRead:      ms(t.BodyReadMS, 30_000),
+	}
+}
+
+// newTransport is the production transport: pooled for a router (many idle connections
+// per engine), with the configured connect timeout.
+func newTransport(t timeouts) *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 256
+	tr.DialContext = (&net.Dialer{Timeout: t.connect, KeepAlive: 30 * time.Second}).DialContext
+	return tr
+}
+
+// deadlines run one dispatch's timers. Each cancels the dispatch context with a
+// timeout dispatchError as its cause, so every reader of the context (the transport, the
+// proxy's error handler, the stream guard) sees which deadline passed.
+type deadlines struct {
+	mu        sync.Mutex
+	started   bool // the response headers arrived
+	cancel    context.CancelCauseFunc
+	w         *engine.Worker
+	stage     plan.Role
+	firstByte *time.Timer
+	total     *time.Timer
+	idle      *time.Timer
+	idleFor   time.Duration
+}
+
+// startDeadlines starts a dispatch's timers. A PD decode half (pf set) waits for the KV
+// hand-over from its prefill before it can answer, so its first-byte deadline starts
+// once the prefill's status is known; until then timeouts.prefill_status_ms bounds it.
+func (s *Server) startDeadlines(ctx context.Context, cancel context.CancelCauseFunc, w *engine.Worker, stage plan.Role, pf *prefillStatus) *deadlines {
+	d := &deadlines{cancel: cancel, w: w, stage: stage, idleFor: s.timeouts.streamIdle}
+	first := s.timeouts.firstByte
+	d.firstByte = time.AfterFunc(first, d.fire(phaseFirstByte, first))
+	if pf != nil {
+		d.firstByte.Stop()
+		go func() {
+			select {
+			case <-pf.done:
+				d.mu.Lock()
+				if !d.started {
+					d.firstByte.Reset(first)
+				}
+				d.mu.Unlock()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	d.total = time.AfterFunc(s.timeouts.total, d.fire(phaseTotal, s.timeouts.total))
+	return d
+}
+
+func (d *deadlines) fire(phase string, after time.Duration) func() {
+	return func() {
+		d.cancel(&dispatchError{kind: failTimeout, stage: d.stage, worker: d.w, phase: phase, after: after})
+	}
+}
+
+// gotHeaders stops the first-byte timer for good.
+func (d *deadlines) gotHeaders() {
+	d.mu.Lock()
+	d.started = true
+	d.firstByte.Stop()
+	d.mu.Unlock()
+}
+
+// headers starts the idle timer: the response body may flow.
+func (d *deadlines) headers() {
+	d.idle = time.AfterFunc(d.idleFor, d.fire(phaseStreamIdle, d.idleFor))
+}
+
+// progress restarts the idle timer after a chunk of the body arrived.
+func (d *deadlines) progress() {
+	if d.idle != nil {
+		d.idle.Reset(d.idleFor)
+	}
+}
+
+func (d *deadlines) stop() {
+	d.firstByte.Stop()
+	d.total.Stop()
+	if d.idle != nil {
+		d.idle.Stop()
+	}
+}
+
+// idleReader restarts the idle timer on every read that returned data.
+type idleReader struct {
+	io.ReadCloser
+	d *deadlines
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	if n > 0 {
+		r.d.progress()
+	}
+	return n, err
+}

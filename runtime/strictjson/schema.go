@@ -1,0 +1,118 @@
+package strictjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"sync"
+)
+
+// node is what a Go type expects at one place in a document: the exact field names of a
+// struct, or the element of a slice or map. nil expects nothing in particular.
+type node struct {
+	fields map[string]*node // struct: exact JSON names
+	names  []string         // struct: the same names, for the case check
+	elem   *node            // slice, array or map element
+}
+
+// field returns the node for key's value in an object read as n, or a KeyError without
+// its path when key would be matched to a struct field only by case folding.
+func (n *node) field(key []byte) (*node, *KeyError) {
+	if n == nil {
+		return nil, nil
+	}
+	if n.fields == nil {
+		return n.elem, nil // a map: any key, the element's type
+	}
+	if child, ok := n.fields[string(key)]; ok {
+		return child, nil
+	}
+	for _, name := range n.names {
+		if bytes.EqualFold(key, []byte(name)) {
+			return nil, &KeyError{Key: string(key), Field: name}
+		}
+	}
+	return nil, nil
+}
+
+var (
+	schemas sync.Map // reflect.Type -> *node
+	shapes  sync.Map // reflect.Type -> reflect.Type
+)
+
+// RegisterShape declares that T, which decodes itself (json.Unmarshaler), reads the keys
+// Shape's fields name, so keys inside a T are checked like Shape's. Register before the
+// first decode of a type that contains T.
+func RegisterShape[T, Shape any]() {
+	shapes.Store(reflect.TypeFor[T](), reflect.TypeFor[Shape]())
+}
+
+var rawMessage = reflect.TypeFor[json.RawMessage]()
+
+func schemaOf(v any) *node {
+	t := reflect.TypeOf(v)
+	if n, ok := schemas.Load(t); ok {
+		return n.(*node)
+	}
+	n := build(t, map[reflect.Type]*node{})
+	schemas.Store(t, n)
+	return n
+}
+
+// build returns t's node; seen breaks recursion through self-referencing types.
+func build(t reflect.Type, seen map[reflect.Type]*node) *node {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t != nil {
+		if shape, ok := shapes.Load(t); ok {
+			t = shape.(reflect.Type)
+		}
+	}
+	if t == nil || t == rawMessage || t.Implements(reflect.TypeFor[json.Unmarshaler]()) ||
+		reflect.PointerTo(t).Implements(reflect.TypeFor[json.Unmarshaler]()) {
+		return nil
+	}
+	if n, ok := seen[t]; ok {
+		return n
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		n := &node{fields: map[string]*node{}}
+		seen[t] = n
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			n.fields[name] = build(f.Type, seen)
+			n.names = append(n.names, name)
+		}
+		return n
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return nil // []byte is a base64 string
+		}
+		n := &node{}
+		seen[t] = n
+		n.elem = build(t.Elem(), seen)
+		return n
+	case reflect.Map:
+		n := &node{}
+		seen[t] = n
+		n.elem = build(t.Elem(), seen)
+		if n.elem == nil {
+			return nil
+		}
+		return n
+	}
+	return nil
+}
