@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin/router
 
-.PHONY: build run test lint fuzz bench update tidy
+.PHONY: build run test lint fuzz bench update tidy redis
 
 build:
 	$(GO) build -o $(BIN) ./cmd/router
@@ -11,6 +11,11 @@ build:
 # The router on the embedded demo config with simulated engines, on 127.0.0.1:30000.
 run: build
 	./$(BIN) serve --demo
+
+# The shared-binding tests run a real redis-server and fail without one; this installs
+# Debian's package when it is missing (as root, like CI).
+redis:
+	command -v redis-server >/dev/null || (apt-get update && apt-get install -y redis-server)
 
 test:
 	$(GO) vet ./...

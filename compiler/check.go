@@ -23,6 +23,7 @@ type checker struct {
 func check(p *plan.Plan, user cue.Value, errs *errorList) {
 	c := &checker{p: p, user: user, errs: errs, engines: map[string]*plan.Engine{}}
 	c.checkListen()
+	c.checkBindings()
 	c.checkEngines()
 	c.checkKVEvents()
 	if len(p.Models) == 0 {

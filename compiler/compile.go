@@ -126,13 +126,14 @@ type file struct {
 	Retries           plan.Retries          `json:"retries"`
 	Headers           plan.HeaderPolicy     `json:"headers"`
 	State             plan.StateLimits      `json:"state"`
+	Bindings          *plan.Bindings        `json:"bindings"`
 }
 
 func (f *file) plan() *plan.Plan {
 	p := &plan.Plan{Listen: f.Listen, AdminToken: f.AdminToken, Health: f.Health,
 		ShutdownGraceSecs: f.ShutdownGraceSecs, Engines: f.Engines,
 		Timeouts: f.Timeouts, Limits: f.Limits, Breaker: f.Breaker, Retries: f.Retries,
-		Headers: f.Headers, State: f.State}
+		Headers: f.Headers, State: f.State, Bindings: f.Bindings}
 	if p.Engines == nil {
 		p.Engines = []plan.Engine{}
 	}

@@ -206,7 +206,10 @@ func explainLocal(c *cli.Context, files []string, req explain.Request) (*explain
 		rnd = policy.NewSeededRand(c.Uint64("seed"))
 	}
 	// Shared state as serving builds it, but nothing feeds it: the prefix index stays
-	// empty (explain has no prompt to hash anyway) and a dry run writes no binding.
+	// empty (explain has no prompt to hash anyway) and a dry run writes no binding. The
+	// bindings are in memory even when the config shares them through a store: offline,
+	// explain shows a fresh router, and `--router URL` shows a live one's bindings.
+	p.Bindings = nil
 	deps, err := policy.NewDeps(p, table, rnd, func() time.Time { return now })
 	if err != nil {
 		return nil, err

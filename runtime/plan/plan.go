@@ -51,6 +51,8 @@ type Plan struct {
 	Retries  Retries      `json:"retries"`
 	Headers  HeaderPolicy `json:"headers"`
 	State    StateLimits  `json:"state"`
+	// Bindings is the shared binding store; nil keeps bindings in the router's memory.
+	Bindings *Bindings `json:"bindings,omitempty"`
 }
 
 // Health configures active health checks. An engine leaves every candidate set after
@@ -286,4 +288,28 @@ func (p *Plan) Model(name string) *Model {
 		}
 	}
 	return nil
+}
+
+// Binding stores.
+const (
+	BindingsMemory = "memory"
+	BindingsRedis  = "redis"
+)
+
+// Bindings says where session and sticky bindings live. Nil in a plan means the
+// in-process store, private to one router; "redis" shares them between router replicas
+// through one Redis or Valkey server.
+type Bindings struct {
+	// Store is "memory" or "redis".
+	Store string `json:"store"`
+	// Address is the Redis server's HOST:PORT, for store "redis".
+	Address string `json:"address,omitempty"`
+	// KeyPrefix starts every key the router writes, so routers of different fleets can
+	// share one Redis without seeing each other's bindings.
+	KeyPrefix string `json:"key_prefix"`
+	// TimeoutMS bounds one store operation; past it the router routes with its local
+	// bindings and marks the store down.
+	TimeoutMS int `json:"timeout_ms"`
+	// RetryMS is how often a router whose store is down checks whether it is back.
+	RetryMS int `json:"retry_ms"`
 }

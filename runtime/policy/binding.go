@@ -27,7 +27,7 @@ import (
 //     are retried a bounded number of times.
 //   - A dry run (see WithDryRun) selects the same way but writes and refreshes nothing.
 type binder struct {
-	store    *affinity.Store
+	store    affinity.Bindings
 	load     *load.Table
 	limits   Limits
 	fallback Policy

@@ -140,7 +140,7 @@ func New(model string, p plan.Policy, deps Deps) (Policy, error) {
 
 // affinityStore returns the model's store from the shared stores, or a private one when
 // there are none.
-func affinityStore(stores *affinity.Stores, of func(*affinity.Stores, string) *affinity.Store, model string) (*affinity.Store, error) {
+func affinityStore(stores *affinity.Stores, of func(*affinity.Stores, string) affinity.Bindings, model string) (affinity.Bindings, error) {
 	if stores == nil {
 		return affinity.NewStore(affinity.DefaultIdle, nil), nil
 	}

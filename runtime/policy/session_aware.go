@@ -18,7 +18,7 @@ type SessionAware struct {
 // NewSessionAware returns a session policy binding in store, which the caller owns along
 // with its idle expiry and sweeping. Its power-of-two fallback runs with default (no)
 // limits; limits apply to every engine this policy returns.
-func NewSessionAware(store *affinity.Store, table *load.Table, rnd Rand, limits Limits) *SessionAware {
+func NewSessionAware(store affinity.Bindings, table *load.Table, rnd Rand, limits Limits) *SessionAware {
 	return &SessionAware{binder{
 		store:    store,
 		load:     table,

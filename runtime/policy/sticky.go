@@ -20,7 +20,7 @@ type Sticky struct {
 
 // NewSticky returns a sticky policy binding in store, which the caller owns along with its
 // idle expiry and sweeping.
-func NewSticky(store *affinity.Store, table *load.Table, rnd Rand, limits Limits, fallback plan.PolicyType) (*Sticky, error) {
+func NewSticky(store affinity.Bindings, table *load.Table, rnd Rand, limits Limits, fallback plan.PolicyType) (*Sticky, error) {
 	var fb Policy
 	switch fallback {
 	case plan.RoundRobin, "":

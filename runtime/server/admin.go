@@ -19,6 +19,7 @@ import (
 	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
+	"github.com/routerkit/router/runtime/state/affinity"
 	"github.com/routerkit/router/runtime/state/load"
 	"github.com/routerkit/router/runtime/strictjson"
 )
@@ -55,6 +56,8 @@ type State struct {
 	Engines   []EngineState `json:"engines"`
 	Buckets   []BucketState `json:"buckets"`
 	Decisions []Decision    `json:"decisions"`
+	// Bindings is where session and sticky bindings live and whether that store is up.
+	Bindings affinity.Status `json:"bindings"`
 }
 
 // EngineState is one engine as the router sees it.
@@ -99,7 +102,8 @@ func (s *Server) state(w http.ResponseWriter, _ *http.Request) {
 		byName[f.GetName()] = f
 	}
 	now := time.Now()
-	st := State{Time: now, UptimeS: now.Sub(s.started).Seconds(), Draining: s.draining.Load(), Decisions: s.recent.list()}
+	st := State{Time: now, UptimeS: now.Sub(s.started).Seconds(), Draining: s.draining.Load(), Decisions: s.recent.list(),
+		Bindings: s.deps.Affinity.Status()}
 	status := s.monitor.Status()
 	groups := s.engineGroups()
 	picks := sumBy(byName["router_picks_total"], "engine")

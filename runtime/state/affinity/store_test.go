@@ -191,7 +191,7 @@ func TestStoresRunSweeps(t *testing.T) {
 	c := &clock{now: t0}
 	st := NewStore(time.Second, c.Now)
 	s := &Stores{clock: c.Now, models: map[string]modelStores{
-		"m": {session: st, sticky: NewStore(time.Second, c.Now), sessionEvery: time.Millisecond, stickyEvery: time.Millisecond},
+		"m": {sessionLocal: st, stickyLocal: NewStore(time.Second, c.Now), sessionEvery: time.Millisecond, stickyEvery: time.Millisecond},
 	}}
 	st.CompareAndBind(k1, "", "A")
 	c.advance(2 * time.Second)
