@@ -12,12 +12,12 @@ build:
 run: build
 	./$(BIN) serve --demo
 
-# The shared-binding tests run a real redis-server and fail without one; this installs
-# Debian's package when it is missing (as root, like CI).
+# The shared-binding tests run a real redis-server and fail without one; `make test`
+# installs Debian's package first when it is missing (as root, like CI).
 redis:
 	command -v redis-server >/dev/null || (apt-get update && apt-get install -y redis-server)
 
-test:
+test: redis
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
