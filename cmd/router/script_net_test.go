@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -30,22 +31,21 @@ func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Fatalf("freeport: found no %d consecutive free ports", len(args))
 }
 
-// consecutivePorts asks the kernel for a free port and checks that the n-1 after it are
-// free too. The ports are released before it returns, so a caller can bind them.
+// consecutivePorts picks n consecutive ports at random below Linux's ephemeral range
+// (32768 and up) and checks they are free. Below that range no outgoing connection takes
+// a port between this check and the server's bind, as one could take a port the kernel
+// handed out for 127.0.0.1:0 on a machine busy with tests. The ports are released before
+// it returns, so a caller can bind them.
 func consecutivePorts(n int) (int, bool) {
+	const low, high = 20000, 32700
 	var held []net.Listener
 	defer func() {
 		for _, l := range held {
 			l.Close()
 		}
 	}()
-	first, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, false
-	}
-	held = append(held, first)
-	base := first.Addr().(*net.TCPAddr).Port
-	for i := 1; i < n; i++ {
+	base := low + rand.IntN(high-low-n)
+	for i := range n {
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+i))
 		if err != nil {
 			return 0, false
