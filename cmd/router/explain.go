@@ -53,7 +53,7 @@ invalid), 2 usage error.`,
 			&cli.StringFlag{Name: "load", Usage: "load fixture `FILE` (YAML or JSON)"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed for random choices, to make them repeatable"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of text"},
-			&cli.StringFlag{Name: "router", Usage: "explain against a running router's live state at `URL` (POST /admin/explain)"},
+			&cli.StringFlag{Name: "router", Usage: "explain against a running router's live state at `URL` or HOST:PORT (POST /admin/explain)"},
 			&cli.StringFlag{Name: "token", Usage: "admin bearer token for --router", EnvVars: []string{"ROUTER_ADMIN_TOKEN"}},
 		},
 		Action: runExplain,
@@ -83,7 +83,12 @@ func runExplain(c *cli.Context) error {
 	}
 	var x *explain.Explanation
 	if remote != "" {
-		x, err = explainRemote(c, remote, req)
+		// HOST:PORT as `router serve` prints it, like `router top --router`.
+		base, uerr := routerURL(remote)
+		if uerr != nil {
+			return uerr
+		}
+		x, err = explainRemote(c, base, req)
 	} else {
 		x, err = explainLocal(c, files, req)
 	}
