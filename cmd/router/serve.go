@@ -93,7 +93,7 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w (set listen in the config or --listen)", p.Listen, err)
 	}
-	fmt.Fprintf(c.App.Writer, "router listening on http://%s, models: %s\n", ln.Addr(), modelNames(p))
+	announce(c, log, ln.Addr(), p)
 	return srv.Serve(ctx, ln)
 }
 
@@ -135,12 +135,12 @@ func newLogger(c *cli.Context) (*slog.Logger, error) {
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 		return nil, usageError("--log-level must be debug, info, warn or error, got %q", c.String("log-level"))
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: durationsAsStrings}
 	switch c.String("log-format") {
 	case "text":
-		return slog.New(slog.NewTextHandler(c.App.ErrWriter, opts)), nil
+		return asDefault(slog.New(slog.NewTextHandler(c.App.ErrWriter, opts))), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(c.App.ErrWriter, opts)), nil
+		return asDefault(slog.New(slog.NewJSONHandler(c.App.ErrWriter, opts))), nil
 	default:
 		return nil, usageError("--log-format must be text or json, got %q", c.String("log-format"))
 	}
