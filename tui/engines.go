@@ -81,12 +81,12 @@ type engineRow struct {
 
 // engineSorts are the engines view's sort keys, in the order s cycles through them.
 var engineSorts = []sortKey[engineRow]{
-	{name: "id"},
-	{name: "load", desc: true, key: func(r engineRow) float64 { return r.load() }},
-	{name: "kv", desc: true, key: func(r engineRow) float64 { return r.kvUsage() }},
-	{name: "in-flight", desc: true, key: func(r engineRow) float64 { return float64(r.Inflight) }},
-	{name: "picks/s", desc: true, key: func(r engineRow) float64 { return r.picks.orUnknown() }},
-	{name: "rejections/s", desc: true, key: func(r engineRow) float64 { return r.rejections.orUnknown() }},
+	{name: "id", col: "ID"},
+	{name: "load", col: "RUN", desc: true, key: func(r engineRow) float64 { return r.load() }},
+	{name: "kv", col: "KV%", desc: true, key: func(r engineRow) float64 { return r.kvUsage() }},
+	{name: "in-flight", col: "INFL", desc: true, key: func(r engineRow) float64 { return float64(r.Inflight) }},
+	{name: "picks/s", col: "PICK/s", desc: true, key: func(r engineRow) float64 { return r.picks.orUnknown() }},
+	{name: "rejections/s", col: "REJ/s", desc: true, key: func(r engineRow) float64 { return r.rejections.orUnknown() }},
 }
 
 // engineRows are the engines the filter selects, in the chosen order.
@@ -94,7 +94,7 @@ func (m Model) engineRows() []engineRow {
 	var rows []engineRow
 	for i := range m.snap.Engines {
 		e := &m.snap.Engines[i]
-		if m.matches(e.Model, e.buckets()...) {
+		if m.matches(e.Model, append([]string{e.ID}, e.buckets()...)...) {
 			rows = append(rows, engineRow{e, m.snap.engines[e.ID]})
 		}
 	}
