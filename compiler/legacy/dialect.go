@@ -69,7 +69,7 @@ var classicOnly = []string{
 }
 
 // experimentalOnly are flags only the experimental router has.
-var experimentalOnly = []string{"--model-id", "--chat-routing", "--bucket-config", "--filter", "--cb-threshold", "--log-format"}
+var experimentalOnly = []string{"--chat-routing", "--bucket-config", "--filter", "--cb-threshold", "--log-format"}
 
 // splitProgram strips a leading program name from args and returns the dialect it names.
 func splitProgram(args []string) (Dialect, []string, string) {
@@ -151,6 +151,9 @@ func (c *cli) classicTable() []flagSpec {
 		{name: "--decode-policy", arity: oneValue, set: classicPolicy(&c.decodePolicy)},
 
 		// Model and tokenizer.
+		// The classic router has no --model-id; one added to a pasted line is taken as the
+		// model's name, as migrate's own --model-id would be, rather than refused.
+		{name: "--model-id", arity: oneValue, set: text(&c.modelID)},
 		{name: "--model-path", arity: oneValue, set: text(&c.modelPath)},
 		{name: "--model", arity: oneValue, set: text(&c.modelPath)},
 		{name: "--tokenizer-path", arity: oneValue, set: text(&c.tokenizerPath)},
