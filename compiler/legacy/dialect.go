@@ -300,8 +300,13 @@ func (t *translator) tokenizer(model *node) string {
 // classic router's breaker defaults, which are not the router's.
 func (t *translator) hardening(root *node) {
 	c := t.c
-	if c.requestTimeoutSecs != nil {
+	switch {
+	case c.requestTimeoutSecs != nil:
 		root.child("timeouts").set("total_ms", *c.requestTimeoutSecs*1000, "--request-timeout-secs "+strconv.FormatInt(*c.requestTimeoutSecs, 10))
+	case c.dialect == DialectExperimental:
+		// The experimental router's default is 300 s; the router's total_ms default is the
+		// classic router's 1800 s.
+		root.child("timeouts").set("total_ms", int64(300_000), "sgl-router's default --request-timeout-secs 300")
 	}
 	if c.disableRetries {
 		root.child("retries").set("max_attempts", int64(1), "--disable-retries")
@@ -366,6 +371,14 @@ func (c *cli) hardeningRules(p *Errors) {
 
 // errNoDialect reports an unknown --from.
 var errNoDialect = errors.New("--from must be classic or experimental")
+
+// experimentalNotes are the experimental router's behaviours the configuration changes.
+func experimentalNotes(c *cli) []string {
+	if c.cbThreshold != nil {
+		return nil
+	}
+	return []string{"sgl-router ran without a circuit breaker unless --cb-threshold was given; the router's per-engine breaker is always on, opening after 5 consecutive dispatch failures for 10 s (breaker.failure_threshold, open_ms): raise failure_threshold to make it open rarely."}
+}
 
 // classicNotes are the classic router's behaviours the configuration changes, for every
 // classic command line.

@@ -75,6 +75,8 @@ func notes(t *translator) []string {
 	}
 	if c.dialect == DialectClassic {
 		out = append(out, classicNotes(c)...)
+	} else {
+		out = append(out, experimentalNotes(c)...)
 	}
 	if t.tokenizerNote != "" {
 		out = append(out, t.tokenizerNote)
