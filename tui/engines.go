@@ -40,6 +40,21 @@ func (e *Engine) condition() condition {
 	return condUp
 }
 
+// health is the HEALTH cell: the condition, except that an engine which passes its health
+// checks but is kept out by its circuit breaker says so, since "down" would send the
+// operator to the engine rather than to the failures the router saw.
+func (e *Engine) health(c condition) string {
+	if e.Healthy {
+		switch e.Breaker {
+		case "open":
+			return "breaker"
+		case "half_open":
+			return "probing"
+		}
+	}
+	return c.String()
+}
+
 // reportAge is the age of the engine's load report; meaningful only when it has one.
 func (e *Engine) reportAge() time.Duration {
 	return time.Duration(e.ReportAgeMS * float64(time.Millisecond))
@@ -154,7 +169,7 @@ func (m Model) enginesTable() *table {
 		cond := r.condition()
 		t.rows = append(t.rows, row{
 			cells: []string{
-				r.ID, r.Model, r.Role, strings.Join(r.buckets(), ","), cond.String(), run, wait, kv,
+				r.ID, r.Model, r.Role, strings.Join(r.buckets(), ","), r.health(cond), run, wait, kv,
 				fmt.Sprint(r.Inflight), formatRate(r.picks), formatRate(r.rejections), age, r.prefixCell(),
 				m.snap.history[r.ID].sparkline(m.snap.at, sparkWidth, scale),
 			},
