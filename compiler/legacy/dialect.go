@@ -369,6 +369,25 @@ func (c *cli) hardeningRules(p *Errors) {
 	}
 }
 
+// coLaunch reports whether args start sglang_router.launch_server, which starts SGLang
+// workers and a router in one process.
+func coLaunch(args []string) bool {
+	for i, a := range args {
+		if a == "sglang_router.launch_server" {
+			return i <= 3
+		}
+		if strings.HasPrefix(a, "--") {
+			return false
+		}
+	}
+	return false
+}
+
+// errCoLaunch explains why a co-launch line is not migrated as a whole.
+var errCoLaunch = errors.New("python -m sglang_router.launch_server starts SGLang workers and a router together; the router only routes: " +
+	"start the workers with python -m sglang.launch_server, and migrate the router part as a launch_router line, " +
+	"its --router-* flags without the prefix and the workers' URLs with --worker-urls")
+
 // errNoDialect reports an unknown --from.
 var errNoDialect = errors.New("--from must be classic or experimental")
 

@@ -120,6 +120,9 @@ func Migrate(in Input) ([]byte, *plan.Plan, error) {
 	if in.From != DialectAuto && in.From != DialectClassic && in.From != DialectExperimental {
 		return nil, nil, Errors{errNoDialect}
 	}
+	if coLaunch(in.Args) {
+		return nil, nil, Errors{errCoLaunch}
+	}
 	named, args, program := splitProgram(in.Args)
 	c := &cli{}
 	c.dialect, c.dialectFrom = detect(in.From, named, args)
