@@ -62,6 +62,10 @@ func CompileSources(srcs []Source) (p *plan.Plan, err error) {
 	for i, src := range srcs {
 		v, err := parse(ctx, src)
 		if err != nil {
+			if e, ok := syntaxError(src, err).(*Error); ok {
+				errs.errs = append(errs.errs, e)
+				continue
+			}
 			errs.add(src.Name, err)
 			continue
 		}

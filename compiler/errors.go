@@ -237,6 +237,9 @@ func (l *errorList) result() error {
 		}
 		return a.Col - b.Col
 	})
+	for _, e := range l.errs {
+		e.Msg = friendlier(e.Msg)
+	}
 	l.errs = slices.CompactFunc(l.errs, func(a, b *Error) bool { return *a == *b })
 	l.errs = dropDisjunctionNoise(l.errs)
 	for _, e := range l.errs {

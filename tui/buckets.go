@@ -18,10 +18,10 @@ type bucketRow struct {
 
 // bucketSorts are the buckets view's sort keys, in the order s cycles through them.
 var bucketSorts = []sortKey[bucketRow]{
-	{name: "bucket"},
-	{name: "requests/s", desc: true, key: func(r bucketRow) float64 { return r.requests.orUnknown() }},
-	{name: "errors/s", desc: true, key: func(r bucketRow) float64 { return r.errors.orUnknown() }},
-	{name: "fall-throughs/s", desc: true, key: func(r bucketRow) float64 { return r.fallthroughs.orUnknown() }},
+	{name: "bucket", col: "BUCKET"},
+	{name: "requests/s", col: "REQ/s", desc: true, key: func(r bucketRow) float64 { return r.requests.orUnknown() }},
+	{name: "errors/s", col: "ERR/s", desc: true, key: func(r bucketRow) float64 { return r.errors.orUnknown() }},
+	{name: "fall-throughs/s", col: "FALL/s", desc: true, key: func(r bucketRow) float64 { return r.fallthroughs.orUnknown() }},
 }
 
 func (m Model) bucketsTable() *table {

@@ -40,6 +40,21 @@ func (e *Engine) condition() condition {
 	return condUp
 }
 
+// health is the HEALTH cell: the condition, except that an engine which passes its health
+// checks but is kept out by its circuit breaker says so, since "down" would send the
+// operator to the engine rather than to the failures the router saw.
+func (e *Engine) health(c condition) string {
+	if e.Healthy {
+		switch e.Breaker {
+		case "open":
+			return "breaker"
+		case "half_open":
+			return "probing"
+		}
+	}
+	return c.String()
+}
+
 // reportAge is the age of the engine's load report; meaningful only when it has one.
 func (e *Engine) reportAge() time.Duration {
 	return time.Duration(e.ReportAgeMS * float64(time.Millisecond))
@@ -81,12 +96,12 @@ type engineRow struct {
 
 // engineSorts are the engines view's sort keys, in the order s cycles through them.
 var engineSorts = []sortKey[engineRow]{
-	{name: "id"},
-	{name: "load", desc: true, key: func(r engineRow) float64 { return r.load() }},
-	{name: "kv", desc: true, key: func(r engineRow) float64 { return r.kvUsage() }},
-	{name: "in-flight", desc: true, key: func(r engineRow) float64 { return float64(r.Inflight) }},
-	{name: "picks/s", desc: true, key: func(r engineRow) float64 { return r.picks.orUnknown() }},
-	{name: "rejections/s", desc: true, key: func(r engineRow) float64 { return r.rejections.orUnknown() }},
+	{name: "id", col: "ID"},
+	{name: "load", col: "RUN", desc: true, key: func(r engineRow) float64 { return r.load() }},
+	{name: "kv", col: "KV%", desc: true, key: func(r engineRow) float64 { return r.kvUsage() }},
+	{name: "in-flight", col: "INFL", desc: true, key: func(r engineRow) float64 { return float64(r.Inflight) }},
+	{name: "picks/s", col: "PICK/s", desc: true, key: func(r engineRow) float64 { return r.picks.orUnknown() }},
+	{name: "rejections/s", col: "REJ/s", desc: true, key: func(r engineRow) float64 { return r.rejections.orUnknown() }},
 }
 
 // engineRows are the engines the filter selects, in the chosen order.
@@ -94,7 +109,7 @@ func (m Model) engineRows() []engineRow {
 	var rows []engineRow
 	for i := range m.snap.Engines {
 		e := &m.snap.Engines[i]
-		if m.matches(e.Model, e.buckets()...) {
+		if m.matches(e.Model, append([]string{e.ID}, e.buckets()...)...) {
 			rows = append(rows, engineRow{e, m.snap.engines[e.ID]})
 		}
 	}
@@ -154,7 +169,7 @@ func (m Model) enginesTable() *table {
 		cond := r.condition()
 		t.rows = append(t.rows, row{
 			cells: []string{
-				r.ID, r.Model, r.Role, strings.Join(r.buckets(), ","), cond.String(), run, wait, kv,
+				r.ID, r.Model, r.Role, strings.Join(r.buckets(), ","), r.health(cond), run, wait, kv,
 				fmt.Sprint(r.Inflight), formatRate(r.picks), formatRate(r.rejections), age, r.prefixCell(),
 				m.snap.history[r.ID].sparkline(m.snap.at, sparkWidth, scale),
 			},

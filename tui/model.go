@@ -54,6 +54,7 @@ type Model struct {
 	sortBy   [numViews]int  // index into the view's sort keys
 	reversed [numViews]bool // the user flipped the key's natural direction
 	filter   string
+	once     bool // rendering for --once: plain text without the sort marker
 	editing  bool // typing a filter
 	offset   int  // first table row shown, for scrolling
 	paused   bool
@@ -189,7 +190,8 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.down):
 		m.offset++ // View clamps it to the rows there are
 	case key.Matches(msg, k.help):
-		m.help.ShowAll = !m.help.ShowAll
+		// The help screen scrolls with the same offset as the tables: each opens at its top.
+		m.help.ShowAll, m.offset = !m.help.ShowAll, 0
 	}
 	return m, nil
 }

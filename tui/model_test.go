@@ -35,6 +35,7 @@ func TestView(t *testing.T) {
 		{name: "filter_bucket", width: 80, height: 24, keys: []string{"/", "l", "o", "n", "g", "enter"}},
 		{name: "filter_model_decisions", width: 80, height: 24, keys: []string{"/", "p", "d", "enter", "3"}},
 		{name: "filter_none", width: 80, height: 24, keys: []string{"/", "x", "y", "z", "enter"}},
+		{name: "filter_engine_id", width: 80, height: 24, keys: []string{"/", "e", "2", "enter"}},
 		{name: "filter_cleared", width: 80, height: 24, keys: []string{"/", "q", "w", "backspace", "enter", "esc"}},
 		{name: "help", width: 80, height: 24, keys: []string{"?"}},
 		{name: "help_narrow", width: 40, height: 40, keys: []string{"?"}},
@@ -48,6 +49,15 @@ func TestView(t *testing.T) {
 			checkFits(t, got, tt.width, tt.height)
 			checkGolden(t, got)
 		})
+	}
+}
+
+// TestHelpOpensAtTop: the help screen does not inherit the table's scroll position.
+func TestHelpOpensAtTop(t *testing.T) {
+	scrolled := update(polled(t, 80, 8), keys("down", "down", "down", "down", "?")...)
+	fresh := update(polled(t, 80, 8), keys("?")...)
+	if got, want := screen(scrolled), screen(fresh); got != want {
+		t.Errorf("help after scrolling the table:\n%s\nwant it as opened directly:\n%s", got, want)
 	}
 }
 

@@ -9,19 +9,20 @@ import (
 )
 
 // matches reports whether the filter (case-insensitive, a substring) selects a row with
-// this model and these buckets.
-func (m Model) matches(model string, buckets ...string) bool {
+// this model and these other names (an engine's id and buckets, a bucket's id).
+func (m Model) matches(model string, names ...string) bool {
 	f := strings.ToLower(m.filter)
 	if f == "" || strings.Contains(strings.ToLower(model), f) {
 		return true
 	}
-	return slices.ContainsFunc(buckets, func(b string) bool { return strings.Contains(strings.ToLower(b), f) })
+	return slices.ContainsFunc(names, func(b string) bool { return strings.Contains(strings.ToLower(b), f) })
 }
 
 // sortKey is one way to order a view's rows. A nil key is the view's natural order;
 // desc is the direction a key starts in (busiest first for the numbers).
 type sortKey[T any] struct {
 	name string
+	col  string // the title of the column it orders, which the header marks
 	desc bool
 	key  func(T) float64
 }
@@ -40,16 +41,22 @@ var numSorts = [numViews]int{viewEngines: len(engineSorts), viewBuckets: len(buc
 // sortState is the current view's sort key and direction; ok is false for a view that is
 // not sorted.
 func (m Model) sortState() (name string, desc, ok bool) {
+	name, _, desc, ok = m.sortColumn()
+	return name, desc, ok
+}
+
+// sortColumn is sortState with the title of the column the key orders.
+func (m Model) sortColumn() (name, col string, desc, ok bool) {
 	i := m.sortBy[m.view]
 	switch m.view {
 	case viewEngines:
-		name, desc = engineSorts[i].name, engineSorts[i].desc
+		name, col, desc = engineSorts[i].name, engineSorts[i].col, engineSorts[i].desc
 	case viewBuckets:
-		name, desc = bucketSorts[i].name, bucketSorts[i].desc
+		name, col, desc = bucketSorts[i].name, bucketSorts[i].col, bucketSorts[i].desc
 	default:
-		return "", false, false
+		return "", "", false, false
 	}
-	return name, desc != m.reversed[m.view], true
+	return name, col, desc != m.reversed[m.view], true
 }
 
 // sortRows orders rows by k in direction desc. Ties, and a nil key, fall back to natural,

@@ -210,3 +210,20 @@ func TestViewControlCharacters(t *testing.T) {
 		}
 	}
 }
+
+// TestHealthCell names the breaker when it, not a failed health check, keeps an engine out.
+func TestHealthCell(t *testing.T) {
+	for _, tc := range []struct {
+		e    Engine
+		want string
+	}{
+		{Engine{Healthy: true, Breaker: "open"}, "breaker"},
+		{Engine{Healthy: true, Breaker: "half_open"}, "probing"},
+		{Engine{Healthy: false, Breaker: "open"}, "down"},
+		{Engine{Healthy: true, Breaker: "closed"}, "stale"},
+	} {
+		if got := tc.e.health(tc.e.condition()); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.e, got, tc.want)
+		}
+	}
+}

@@ -31,14 +31,23 @@ type row struct {
 type table struct {
 	cols []column
 	rows []row
+	// sorted is the title of the column the rows are ordered by, marked in the header
+	// with the direction; empty for none.
+	sorted string
+	desc   bool
 }
 
 // layout returns, for each column, its width, or 0 when the column is dropped to fit in
 // width cells (width <= 0 means unlimited).
 func (t *table) layout(width int) []int {
 	widths := make([]int, len(t.cols))
+	titles := make([]string, len(t.cols))
 	for i, c := range t.cols {
-		widths[i] = ansi.StringWidth(c.title)
+		titles[i] = c.title
+	}
+	titles = t.marked(titles)
+	for i := range t.cols {
+		widths[i] = ansi.StringWidth(titles[i])
 		for _, r := range t.rows {
 			widths[i] = max(widths[i], ansi.StringWidth(r.cells[i]))
 		}
@@ -83,11 +92,26 @@ func (t *table) render(width int, header lipgloss.Style) []string {
 	for i, c := range t.cols {
 		titles[i] = c.title
 	}
-	lines := []string{header.Render(t.line(titles, widths, width))}
+	lines := []string{header.Render(t.line(t.marked(titles), widths, width))}
 	for _, r := range t.rows {
 		lines = append(lines, r.style.Render(t.line(r.cells, widths, width)))
 	}
 	return lines
+}
+
+// marked returns titles with the sorted column's title followed by ▲ or ▼.
+func (t *table) marked(titles []string) []string {
+	out := slices.Clone(titles)
+	for i, c := range t.cols {
+		if t.sorted != "" && c.title == t.sorted {
+			arrow := "▲"
+			if t.desc {
+				arrow = "▼"
+			}
+			out[i] += arrow
+		}
+	}
+	return out
 }
 
 func (t *table) line(cells []string, widths []int, width int) string {

@@ -42,7 +42,7 @@ func Once(ctx context.Context, fetch FetchFunc, source string) (string, error) {
 		return "", err
 	}
 	m := New(Options{Source: source})
-	m.styles = plainStyles()
+	m.styles, m.once = plainStyles(), true
 	m.snap = m.snap.next(st, m.opts.Now())
 	lines := append([]string{m.titleLine(0)}, m.body(0)...)
 	if notes := m.engineNotes(0); len(notes) > 0 {
@@ -236,6 +236,10 @@ func (m Model) body(width int) []string {
 		t = m.bucketsTable()
 	default:
 		t = m.decisionsTable()
+	}
+	// --once output is read by scripts too: its header keeps the plain column titles.
+	if _, col, desc, ok := m.sortColumn(); ok && !m.once {
+		t.sorted, t.desc = col, desc
 	}
 	if len(t.rows) == 0 {
 		what := "no " + viewNames[m.view]

@@ -17,11 +17,18 @@ const (
 	exitUsage   = 2 // the command line itself is wrong
 )
 
+// --version prints the same line as `router version`, without urfave's "router version"
+// prefix. VersionPrinter is urfave/cli's package variable, so it is set once.
+func init() {
+	cli.VersionPrinter = func(c *cli.Context) { fmt.Fprintln(c.App.Writer, c.App.Version) }
+}
+
 // newApp builds the command tree. Each command lives in its own file.
 func newApp(stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{
 		Name:                 "router",
 		Usage:                "engine-selection router for LLM inference fleets",
+		Version:              versionLine(),
 		Writer:               stdout,
 		ErrWriter:            stderr,
 		EnableBashCompletion: true,
@@ -38,6 +45,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			serveCommand(),
 			simCommand(),
 			topCommand(),
+			versionCommand(),
+			completionCommand(),
 		},
 	}
 	for _, c := range app.Commands {

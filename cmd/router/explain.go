@@ -53,7 +53,7 @@ invalid), 2 usage error.`,
 			&cli.StringFlag{Name: "load", Usage: "load fixture `FILE` (YAML or JSON)"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed for random choices, to make them repeatable"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of text"},
-			&cli.StringFlag{Name: "router", Usage: "explain against a running router's live state at `URL` (POST /admin/explain)"},
+			&cli.StringFlag{Name: "router", Usage: "explain against a running router's live state at `URL` or HOST:PORT (POST /admin/explain)"},
 			&cli.StringFlag{Name: "token", Usage: "admin bearer token for --router", EnvVars: []string{"ROUTER_ADMIN_TOKEN"}},
 		},
 		Action: runExplain,
@@ -83,7 +83,12 @@ func runExplain(c *cli.Context) error {
 	}
 	var x *explain.Explanation
 	if remote != "" {
-		x, err = explainRemote(c, remote, req)
+		// HOST:PORT as `router serve` prints it, like `router top --router`.
+		base, uerr := routerURL(remote)
+		if uerr != nil {
+			return uerr
+		}
+		x, err = explainRemote(c, base, req)
 	} else {
 		x, err = explainLocal(c, files, req)
 	}
@@ -192,8 +197,9 @@ func explainLocal(c *cli.Context, files []string, req explain.Request) (*explain
 		return nil, err
 	}
 	table := load.NewTable(p.Engines, func() time.Time { return now })
+	var fx *fixture.Fixture
 	if path := c.String("load"); path != "" {
-		fx, err := fixture.Read(path)
+		fx, err = fixture.Read(path)
 		if err != nil {
 			return nil, err
 		}
@@ -238,10 +244,42 @@ func explainLocal(c *cli.Context, files []string, req explain.Request) (*explain
 	}
 
 	x := explain.New(facts, trace, sel, err, reg, table, now)
+	markUnset(x, fx)
 	if tokenized {
 		x.SetTokens(hf.Describe(m), ids, deps.KV.BlockSizes(m.Name))
 	}
 	return x, nil
+}
+
+// markUnset shows the native load fields a fixture left out as unknown rather than the
+// zero the load table holds for them: the operator did not say the engine has no KV
+// capacity, only nothing about it.
+func markUnset(x *explain.Explanation, fx *fixture.Fixture) {
+	if fx == nil {
+		return
+	}
+	for ai := range x.Attempts {
+		for gi := range x.Attempts[ai].Groups {
+			for _, c := range x.Attempts[ai].Groups[gi].Candidates {
+				e, ok := fx.Engines[c.ID]
+				if !ok || c.Load == nil || !c.Load.Native {
+					continue
+				}
+				if e.WaitingUncachedTokens == nil {
+					c.Load.WaitingUncachedTokens = nil
+				}
+				if e.UsedKVTokens == nil {
+					c.Load.UsedKVTokens = nil
+				}
+				if e.MaxKVTokens == nil {
+					c.Load.MaxKVTokens = nil
+				}
+				if e.MaxRunning == nil {
+					c.Load.MaxRunning = nil
+				}
+			}
+		}
+	}
 }
 
 // explainModel returns the named model, or the only one when name is empty.

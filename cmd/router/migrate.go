@@ -15,9 +15,14 @@ func migrateCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "migrate",
 		Usage:     "turn an sgl-router command line (and its bucket file) into a configuration",
-		ArgsUsage: "-- LEGACY-FLAGS...",
+		ArgsUsage: "-- [PROGRAM] LEGACY-FLAGS...",
 		Description: `Translates the sgl-router flags after -- into a CUE configuration with a
-comment on every value naming the flag it came from. Plain workers are given with
+comment on every value naming the flag it came from. The line may start with its
+program (python -m sglang_router.launch_router, sgl-router, smg launch): the classic
+router's and the experimental router's flags and defaults differ, and the header of
+the output says whose defaults were used; --from chooses when the line does not say.
+A line without --model-id takes the model's name from --model-path, or from
+migrate's own --model-id NAME. Plain workers are given with
 --worker-urls URL..., prefill/decode workers with --prefill URL [BOOTSTRAP_PORT|none]
 and --decode URL. A legacy --bucket-config file (here or among the legacy flags)
 becomes buckets; its prefill and decode buckets are joined only by explicit
@@ -43,11 +48,13 @@ configuration is written to a .cue file, replaced atomically.`,
 			&cli.StringFlag{Name: "engine-max-running-requests", Usage: "keep sgl-router's capacity check with the engines' max running requests `N` as admission.max_running_requests"},
 			&cli.StringFlag{Name: "engine-max-kv-tokens", Usage: "keep sgl-router's capacity check with the engines' KV capacity of `N` tokens (max_total_num_tokens) as admission.max_kv_tokens"},
 			&cli.BoolFlag{Name: "engines-publish-kv-events", Usage: "the engines publish KV events: give --policy cache_aware the local prefix index they feed instead of the approximate one"},
+			&cli.StringFlag{Name: "from", Usage: "read the command line as the `ROUTER` it came from: classic (python -m sglang_router.launch_router, sglang-router 0.3.x) or experimental (sglang's experimental/sgl-router); default: detected from the program name and the flags"},
+			&cli.StringFlag{Name: "model-id", Usage: "serve the model as `NAME`, for command lines without --model-id (the classic router has none; its --model-path is used otherwise)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the configuration to `FILE` (.cue) instead of stdout"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
-				return usageError("migrate needs the sgl-router flags after --: router migrate [--bucket-config FILE] [--pair P=D]... [--engine-max-running-requests N] [--engine-max-kv-tokens N] [--engines-publish-kv-events] [-o FILE] -- --model-id M --worker-urls URL...")
+				return usageError("migrate needs the sgl-router flags after --: router migrate [--bucket-config FILE] [--pair P=D]... [--engine-max-running-requests N] [--engine-max-kv-tokens N] [--engines-publish-kv-events] [--from classic|experimental] [--model-id NAME] [-o FILE] -- [python -m sglang_router.launch_router] --worker-urls URL...")
 			}
 			out := c.String("output")
 			if out != "" && filepath.Ext(out) != ".cue" {
@@ -59,6 +66,14 @@ configuration is written to a .cue file, replaced atomically.`,
 				Pairs:        c.StringSlice("pair"),
 
 				EnginesPublishKVEvents: c.Bool("engines-publish-kv-events"),
+				From:                   legacy.Dialect(c.String("from")),
+				ModelID:                c.String("model-id"),
+			}
+			if f := c.String("from"); f != "" && f != string(legacy.DialectClassic) && f != string(legacy.DialectExperimental) {
+				return usageError("--from %s: give classic (python -m sglang_router.launch_router) or experimental (experimental/sgl-router)", f)
+			}
+			if c.IsSet("model-id") && in.ModelID == "" {
+				return usageError("--model-id must not be empty: give the name clients send as \"model\"")
 			}
 			for _, f := range []struct {
 				name string

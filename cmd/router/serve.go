@@ -29,15 +29,29 @@ func serveCommand() *cli.Command {
 		Description: `Serves POST /v1/chat/completions (plain and prefill/decode), /v1/models,
 /healthz, /readyz, /metrics, GET /admin/state and POST /admin/explain. With --demo it
 runs an embedded config against simulated engines started in-process. SIGINT or SIGTERM
-stops accepting, drains in-flight requests within shutdown_grace_secs, and exits 0.`,
+stops accepting, drains in-flight requests within shutdown_grace_secs, and exits 0.
+--demo --print-config prints the demo config instead, a starting point for your own.
+Every flag can also be set in the environment: ROUTER_CONFIG (files separated by
+commas), ROUTER_LISTEN, ROUTER_DEMO, ROUTER_PRINT_CONFIG, ROUTER_LOG_FORMAT and
+ROUTER_LOG_LEVEL; a flag on the command line wins.`,
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "config", Aliases: []string{"c"}, Usage: "config `FILE` (repeatable; files unify)", EnvVars: []string{"ROUTER_CONFIG"}},
-			&cli.StringFlag{Name: "listen", Usage: "address to listen on, overriding the config's listen (`HOST:PORT`)"},
-			&cli.BoolFlag{Name: "demo", Usage: "serve the embedded demo config with simulated engines"},
-			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json"},
-			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log level: debug, info, warn or error"},
+			&cli.StringFlag{Name: "listen", Usage: "address to listen on, overriding the config's listen (`HOST:PORT`)", EnvVars: []string{"ROUTER_LISTEN"}},
+			&cli.BoolFlag{Name: "demo", Usage: "serve the embedded demo config with simulated engines", EnvVars: []string{"ROUTER_DEMO"}},
+			&cli.BoolFlag{Name: "print-config", Usage: "with --demo: print the embedded demo config and exit, to start a config of your own from it", EnvVars: []string{"ROUTER_PRINT_CONFIG"}},
+			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json", EnvVars: []string{"ROUTER_LOG_FORMAT"}},
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log level: debug, info, warn or error", EnvVars: []string{"ROUTER_LOG_LEVEL"}},
 		},
-		Action: serve,
+		Action: func(c *cli.Context) error {
+			if c.Bool("print-config") {
+				if !c.Bool("demo") || c.IsSet("config") {
+					return usageError("--print-config prints the demo config: router serve --demo --print-config")
+				}
+				_, err := c.App.Writer.Write(demoConfig)
+				return err
+			}
+			return serve(c)
+		},
 	}
 }
 
@@ -79,7 +93,7 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w (set listen in the config or --listen)", p.Listen, err)
 	}
-	fmt.Fprintf(c.App.Writer, "router listening on http://%s, models: %s\n", ln.Addr(), modelNames(p))
+	announce(c, log, ln.Addr(), p)
 	return srv.Serve(ctx, ln)
 }
 
@@ -121,12 +135,12 @@ func newLogger(c *cli.Context) (*slog.Logger, error) {
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 		return nil, usageError("--log-level must be debug, info, warn or error, got %q", c.String("log-level"))
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: durationsAsStrings}
 	switch c.String("log-format") {
 	case "text":
-		return slog.New(slog.NewTextHandler(c.App.ErrWriter, opts)), nil
+		return asDefault(slog.New(slog.NewTextHandler(c.App.ErrWriter, opts))), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(c.App.ErrWriter, opts)), nil
+		return asDefault(slog.New(slog.NewJSONHandler(c.App.ErrWriter, opts))), nil
 	default:
 		return nil, usageError("--log-format must be text or json, got %q", c.String("log-format"))
 	}

@@ -63,10 +63,19 @@ func runTop(c *cli.Context) error {
 		return err
 	}
 	m := tui.New(tui.Options{Fetch: fetch, Source: base, Interval: interval})
-	if _, err := tea.NewProgram(m, tea.WithContext(c.Context), tea.WithOutput(c.App.Writer)).Run(); err != nil {
-		return fmt.Errorf("running the monitor: %w", err)
+	_, err = tea.NewProgram(m, tea.WithContext(c.Context), tea.WithOutput(c.App.Writer)).Run()
+	return monitorExit(err)
+}
+
+// monitorExit is how the monitor's end becomes an exit status. Ctrl+C is the usual way to
+// leave a terminal monitor, as q is: a key press quits cleanly, and a SIGINT (Ctrl+C where
+// the terminal is not in raw mode, or kill -INT) ends bubbletea with ErrInterrupted, which
+// is no failure either. Both exit 0.
+func monitorExit(err error) error {
+	if err == nil || errors.Is(err, tea.ErrInterrupted) {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("running the monitor: %w", err)
 }
 
 // routerURL checks --router and returns it without a trailing slash. A bare HOST:PORT

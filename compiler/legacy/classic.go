@@ -22,6 +22,7 @@ func (c *cli) classicFlags() []flagSpec {
 		{name: "--balance-abs-threshold", arity: oneValue, refuse: refuseBalance},
 		{name: "--balance-rel-threshold", arity: oneValue, refuse: refuseBalance},
 		{name: "--eviction-interval", arity: oneValue, refuse: refuseEvictionInterval},
+		{name: "--eviction-interval-secs", arity: oneValue, refuse: refuseEvictionInterval},
 		{name: "--max-tree-size", arity: oneValue, refuse: refuseMaxTreeSize},
 	}
 }
@@ -55,7 +56,7 @@ func (c *cli) classicRules(p *Errors, policy string) {
 	if t == nil {
 		return
 	}
-	p.check(policy == "cache_aware", "--cache-threshold requires --policy cache_aware")
+	p.check(policy == "cache_aware" || c.usesCacheAware(), "--cache-threshold requires --policy cache_aware")
 	p.check(isFinite(*t) && *t >= 0 && *t <= 1, "--cache-threshold must be finite and in [0, 1]")
 	p.check(c.minMatchRatio == nil, "--cache-threshold and --cache-affinity-min-match-ratio both set the minimum share of the prompt a prefix holder must match: give one")
 }

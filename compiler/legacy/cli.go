@@ -3,6 +3,7 @@ package legacy
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/routerkit/router/compiler"
@@ -53,6 +54,27 @@ type cli struct {
 	pressureAbsTokens    *int64
 	pressureAbsMS        *float64
 	pressureRelThreshold *float64
+
+	// The dialect read, and what the classic router or era 4 add (dialect.go).
+	dialect            Dialect
+	dialectFrom        string // why that dialect (detect)
+	program            string // the program name stripped from the command line, if any
+	pdDisaggregation   bool
+	prefillPolicy      *string
+	modelPath          *string
+	tokenizerPath      *string
+	chatTemplate       *string
+	requestTimeoutSecs *int64
+	disableRetries     bool
+	cbFailures         *int64
+	cbOpenSecs         *int64
+	cbThreshold        *int64
+	cbCoolDownSecs     *int64
+	chatRouting        *string
+	powerOfNChoices    *int64
+
+	// model is the served model's name and modelFrom where it came from (resolveModel).
+	model, modelFrom string
 
 	// duplicates describes the worker URLs listed more than once, which sgl-router
 	// de-duplicated and so does the migration.
@@ -120,13 +142,22 @@ func refuseLogging(values string) func(string, []string) string {
 	}
 }
 
-// flags is the table of every legacy flag migrate knows, bound to the fields of c.
+// flags is the table of every flag of c's dialect that migrate knows, bound to the
+// fields of c.
 func (c *cli) flags() []flagSpec {
+	if c.dialect == DialectClassic {
+		return c.classicTable()
+	}
+	return c.experimentalTable()
+}
+
+// experimentalTable is the experimental sgl-router's grouped CLI, bound to the fields of c.
+func (c *cli) experimentalTable() []flagSpec {
 	dropped := func(d compiler.Dropped) *compiler.Dropped { return &d }
 	return append(append([]flagSpec{
 		// Model, tokenizer and sampling.
 		{name: "--model-id", arity: oneValue, set: text(&c.modelID)},
-		{name: "--tokenizer-path", arity: oneValue, unsupported: "the tokenizer"},
+		{name: "--tokenizer-path", arity: oneValue, set: text(&c.tokenizerPath)},
 		{name: "--disable-input-ids-forwarding", arity: switchFlag, unsupported: "input_ids forwarding"},
 		{name: "--override-sampling-params", arity: oneValue, unsupported: sampling},
 		{name: "--sampling-param-conflict", arity: oneValue, unsupported: sampling},
@@ -136,7 +167,7 @@ func (c *cli) flags() []flagSpec {
 		{name: "--port", arity: oneValue, set: c.setPort},
 		{name: "--shutdown-drain-secs", arity: oneValue, unsupported: "the pre-shutdown drain that keeps serving with /readyz 503 (shutdown_grace_secs is a different setting: how long in-flight requests may finish)"},
 		{name: "--termination-grace-secs", arity: oneValue, unsupported: "the startup check of the pod's termination grace period"},
-		{name: "--request-timeout-secs", arity: oneValue, unsupported: "upstream request timeouts"},
+		{name: "--request-timeout-secs", arity: oneValue, set: count(&c.requestTimeoutSecs)},
 		{name: "--stale-request-timeout-secs", arity: oneValue, unsupported: "the stale in-flight request janitor"},
 		{name: "--log-level", arity: oneValue, refuse: refuseLogging("debug, info, warn or error")},
 		{name: "--log-format", arity: oneValue, refuse: refuseLogging("text or json")},
@@ -152,15 +183,17 @@ func (c *cli) flags() []flagSpec {
 		{name: "--decode-selector", arity: someValues, repeat: true, unsupported: discovery},
 
 		// Routing policies, admission and circuit breaker.
-		{name: "--policy", arity: oneValue, set: oneOf(policies, map[string]compiler.Dropped{"fused_score": compiler.FusedScore, "score_policy": compiler.ScorePolicy}, text(&c.policy))},
-		{name: "--decode-policy", arity: oneValue, set: oneOf(decodePolicies, map[string]compiler.Dropped{"legacy_host_affinity": compiler.LegacyHostAffinity}, text(&c.decodePolicy))},
+		{name: "--policy", arity: oneValue, set: powerOfN(oneOf(policies, map[string]compiler.Dropped{"fused_score": compiler.FusedScore, "score_policy": compiler.ScorePolicy}, text(&c.policy)))},
+		{name: "--decode-policy", arity: oneValue, set: powerOfN(oneOf(decodePolicies, map[string]compiler.Dropped{"legacy_host_affinity": compiler.LegacyHostAffinity}, text(&c.decodePolicy)))},
 		{name: "--bucket-config", arity: oneValue, set: text(&c.bucketConfig)},
 		{name: "--fuse", arity: commaList, repeat: true, dropped: dropped(compiler.Fuse)},
 		{name: "--filter", arity: commaList, repeat: true, set: oneOf(filterKinds, map[string]compiler.Dropped{"prefix_cache": compiler.PrefixCacheFilter}, texts(&c.filters))},
 		{name: "--max-in-flight", arity: oneValue, set: count(&c.maxInFlight)},
 		{name: "--prefix-cache-min-share", arity: oneValue, dropped: dropped(compiler.PrefixCacheMinShare)},
-		{name: "--cb-threshold", arity: oneValue, unsupported: breaker},
-		{name: "--cb-cool-down-secs", arity: oneValue, unsupported: breaker},
+		{name: "--cb-threshold", arity: oneValue, set: count(&c.cbThreshold)},
+		{name: "--cb-cool-down-secs", arity: oneValue, set: count(&c.cbCoolDownSecs)},
+		{name: "--chat-routing", arity: oneValue, set: oneOf([]string{"legacy", "reorg"}, nil, text(&c.chatRouting))},
+		{name: "--power-of-n-choices", arity: oneValue, set: count(&c.powerOfNChoices)},
 
 		// Cache-aware routing.
 		{name: "--cache-prefix-provider", arity: oneValue, set: c.setPrefixProvider},
@@ -239,10 +272,64 @@ func (c *cli) pdMode() bool {
 	return len(c.prefill) > 0 || len(c.decode) > 0
 }
 
-// policyType is the --policy of plain and prefill selection, with sgl-router's default.
+// policyType is the policy of plain and prefill selection, with the dialect's default:
+// the classic router's cache_aware, the experimental router's round_robin, or power_of_n
+// (the router's power_of_two) under --chat-routing reorg.
 func (c *cli) policyType() string {
-	if c.policy == nil {
-		return "round_robin"
+	switch {
+	case c.prefillPolicy != nil && c.pdMode():
+		return *c.prefillPolicy
+	case c.policy != nil:
+		return *c.policy
+	case c.dialect == DialectClassic:
+		return "cache_aware"
+	case c.reorg():
+		return "power_of_two"
+	}
+	return "round_robin"
+}
+
+// decodePolicyType is the policy of decode selection: the classic router's
+// --decode-policy, falling back to --policy; the experimental router's power_of_two.
+func (c *cli) decodePolicyType() string {
+	if c.dialect != DialectClassic {
+		return "power_of_two"
+	}
+	if c.decodePolicy != nil {
+		return *c.decodePolicy
+	}
+	if c.decodeFallbackReplaced() {
+		return "power_of_two"
 	}
 	return *c.policy
+}
+
+// decodeFallbackReplaced reports whether the classic decode selection fell back to a
+// cache_aware --policy (or its default), which the router's decode groups do not take:
+// prefix reuse happens at prefill, so decode gets power_of_two and the header says so.
+func (c *cli) decodeFallbackReplaced() bool {
+	return c.dialect == DialectClassic && c.decodePolicy == nil && (c.policy == nil || *c.policy == "cache_aware")
+}
+
+// usesCacheAware reports whether prefill, plain or decode selection is cache_aware.
+func (c *cli) usesCacheAware() bool {
+	return c.policyType() == "cache_aware" || c.pdMode() && c.decodePolicyType() == "cache_aware"
+}
+
+// reorg reports whether the command line routes with era 4's bucket engine.
+func (c *cli) reorg() bool {
+	return c.chatRouting != nil && *c.chatRouting == "reorg"
+}
+
+// powerOfN reads era 4's spelling power_of_n as power_of_two, the same policy.
+func powerOfN(set setter) setter {
+	return func(flag string, vs []string) error {
+		out := slices.Clone(vs)
+		for i, v := range out {
+			if v == "power_of_n" {
+				out[i] = "power_of_two"
+			}
+		}
+		return set(flag, out)
+	}
 }

@@ -9,12 +9,19 @@ import (
 // behaviour goes unmentioned.
 func header(t *translator) []string {
 	in := t.in
+	program := t.c.program
+	if program == "" {
+		program = "sgl-router"
+	}
+	args := in.Args[len(strings.Fields(t.c.program)):]
 	lines := []string{
 		"Router configuration migrated by `router migrate` from this sgl-router command line:",
 		"",
-		"\tsgl-router " + shellJoin(in.Args),
+		"\t" + program + " " + shellJoin(args),
 		"",
 	}
+	lines = append(lines, wrap("Absent flags have the defaults of "+t.c.dialect.defaultsSource()+", chosen by "+t.c.dialectFrom+".", "")...)
+	lines = append(lines, "")
 	if in.BucketConfig != "" {
 		lines = append(lines, "with the buckets of "+in.BucketConfig+".")
 	}
@@ -24,7 +31,7 @@ func header(t *translator) []string {
 	if in.BucketConfig != "" || len(in.Pairs) > 0 {
 		lines = append(lines, "")
 	}
-	lines = append(lines, wrap("Each value's comment names the flag it came from. A setting that is absent keeps sgl-router's default, which is also the router's.", "")...)
+	lines = append(lines, wrap("Each value's comment names the flag or default it came from. Any other setting that is absent keeps sgl-router's default, which is also the router's.", "")...)
 	if notes := notes(t); len(notes) > 0 {
 		lines = append(lines, "", "Behaviour that differs from sgl-router:")
 		for _, n := range notes {
@@ -41,10 +48,10 @@ func notes(t *translator) []string {
 	var out []string
 	policy := c.policyType()
 	var checked []string
-	if capacityChecked(policy) {
+	if capacityChecked(policy) && c.dialect != DialectClassic {
 		checked = append(checked, "--policy "+policy)
 	}
-	if c.pdMode() {
+	if c.pdMode() && c.dialect != DialectClassic {
 		checked = append(checked, "decode")
 	}
 	if len(checked) > 0 {
@@ -63,8 +70,16 @@ func notes(t *translator) []string {
 			out = append(out, "sgl-router looked for "+policy+" affinity across every bucket before the size buckets; here each bucket's policy looks among its own engines only.")
 		}
 	}
-	if policy == "cache_aware" {
+	if c.usesCacheAware() {
 		out = append(out, prefixNote(in, c))
+	}
+	if c.dialect == DialectClassic {
+		out = append(out, classicNotes(c)...)
+	} else {
+		out = append(out, experimentalNotes(c)...)
+	}
+	if t.tokenizerNote != "" {
+		out = append(out, t.tokenizerNote)
 	}
 	var portless []string
 	for _, w := range c.prefill {

@@ -45,6 +45,11 @@ type Input struct {
 	// does not say whether engines publish events, and an event-fed index without events
 	// stays empty.
 	EnginesPublishKVEvents bool
+	// From is the sgl-router whose command line Args is; DialectAuto detects it.
+	From Dialect
+	// ModelID names the served model when the command line does not (the classic router
+	// has no --model-id) or to rename it.
+	ModelID string
 }
 
 // rules checks migrate's own inputs against the parsed command line.
@@ -56,7 +61,11 @@ func (in Input) rules(c *cli) Errors {
 	if v, bad := controlIn(in.Pairs); bad {
 		p.addf("--pair %q contains a control character, which the migrated configuration's comments cannot quote: remove it", v)
 	}
-	p.check(!in.EnginesPublishKVEvents || c.policyType() == "cache_aware",
+	if c.dialect == DialectClassic {
+		p.check(in.EngineMaxRunningRequests == nil && in.EngineMaxKVTokens == nil,
+			"--engine-max-running-requests and --engine-max-kv-tokens keep the experimental sgl-router's capacity check, which the classic router did not make: remove them")
+	}
+	p.check(!in.EnginesPublishKVEvents || c.usesCacheAware(),
 		"--engines-publish-kv-events chooses the prefix index of --policy cache_aware, and the command line has --policy %s: remove it", c.policyType())
 	for _, f := range []struct {
 		flag string
@@ -108,11 +117,23 @@ func (es *Errors) check(ok bool, format string, args ...any) {
 // when the input cannot be migrated, and a plain error when the bucket file cannot be read
 // or, which would be a bug, the generated configuration does not compile.
 func Migrate(in Input) ([]byte, *plan.Plan, error) {
+	if in.From != DialectAuto && in.From != DialectClassic && in.From != DialectExperimental {
+		return nil, nil, Errors{errNoDialect}
+	}
+	if coLaunch(in.Args) {
+		return nil, nil, Errors{errCoLaunch}
+	}
+	named, args, program := splitProgram(in.Args)
 	c := &cli{}
-	if errs := parse(in.Args, c.flags()); len(errs) > 0 {
+	c.dialect, c.dialectFrom = detect(in.From, named, args)
+	c.program = program
+	if errs := parse(args, c.flags()); len(errs) > 0 {
 		return nil, nil, errs
 	}
-	if errs := append(append(c.legacyRules(), c.targetRules()...), in.rules(c)...); len(errs) > 0 {
+	var errs Errors
+	c.resolveModel(in, &errs)
+	c.hardeningRules(&errs)
+	if errs = append(append(append(errs, c.legacyRules()...), c.targetRules()...), in.rules(c)...); len(errs) > 0 {
 		return nil, nil, errs
 	}
 	t := newTranslator(in, c)
@@ -120,7 +141,9 @@ func Migrate(in Input) ([]byte, *plan.Plan, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	src, err := render(header(t), t.config(buckets, bucketsFrom))
+	// The configuration first: translating it collects notes the header lists.
+	root := t.config(buckets, bucketsFrom)
+	src, err := render(header(t), root)
 	if err != nil {
 		return nil, nil, err
 	}

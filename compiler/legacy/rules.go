@@ -14,8 +14,10 @@ import (
 // line sgl-router refused to start with is refused here too, with sgl-router's reasons.
 func (c *cli) legacyRules() Errors {
 	var p Errors
-	p.check(c.modelID != nil, "--model-id is required: it names the model the router serves")
-	p.check(c.modelID == nil || *c.modelID != "", "--model-id must not be empty")
+	if c.powerOfNChoices != nil {
+		p.check(c.reorg(), "--power-of-n-choices requires --chat-routing reorg")
+		p.check(*c.powerOfNChoices == 2, "--power-of-n-choices %d cannot be migrated: the router's power_of_two samples 2 engines, and the sample size has no setting: remove it", *c.powerOfNChoices)
+	}
 	c.workerRules(&p)
 
 	policy := c.policyType()

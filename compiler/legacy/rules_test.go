@@ -76,7 +76,7 @@ func TestLegacyRules(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"model id is required", []string{"--worker-urls", "http://x"}, "--model-id is required"},
+		{"model id is required", []string{"--worker-urls", "http://x"}, "the command line names no model: pass --model-id NAME to router migrate"},
 		{"no workers", []string{"--model-id", "m"}, "no workers"},
 		{"plain and PD workers", with(plainFleet, "--prefill", "http://p", "--decode", "http://d"), "cannot be combined with --prefill"},
 		{"prefill without decode", []string{"--model-id", "m", "--prefill", "http://p"}, "--prefill needs --decode"},
@@ -159,21 +159,22 @@ func TestInexpressibleSettings(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown flag", with(plainFleet, "--chat-routing", "reorg"), "unknown flag --chat-routing"},
-		{"tokenizer", with(plainFleet, "--tokenizer-path", "/models/tokenizer.json"), "--tokenizer-path cannot be migrated"},
+		{"unknown flag", with(plainFleet, "--chat-routing-mode", "reorg"), "unknown flag --chat-routing-mode"},
+		{"power of n without reorg", with(plainFleet, "--power-of-n-choices", "2"), "--power-of-n-choices requires --chat-routing reorg"},
+		{"power of n above 2", with(plainFleet, "--chat-routing", "reorg", "--power-of-n-choices", "3"), "--power-of-n-choices 3 cannot be migrated"},
 		{"input ids forwarding", with(plainFleet, "--disable-input-ids-forwarding"), "--disable-input-ids-forwarding cannot be migrated"},
 		{"sampling overrides", with(plainFleet, "--override-sampling-params", `{"temperature": 1}`), "--override-sampling-params cannot be migrated"},
 		{"sampling conflict", with(plainFleet, "--sampling-param-conflict", "allow"), "--sampling-param-conflict cannot be migrated"},
 		{"shutdown drain", with(plainFleet, "--shutdown-drain-secs", "30"), "--shutdown-drain-secs cannot be migrated"},
 		{"termination grace", with(plainFleet, "--termination-grace-secs", "60"), "--termination-grace-secs cannot be migrated"},
-		{"request timeout", with(plainFleet, "--request-timeout-secs", "300"), "--request-timeout-secs cannot be migrated"},
+		{"request timeout above a day", with(plainFleet, "--request-timeout-secs", "90000"), "--request-timeout-secs 90000 cannot be migrated"},
 		{"stale request timeout", with(plainFleet, "--stale-request-timeout-secs", "600"), "--stale-request-timeout-secs cannot be migrated"},
 		{"log level", with(plainFleet, "--log-level", "debug"), "--log-level cannot be migrated: logging is not part of the router configuration, but `router serve` has the same flag: pass --log-level debug to `router serve` instead"},
 		{"log format", with(plainFleet, "--log-format=json"), "pass --log-format json to `router serve` instead"},
 		{"service discovery", []string{"--model-id", "m", "--service-discovery", "--selector", "app=sglang", "zone=a"}, "--service-discovery cannot be migrated"},
 		{"discovery namespace", with(plainFleet, "--service-discovery-namespace", "prod"), "--service-discovery-namespace cannot be migrated"},
 		{"PD selectors", with(plainFleet, "--prefill-selector", "role=p", "--decode-selector", "role=d"), "--decode-selector cannot be migrated"},
-		{"circuit breaker", with(plainFleet, "--cb-threshold", "5", "--cb-cool-down-secs", "10"), "--cb-cool-down-secs cannot be migrated"},
+		{"breaker cool-down alone", with(plainFleet, "--cb-cool-down-secs", "10"), "--cb-cool-down-secs requires --cb-threshold"},
 		{"global session mode", with(plainFleet, "--policy", "session_aware", "--session-affinity-mode", "global-rebind"), "--session-affinity-mode global-rebind cannot be migrated"},
 		{"session-only pressure guard", with(plainFleet, "--policy", "session_aware", "--disable-pressure-guard"), "--disable-pressure-guard applies to cache_aware selection only"},
 		{"session-only pressure tuning", with(plainFleet, "--policy", "session_aware", "--pressure-abs-threshold-tokens", "2048"), "--pressure-abs-threshold-tokens applies to cache_aware selection only"},

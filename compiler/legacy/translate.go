@@ -40,6 +40,8 @@ type translator struct {
 	// pendingBudget records that a bucket's max_pending_prefill_tokens became a cap, whose
 	// meaning changed (see notes).
 	pendingBudget bool
+	// tokenizerNote says why the model's tokenizer could not be set, if it could not.
+	tokenizerNote string
 }
 
 func newTranslator(in Input, c *cli) *translator {
@@ -57,6 +59,10 @@ func (t *translator) config(buckets []*node, bucketsFrom string) *node {
 	if c.host != nil || c.port != nil {
 		host, port := "127.0.0.1", int64(30000)
 		from := "sgl-router's default --host 127.0.0.1 with --port"
+		if c.dialect == DialectClassic {
+			// v0.3.2 binds 0.0.0.0 by default (127.0.0.1 until 2025-10).
+			host, from = "0.0.0.0", "the classic router's default --host 0.0.0.0 with --port"
+		}
 		switch {
 		case c.host != nil && c.port != nil:
 			host, port, from = *c.host, *c.port, "--host and --port"
@@ -72,8 +78,10 @@ func (t *translator) config(buckets []*node, bucketsFrom string) *node {
 		engines = append(engines, t.engine(w))
 	}
 	root.set("engines", engines, "")
+	t.hardening(root)
 	model := &node{}
-	root.child("models").set(*c.modelID, model, "--model-id")
+	root.child("models").set(c.model, model, c.modelFrom)
+	t.tokenizerNote = t.tokenizer(model)
 	setGiven(model, "session_id_header", c.sessionIDHeader, "--session-id-header")
 	setGiven(model, "session_idle_secs", c.sessionIdleSecs, "--session-idle-secs")
 	setGiven(model, "session_eviction_interval_secs", c.sessionEvictionSecs, "--session-eviction-interval-secs")
@@ -88,7 +96,7 @@ func (t *translator) engine(w worker) *node {
 	e := &node{}
 	e.set("id", w.id, "named by router migrate; sgl-router knew it by URL")
 	e.set("url", normalizeURL(w.url), w.flag)
-	e.set("model", *t.c.modelID, "--model-id")
+	e.set("model", t.c.model, t.c.modelFrom)
 	role := w.flag
 	if w.role == stagePrefill && w.port == nil {
 		role += " without a bootstrap port: SGLang's default 8998 applies"
@@ -167,15 +175,22 @@ func (t *translator) selectionPolicy(bucketCaps []admissionCap) *node {
 	c := t.c
 	p := &node{}
 	from := "sgl-router's default --policy"
-	if c.policy != nil {
+	switch {
+	case c.prefillPolicy != nil && c.pdMode():
+		from = "--prefill-policy " + *c.prefillPolicy
+	case c.policy != nil:
 		from = "--policy " + *c.policy
+	case c.dialect == DialectClassic:
+		from = "the classic router's default --policy"
+	case c.reorg():
+		from = "--chat-routing reorg's default --policy power_of_n"
 	}
 	p.set("type", c.policyType(), from)
 	var caps []admissionCap
 	if c.maxInFlight != nil {
 		caps = append(caps, admissionCap{"max_inflight_requests", *c.maxInFlight, "--filter overloaded --max-in-flight"})
 	}
-	if capacityChecked(c.policyType()) {
+	if capacityChecked(c.policyType()) && c.dialect != DialectClassic {
 		caps = append(caps, t.capacityCaps()...)
 	}
 	setAdmission(p, append(caps, bucketCaps...))
@@ -194,6 +209,14 @@ func (t *translator) cacheTuning(p *node) {
 	setGiven(p, "min_matched_tokens", c.minMatchedTokens, "--cache-affinity-min-matched-tokens")
 	setGiven(p, "min_match_ratio", c.minMatchRatio, "--cache-affinity-min-match-ratio")
 	setGiven(p, "min_match_ratio", c.cacheThreshold, "--cache-threshold")
+	if c.dialect == DialectClassic {
+		if c.cacheThreshold == nil {
+			p.set("min_match_ratio", 0.3, "the classic router's default --cache-threshold 0.3")
+		}
+		if c.minMatchedTokens == nil {
+			p.set("min_matched_tokens", int64(0), "the classic router gated on --cache-threshold alone")
+		}
+	}
 	setGiven(p, "candidate_min_workers", c.candidateMinWorkers, "--cache-candidate-min-workers")
 	setGiven(p, "candidate_ratio", c.candidateRatio, "--cache-candidate-ratio")
 	setGiven(p, "candidate_max_workers", c.candidateMaxWorkers, "--cache-candidate-max-workers")
@@ -228,11 +251,22 @@ func (t *translator) cacheTuning(p *node) {
 func (t *translator) decodeSelection() *node {
 	p := &node{}
 	from := "sgl-router's default --decode-policy"
-	if t.c.decodePolicy != nil {
+	switch {
+	case t.c.decodePolicy != nil:
 		from = "--decode-policy " + *t.c.decodePolicy
+	case t.c.decodeFallbackReplaced():
+		from = "the classic router's decode selection fell back to cache_aware, which a decode group does not take: see the header"
+	case t.c.dialect == DialectClassic:
+		from = "--policy " + *t.c.policy + ", which the classic router's decode selection falls back to"
 	}
-	p.set("type", "power_of_two", from)
-	setAdmission(p, t.capacityCaps())
+	typ := t.c.decodePolicyType()
+	p.set("type", typ, from)
+	if t.c.dialect != DialectClassic {
+		setAdmission(p, t.capacityCaps())
+	}
+	if typ == "cache_aware" {
+		t.cacheTuning(p)
+	}
 	return p
 }
 

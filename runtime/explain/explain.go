@@ -51,16 +51,19 @@ type Attempt struct {
 
 // Group is one engine group's pick within an attempt.
 type Group struct {
-	Stage      plan.Role          `json:"stage"`
-	Policy     plan.PolicyType    `json:"policy"`
-	Candidates []Candidate        `json:"candidates"`
-	ReadLoad   []string           `json:"read_load"`
-	Admission  []decision.Verdict `json:"admission"`
-	Prefix     *decision.Prefix   `json:"prefix,omitempty"`
-	Notes      []string           `json:"notes,omitempty"`
-	Pick       string             `json:"pick,omitempty"`
-	Reason     string             `json:"reason,omitempty"`
-	Error      string             `json:"error,omitempty"`
+	Stage      plan.Role       `json:"stage"`
+	Policy     plan.PolicyType `json:"policy"`
+	Candidates []Candidate     `json:"candidates"`
+	// Left are the model's engines of the group's role that are not candidates, and why,
+	// so that an engine missing from the candidates is never a mystery.
+	Left      []LeftOut          `json:"left_out,omitempty"`
+	ReadLoad  []string           `json:"read_load"`
+	Admission []decision.Verdict `json:"admission"`
+	Prefix    *decision.Prefix   `json:"prefix,omitempty"`
+	Notes     []string           `json:"notes,omitempty"`
+	Pick      string             `json:"pick,omitempty"`
+	Reason    string             `json:"reason,omitempty"`
+	Error     string             `json:"error,omitempty"`
 }
 
 // Candidate is a healthy group member and its load when the pass ran.
@@ -68,6 +71,39 @@ type Candidate struct {
 	ID       string `json:"id"`
 	Inflight int64  `json:"inflight"`
 	Load     *Load  `json:"load"` // null: unknown (missing, stale or rank-incomplete)
+}
+
+// LeftOut is an engine of the group's role that was not a candidate, with the reason.
+type LeftOut struct {
+	Engine string `json:"engine"`
+	Reason string `json:"reason"`
+}
+
+// leftOut lists the model's engines of role that are not among candidates: down (failing
+// health checks), behind an open breaker, or, when neither, not a member of the group
+// (its worker_ids name others).
+func leftOut(reg *engine.Registry, model string, role plan.Role, candidates []Candidate) []LeftOut {
+	in := map[string]bool{}
+	for _, c := range candidates {
+		in[c.ID] = true
+	}
+	var out []LeftOut
+	for _, w := range reg.Snapshot().Workers(model, role) {
+		if in[w.ID()] {
+			continue
+		}
+		reason := "not in this group's worker_ids"
+		switch b := w.Breaker(); {
+		case !w.Healthy():
+			reason = "down: failing health checks"
+		case b != nil && b.State() == engine.BreakerOpen:
+			reason = "circuit breaker open"
+		case b != nil && b.State() != engine.BreakerClosed:
+			reason = "circuit breaker " + b.State().String() + ", its probe already sent"
+		}
+		out = append(out, LeftOut{Engine: w.ID(), Reason: reason})
+	}
+	return out
 }
 
 // Load is a report as explain shows it. The native-only fields are absent for a basic
@@ -128,6 +164,7 @@ func New(facts *policy.Facts, tr *decision.Trace, sel bucket.Selection, err erro
 				}
 				gv.Candidates = append(gv.Candidates, Candidate{ID: c.ID, Inflight: c.Inflight, Load: viewLoad(r, now)})
 			}
+			gv.Left = leftOut(reg, facts.Model, g.Stage, gv.Candidates)
 			av.Groups = append(av.Groups, gv)
 		}
 		x.Attempts = append(x.Attempts, av)
@@ -215,6 +252,9 @@ func (g *Group) writeText(w io.Writer) {
 	for _, c := range g.Candidates {
 		fmt.Fprintf(w, "    %s: in-flight %d, %s\n", c.ID, c.Inflight, c.Load.text())
 	}
+	for _, l := range g.Left {
+		fmt.Fprintf(w, "    not a candidate: %s, %s\n", l.Engine, l.Reason)
+	}
 	if len(g.ReadLoad) > 0 {
 		fmt.Fprintf(w, "    policy read load of: %s\n", strings.Join(g.ReadLoad, ", "))
 	}
@@ -255,10 +295,19 @@ func (l *Load) text() string {
 	}
 	s := fmt.Sprintf("basic report: running %d, waiting %d", l.Running, l.Waiting)
 	if l.Native {
-		s = fmt.Sprintf("native report: running %d, waiting %d, waiting uncached tokens %d, kv tokens %d/%d (%d with pending prefill), max running %d",
-			l.Running, l.Waiting, *l.WaitingUncachedTokens, *l.UsedKVTokens, *l.MaxKVTokens, *l.TotalKVTokens, *l.MaxRunning)
+		s = fmt.Sprintf("native report: running %d, waiting %d, waiting uncached tokens %s, kv tokens %s/%s (%s with pending prefill), max running %s",
+			l.Running, l.Waiting, orUnknown(l.WaitingUncachedTokens), orUnknown(l.UsedKVTokens), orUnknown(l.MaxKVTokens), orUnknown(l.TotalKVTokens), orUnknown(l.MaxRunning))
 	}
 	return fmt.Sprintf("%s, age %dms", s, l.AgeMS)
+}
+
+// orUnknown prints a native field, or "unknown" when the report did not give it (a load
+// fixture that leaves it out): a zero the engine never reported would read as a fact.
+func orUnknown(v *int64) string {
+	if v == nil {
+		return "unknown"
+	}
+	return fmt.Sprint(*v)
 }
 
 // Request asks a running router to explain a request given by its routing facts rather

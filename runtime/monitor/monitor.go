@@ -127,8 +127,13 @@ func (m *Monitor) setHealth(id string, healthy bool, err error) {
 	if w := m.reg.Get(id); w != nil {
 		w.SetHealthy(healthy)
 	}
-	if was != healthy {
-		m.log.Warn("engine health changed", "engine", id, "healthy", healthy, "error", errString(err))
+	// Losing an engine is a warning; getting it back is news, not a problem, so an alert
+	// on WARN lines does not fire again when the fleet recovers.
+	switch {
+	case was && !healthy:
+		m.log.Warn("engine health changed", "engine", id, "healthy", false, "error", errString(err))
+	case !was && healthy:
+		m.log.Info("engine health changed", "engine", id, "healthy", true)
 	}
 }
 

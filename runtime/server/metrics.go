@@ -91,6 +91,7 @@ func (m *metrics) registerEngines(s *Server) {
 		)
 		m.registerBreaker(e.ID, func() *engine.Worker { return s.reg.Get(e.ID) })
 	}
+	m.zeroSeries(s.plan)
 }
 
 func (m *metrics) handler() http.Handler {
