@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin/router
 
-.PHONY: build run test lint fuzz bench update tidy
+.PHONY: build run test lint fuzz bench bench-quality bench-proxy update tidy
 
 build:
 	$(GO) build -o $(BIN) ./cmd/router
@@ -39,6 +39,12 @@ fuzz:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The routing-quality benchmark (bench/quality, docs/benchmarks.md): every policy on four
+# workloads against simulated engines under KV pressure, a few minutes. Writes
+# docs/quality/results.md and docs/quality/ttft.svg. QUALITY_FLAGS=-short for a smoke run.
+bench-quality:
+	$(GO) run ./bench/cmd/quality -out docs/quality $(QUALITY_FLAGS)
 
 # Rewrite the expected output of testscripts after an intended change.
 update:
