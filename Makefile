@@ -46,6 +46,13 @@ bench:
 bench-quality:
 	$(GO) run ./bench/cmd/quality -out docs/quality $(QUALITY_FLAGS)
 
+# The side-by-side proxy overhead run (bench/proxy, docs/benchmarks.md): direct, a bare
+# httputil.ReverseProxy, the router with three policies and nginx when installed, against
+# simulated engines at time scale 0; CPU per request from /proc. PROXY_FLAGS=-rounds 1 for
+# a quick look.
+bench-proxy: build
+	$(GO) run ./bench/cmd/proxy -router $(BIN) $(PROXY_FLAGS)
+
 # Rewrite the expected output of testscripts after an intended change.
 update:
 	ROUTER_UPDATE=1 $(GO) test ./cmd/router -run TestScripts
