@@ -49,8 +49,8 @@ func FindPolicy(name string) (Policy, bool) {
 }
 
 // EngineConfig is the simulated engines' performance model: the simulator's default GPU
-// with a KV pool of 20 480 tokens, so that an engine holds about six of the twelve shared
-// documents, and contexts up to 8192 tokens.
+// with a KV pool of 20 480 tokens, so that an engine holds three of the eight shared
+// documents of 6000 tokens (all of them take 48 000), and contexts up to 8192 tokens.
 func EngineConfig(timeScale float64) sim.Config {
 	c := sim.DefaultConfig()
 	c.KVCapacityTokens = 20480

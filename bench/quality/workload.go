@@ -54,7 +54,7 @@ type Shape struct {
 func DefaultShape() Shape {
 	return Shape{
 		Requests: 240, OutputTokens: 16,
-		Documents: 12, DocumentWords: 3000, QuestionWords: 40,
+		Documents: 8, DocumentWords: 6000, QuestionWords: 40,
 		Conversations: 40, Turns: 6, ContextWords: 1500,
 	}
 }
