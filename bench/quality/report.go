@@ -18,6 +18,8 @@ type Row struct {
 	RequestsPerSec, TokensPerSec float64
 	// HitRate is the share of prompt tokens the engines reported as cached.
 	HitRate float64
+	// Busiest is the busiest engine's requests over the even share (1: a perfect spread).
+	Busiest float64
 }
 
 // Summarize computes a row from a run's outcomes.
@@ -64,14 +66,14 @@ func percentiles(ds []time.Duration) [3]time.Duration {
 
 // WriteTable writes rows as a Markdown table, milliseconds of wall-clock time.
 func WriteTable(w io.Writer, rows []Row) error {
-	if _, err := fmt.Fprintln(w, "| workload | policy | ok/sent | TTFT p50 | p90 | p99 | E2E p50 | p99 | req/s | tok/s | cache hit |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"); err != nil {
+	if _, err := fmt.Fprintln(w, "| workload | policy | ok/sent | TTFT p50 | p90 | p99 | E2E p50 | p99 | req/s | tok/s | cache hit | busiest |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"); err != nil {
 		return err
 	}
 	for _, r := range rows {
-		if _, err := fmt.Fprintf(w, "| %s | %s | %d/%d | %s | %s | %s | %s | %s | %.1f | %.0f | %.0f%% |\n",
+		if _, err := fmt.Fprintf(w, "| %s | %s | %d/%d | %s | %s | %s | %s | %s | %.1f | %.0f | %.0f%% | %.2f |\n",
 			r.Workload, r.Policy, r.Requests-r.Errors, r.Requests,
 			ms(r.TTFT[0]), ms(r.TTFT[1]), ms(r.TTFT[2]), ms(r.E2E[0]), ms(r.E2E[2]),
-			r.RequestsPerSec, r.TokensPerSec, 100*r.HitRate); err != nil {
+			r.RequestsPerSec, r.TokensPerSec, 100*r.HitRate, r.Busiest); err != nil {
 			return err
 		}
 	}

@@ -68,14 +68,19 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 			}
 			start := time.Now()
 			outs := Send(ctx, client, f.URL, reqs)
+			counts, err := f.EngineRequests()
 			// Idle keep-alive connections would hold the router's graceful shutdown.
 			client.CloseIdleConnections()
 			f.Close()
+			if err != nil {
+				return rows, err
+			}
 			row := Summarize(wl, pol.Name, outs)
+			row.Busiest = busiestShare(counts)
 			rows = append(rows, row)
 			if o.Progress != nil {
-				fmt.Fprintf(o.Progress, "%-16s %-24s %5.1f req/s offered, %3d errors, TTFT p90 %s ms, hit %.0f%%, %s\n",
-					wl, pol.Name, rate, row.Errors, ms(row.TTFT[1]), 100*row.HitRate, time.Since(start).Round(100*time.Millisecond))
+				fmt.Fprintf(o.Progress, "%-16s %-24s %5.1f req/s offered, %3d errors, TTFT p90 %s ms, hit %.0f%%, busiest %.2f %v, %s\n",
+					wl, pol.Name, rate, row.Errors, ms(row.TTFT[1]), 100*row.HitRate, row.Busiest, counts, time.Since(start).Round(100*time.Millisecond))
 			}
 		}
 	}
