@@ -70,8 +70,8 @@ func (t Trials) added(c Cell, p99 bool) []float64 {
 // median and range over rounds of req/s, added p50/p99 latency against direct and CPU per
 // request, and the ratios of the medians against the bare proxy and nginx.
 func WriteReport(w io.Writer, t Trials, targets []string, concs []int) {
-	fmt.Fprintln(w, "| kind | c | target | req/s | added p50 µs | added p99 µs | CPU µs/req | CPU ÷ bare | CPU ÷ nginx | req/s ÷ bare | req/s ÷ nginx |")
-	fmt.Fprintln(w, "|---|---:|---|---|---:|---:|---|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| kind | c | target | req/s | added p50 µs | added p99 µs | CPU µs/req | CPU ÷ bare | CPU ÷ nginx | req/s ÷ bare | req/s ÷ nginx | failed |")
+	fmt.Fprintln(w, "|---|---:|---|---|---:|---:|---|---:|---:|---:|---:|---:|")
 	for _, stream := range []bool{false, true} {
 		kind := "json"
 		if stream {
@@ -87,10 +87,14 @@ func WriteReport(w io.Writer, t Trials, targets []string, concs []int) {
 					continue
 				}
 				rate, cpu := summarize(t.rates(k)), summarize(t.cpu(k))
-				fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", kind, c, name,
+				failed := 0
+				for _, r := range t[k] {
+					failed += r.Errors
+				}
+				fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", kind, c, name,
 					rng(rate, "%.0f"), added(t, k, false), added(t, k, true), cpuStat(name, cpu),
 					ratio(name, cpu.med, bareCPU.med), ratio(name, cpu.med, ngxCPU.med),
-					ratio(name, rate.med, bareRate.med), ratio(name, rate.med, ngxRate.med))
+					ratio(name, rate.med, bareRate.med), ratio(name, rate.med, ngxRate.med), failed)
 			}
 		}
 	}

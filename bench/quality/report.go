@@ -20,6 +20,15 @@ type Row struct {
 	HitRate float64
 	// Busiest is the busiest engine's requests over the even share (1: a perfect spread).
 	Busiest float64
+	// Classes are the figures of each class of traffic of a mixed workload, by class name;
+	// nil when the workload has one class.
+	Classes map[string]ClassFigures
+}
+
+// ClassFigures are one traffic class's TTFT p90 and cache hit rate within a workload.
+type ClassFigures struct {
+	TTFT90  time.Duration
+	HitRate float64
 }
 
 // Summarize computes a row from a run's outcomes.
@@ -47,7 +56,73 @@ func Summarize(workload, policy string, outs []Outcome) Row {
 	if prompt > 0 {
 		r.HitRate = float64(cached) / float64(prompt)
 	}
+	r.Classes = byClass(outs)
 	return r
+}
+
+// byClass summarizes each class of a workload of more than one.
+func byClass(outs []Outcome) map[string]ClassFigures {
+	groups := map[string][]Outcome{}
+	for _, o := range outs {
+		groups[o.Class] = append(groups[o.Class], o)
+	}
+	if len(groups) < 2 {
+		return nil
+	}
+	m := map[string]ClassFigures{}
+	for c, g := range groups {
+		var ttft []time.Duration
+		var prompt, cached int
+		for _, o := range g {
+			if o.Err == nil {
+				ttft, prompt, cached = append(ttft, o.TTFT), prompt+o.PromptTokens, cached+o.CachedTokens
+			}
+		}
+		f := ClassFigures{TTFT90: percentiles(ttft)[1]}
+		if prompt > 0 {
+			f.HitRate = float64(cached) / float64(prompt)
+		}
+		m[c] = f
+	}
+	return m
+}
+
+// WriteClassTable writes, for the rows of mixed workloads, TTFT p90 and cache hit rate of
+// each class of traffic: what one class's routing does to another's cache.
+func WriteClassTable(w io.Writer, rows []Row) error {
+	var classes []string
+	for _, r := range rows {
+		for c := range r.Classes {
+			if !slices.Contains(classes, c) {
+				classes = append(classes, c)
+			}
+		}
+	}
+	if len(classes) == 0 {
+		return nil
+	}
+	slices.Sort(classes)
+	head, rule := "| workload | policy |", "|---|---|"
+	for _, c := range classes {
+		head, rule = head+" "+c+" TTFT p90 | hit |", rule+"---:|---:|"
+	}
+	if _, err := fmt.Fprintf(w, "%s\n%s\n", head, rule); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if r.Classes == nil {
+			continue
+		}
+		line := "| " + r.Workload + " | " + r.Policy + " |"
+		for _, c := range classes {
+			f := r.Classes[c]
+			line += fmt.Sprintf(" %s | %.0f%% |", ms(f.TTFT90), 100*f.HitRate)
+		}
+		if _, err := fmt.Fprintln(w, line); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // percentiles returns the nearest-rank p50, p90 and p99 of ds (zero when empty).

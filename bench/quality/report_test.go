@@ -78,3 +78,22 @@ func TestWriteSVG(t *testing.T) {
 		t.Fatalf("axis labels missing:\n%s", s)
 	}
 }
+
+func TestClassTable(t *testing.T) {
+	outs := []Outcome{
+		{Class: "documents", TTFT: 10 * time.Millisecond, PromptTokens: 100, CachedTokens: 90},
+		{Class: "conversations", TTFT: 50 * time.Millisecond, PromptTokens: 100, CachedTokens: 20},
+	}
+	rows := []Row{Summarize("mix", "p", outs), Summarize("one", "p", outs[:1])}
+	if rows[1].Classes != nil {
+		t.Fatal("a single-class workload has no class figures")
+	}
+	var b strings.Builder
+	if err := WriteClassTable(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	want := "| workload | policy | conversations TTFT p90 | hit | documents TTFT p90 | hit |\n|---|---|---:|---:|---:|---:|\n| mix | p | 50 | 20% | 10 | 90% |\n"
+	if b.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}

@@ -64,6 +64,10 @@ func run() error {
 	if err := quality.WriteTable(&table, rows); err != nil {
 		return err
 	}
+	table.WriteString("\nBy class of traffic within mixed workloads:\n\n")
+	if err := quality.WriteClassTable(&table, rows); err != nil {
+		return err
+	}
 	fmt.Print(table.String())
 	if err := os.WriteFile(filepath.Join(*out, "results.md"), []byte(table.String()), 0o644); err != nil {
 		return fmt.Errorf("write results: %w", err)
