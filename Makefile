@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin/router
 
-.PHONY: build run test lint fuzz bench bench-quality bench-proxy update tidy
+.PHONY: build run test lint fuzz bench bench-quality bench-proxy bench-polling update tidy
 
 build:
 	$(GO) build -o $(BIN) ./cmd/router
@@ -52,6 +52,11 @@ bench-quality:
 # a quick look.
 bench-proxy: build
 	$(GO) run ./bench/cmd/proxy -router $(BIN) $(PROXY_FLAGS)
+
+# What an idle router spends polling health and load of 8, 64, 512 and 2048 simulated
+# engines, as CPU of its process (bench/cmd/polling).
+bench-polling: build
+	$(GO) run ./bench/cmd/polling -router $(BIN)
 
 # Rewrite the expected output of testscripts after an intended change.
 update:
