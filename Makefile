@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin/router
 
-.PHONY: build run test lint fuzz bench update tidy redis
+.PHONY: build run test lint fuzz bench bench-quality bench-proxy bench-polling update tidy redis
 
 build:
 	$(GO) build -o $(BIN) ./cmd/router
@@ -44,6 +44,24 @@ fuzz:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The routing-quality benchmark (bench/quality, docs/benchmarks.md): every policy on four
+# workloads against simulated engines under KV pressure, a few minutes. Writes
+# docs/quality/results.md and docs/quality/ttft.svg. QUALITY_FLAGS=-short for a smoke run.
+bench-quality:
+	$(GO) run ./bench/cmd/quality -out docs/quality $(QUALITY_FLAGS)
+
+# The side-by-side proxy overhead run (bench/proxy, docs/benchmarks.md): direct, a bare
+# httputil.ReverseProxy, the router with three policies and nginx when installed, against
+# simulated engines at time scale 0; CPU per request from /proc. PROXY_FLAGS=-rounds 1 for
+# a quick look.
+bench-proxy: build
+	$(GO) run ./bench/cmd/proxy -router $(BIN) $(PROXY_FLAGS)
+
+# What an idle router spends polling health and load of 8, 64, 512 and 2048 simulated
+# engines, as CPU of its process (bench/cmd/polling).
+bench-polling: build
+	$(GO) run ./bench/cmd/polling -router $(BIN)
 
 # Rewrite the expected output of testscripts after an intended change.
 update:

@@ -129,7 +129,7 @@ func (p *CacheAware) Pick(ctx context.Context, engines []*engine.Worker, req *Re
 	if len(holders) == 0 {
 		return p.fallback(rec, engines, req, now)
 	}
-	usable, pinned := p.queueGate(rec, holders, engines, now)
+	usable, pinned := p.queueGate(rec, holders, engines, now, req.InputTokens)
 	if len(usable) == 0 {
 		return p.fallback(rec, engines, req, now)
 	}
@@ -193,7 +193,7 @@ func (p *CacheAware) holders(ctx context.Context, rec *decision.Trace, engines [
 		kept[i] = observe(rec, p.load, kept[i].w, now)
 		kept[i].matched = matched
 	}
-	lv := levelOf(kept)
+	lv := levelOf(kept, req.InputTokens)
 	slices.SortFunc(kept, func(a, b obs) int {
 		return cmp.Or(cmp.Compare(b.matched, a.matched), lv.compare(&a, &b), cmp.Compare(a.w.ID(), b.w.ID()))
 	})
@@ -228,7 +228,7 @@ func overQueue(o *obs, limit int64) bool {
 
 // queueGate runs step 4: the holders the soft queue gate admits or, under saturation, the
 // pinned holder alone. Holders stay in order.
-func (p *CacheAware) queueGate(rec *decision.Trace, holders []obs, engines []*engine.Worker, now load.Instant) ([]obs, bool) {
+func (p *CacheAware) queueGate(rec *decision.Trace, holders []obs, engines []*engine.Worker, now load.Instant, input int64) ([]obs, bool) {
 	if p.tune.queueLimit <= 0 {
 		return holders, false
 	}
@@ -244,7 +244,7 @@ func (p *CacheAware) queueGate(rec *decision.Trace, holders []obs, engines []*en
 	if len(usable) > 0 || p.tune.satFloor <= 0 || p.belowFloor(rec, engines, now) {
 		return usable, false
 	}
-	lv := levelOf(holders)
+	lv := levelOf(holders, input)
 	pin := &holders[0]
 	for i := range holders[1:] {
 		if o := &holders[i+1]; cmp.Or(lv.compare(o, pin), cmp.Compare(o.w.ID(), pin.w.ID())) < 0 {
@@ -271,7 +271,7 @@ func (p *CacheAware) belowFloor(rec *decision.Trace, engines []*engine.Worker, n
 // choose runs step 5 over admitted holders.
 func (p *CacheAware) choose(rec *decision.Trace, admitted []obs, input int64) (*engine.Worker, string) {
 	uncached := func(o *obs) int64 { return input - o.matched }
-	lv := levelOf(admitted)
+	lv := levelOf(admitted, input)
 	best := &admitted[0]
 	for i := range admitted[1:] {
 		o := &admitted[i+1]

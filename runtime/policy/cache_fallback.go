@@ -42,13 +42,13 @@ func (p *CacheAware) fallback(rec *decision.Trace, engines []*engine.Worker, req
 		for i := range n {
 			cands = append(cands, at(i))
 		}
-		chosen, reason = p.least(cands), reasonMissExact
+		chosen, reason = p.least(cands, req.InputTokens), reasonMissExact
 	default:
 		var idx [8]int
 		for _, i := range p.sample(n, k, idx[:0]) {
 			cands = append(cands, at(i))
 		}
-		chosen, reason = p.least(cands), p.reasonSampled
+		chosen, reason = p.least(cands, req.InputTokens), p.reasonSampled
 	}
 	if rej := p.limits.admit(rec, chosen.w, req.Stage, chosen.r); rej != nil {
 		return Pick{}, rej
@@ -93,7 +93,7 @@ func (p *CacheAware) sample(n, k int, dst []int) []int {
 }
 
 // least returns the least pressured of cands, choosing uniformly among ties.
-func (p *CacheAware) least(cands []obs) obs {
-	lv := levelOf(cands)
+func (p *CacheAware) least(cands []obs, input int64) obs {
+	lv := levelOf(cands, input)
 	return cands[leastRandomTie(cands, lv.compare, p.rand)]
 }

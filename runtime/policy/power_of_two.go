@@ -61,7 +61,7 @@ func (p *PowerOfTwo) Pick(ctx context.Context, engines []*engine.Worker, req *Re
 	ra, rb := p.load.LoadAt(a, now), p.load.LoadAt(b, now)
 	rec.Observe(a, ra)
 	rec.Observe(b, rb)
-	c, reason := comparePressure(req.Stage, a, ra, b, rb)
+	c, reason := comparePressure(req.Stage, a, ra, b, rb, req.InputTokens)
 	if c > 0 {
 		return p.admit(rec, b, rb, req.Stage, reason)
 	}
@@ -78,8 +78,9 @@ func (p *PowerOfTwo) admit(rec *decision.Trace, w *engine.Worker, r *load.Report
 // comparePressure orders two sampled engines: negative or zero keeps a, positive takes b.
 // Reported pressure is used only when both have a fresh, complete native report with a
 // valid capacity; otherwise, and to break reported ties, router-local in-flight counts
-// decide. A complete tie keeps a, the first sample.
-func comparePressure(stage plan.Role, a *engine.Worker, ra *load.Report, b *engine.Worker, rb *load.Report) (int, string) {
+// decide. A complete tie keeps a, the first sample. inputTokens is the request's prompt
+// length, the estimate of each request dispatched since a report (see sincePressure).
+func comparePressure(stage plan.Role, a *engine.Worker, ra *load.Report, b *engine.Worker, rb *load.Report, inputTokens int64) (int, string) {
 	inflight := cmp.Compare(a.Inflight(), b.Inflight())
 	if ra == nil || rb == nil || !ra.ValidCapacity() || !rb.ValidCapacity() {
 		if inflight == 0 {
@@ -88,9 +89,12 @@ func comparePressure(stage plan.Role, a *engine.Worker, ra *load.Report, b *engi
 		return inflight, reasonNoNativeReport
 	}
 	var reported int
-	if stage == plan.RoleDecode {
+	switch {
+	case stage == plan.RoleDecode:
 		reported = decodePressure(ra, rb)
-	} else {
+	case ra.DispatchesSince() != 0 || rb.DispatchesSince() != 0:
+		reported = sincePressure(ra, rb, inputTokens)
+	default:
 		reported = prefillPressure(ra, rb)
 	}
 	switch {
@@ -122,6 +126,24 @@ func prefillPressureAt(withQueue bool, a, b *load.Report) int {
 		queue,
 		cmp.Compare(a.WaitingUncachedTokens, b.WaitingUncachedTokens),
 		cmp.Compare(a.Waiting, b.Waiting),
+		cmp.Compare(a.Running, b.Running),
+	)
+}
+
+// sincePressure compares plain and prefill engines whose reports lag the router's own
+// dispatches: the requests sent since a report are not in it. Comparing the reports alone
+// sends every request to the engine that looked lightest at the last poll until the next
+// one (with 500 ms polling, tens of requests herd onto one engine and queue there: the
+// routing-quality benchmark measured power_of_two slower than random on unique prompts).
+// Each dispatch since the report counts as one more waiting request of this request's
+// length; queue time, which cannot be corrected, is not compared. The cache-aware
+// policy's load comparisons (pressure.go) apply the same correction.
+func sincePressure(a, b *load.Report, inputTokens int64) int {
+	tok := max(inputTokens, 1)
+	da, db := a.DispatchesSince(), b.DispatchesSince()
+	return cmp.Or(
+		cmp.Compare(a.WaitingUncachedTokens+da*tok, b.WaitingUncachedTokens+db*tok),
+		cmp.Compare(a.Waiting+da, b.Waiting+db),
 		cmp.Compare(a.Running, b.Running),
 	)
 }

@@ -15,6 +15,9 @@ type obs struct {
 	w        *engine.Worker
 	r        *load.Report
 	inflight int64
+	// since is the requests the router dispatched to w after its report, snapshotted with
+	// inflight: the report does not count them.
+	since int64
 	// matched is the cache-aware policy's cached prefix of the request, in tokens.
 	matched int64
 }
@@ -23,7 +26,11 @@ type obs struct {
 func observe(rec *decision.Trace, table *load.Table, w *engine.Worker, now load.Instant) obs {
 	r := table.LoadAt(w, now)
 	rec.Observe(w, r)
-	return obs{w: w, r: r, inflight: w.Inflight()}
+	o := obs{w: w, r: r, inflight: w.Inflight()}
+	if r != nil {
+		o.since = r.DispatchesSince()
+	}
+	return o
 }
 
 // pressureLevel is the precision at which a set of plain or prefill engines is compared:
@@ -40,27 +47,44 @@ const (
 	byQueueTime
 )
 
-// levelOf returns the level every engine of os supports.
-func levelOf(os []obs) pressureLevel {
+// pressure compares the engines of one set at one level. tok is the request's prompt
+// length: each dispatch since an engine's report counts as a waiting request of that
+// length (see sincePressure).
+type pressure struct {
+	lv  pressureLevel
+	tok int64
+}
+
+// levelOf returns the level every engine of os supports. Queue time is compared only when
+// every report is current (no dispatch since): it cannot be corrected for dispatches.
+func levelOf(os []obs, inputTokens int64) pressure {
 	lv := byQueueTime
 	for i := range os {
 		r := os[i].r
 		if r == nil || !r.ValidCapacity() {
-			return byInflight
+			return pressure{byInflight, 0}
 		}
-		if !r.HasQueueMS {
+		if !r.HasQueueMS || os[i].since != 0 {
 			lv = byReport
 		}
 	}
-	return lv
+	return pressure{lv, max(inputTokens, 1)}
 }
 
 // compare orders a and b by prefill pressure at the level, then by in-flight requests.
-// Equal means equally pressured; callers break the tie.
-func (lv pressureLevel) compare(a, b *obs) int {
+// Equal means equally pressured; callers break the tie. Every term is a per-engine key, so
+// the order is total over a set and can be sorted.
+func (p pressure) compare(a, b *obs) int {
 	c := 0
-	if lv >= byReport {
-		c = prefillPressureAt(lv == byQueueTime, a.r, b.r)
+	switch p.lv {
+	case byQueueTime:
+		c = prefillPressureAt(true, a.r, b.r)
+	case byReport:
+		c = cmp.Or(
+			cmp.Compare(a.r.WaitingUncachedTokens+a.since*p.tok, b.r.WaitingUncachedTokens+b.since*p.tok),
+			cmp.Compare(a.r.Waiting+a.since, b.r.Waiting+b.since),
+			cmp.Compare(a.r.Running, b.r.Running),
+		)
 	}
 	return cmp.Or(c, cmp.Compare(a.inflight, b.inflight))
 }

@@ -42,7 +42,7 @@ func FuzzDecodeChat(f *testing.F) {
 		if decodeBody(body, &req) != nil {
 			return
 		}
-		_ = validate(&req)
+		_, _ = validate(&req)
 		var top map[string]json.RawMessage
 		if json.Unmarshal(body, &top) != nil {
 			return // a valid non-object (the router answers 400 on validation)

@@ -67,14 +67,17 @@ func (s *Server) prepareChat(w http.ResponseWriter, r *http.Request) (*prepared,
 	if herr != nil {
 		return nil, herr
 	}
-	if herr := validate(&req); herr != nil {
+	msgs, herr := validate(&req)
+	if herr != nil {
 		return nil, herr
 	}
 	m, herr := s.modelNamed(*req.Model)
 	if herr != nil {
 		return nil, herr
 	}
-	ids, err := m.tok.EncodeChat(req.chat())
+	c := req.chat()
+	c.Decoded = msgs
+	ids, err := m.tok.EncodeChat(c)
 	if err != nil {
 		return nil, &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, model: m.plan.Name,
 			msg: "rendering the chat template: " + err.Error()}
@@ -123,20 +126,21 @@ func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, v any) ([]b
 }
 
 // validate checks the fields the router understands, with SGLang's sampling ranges. The
-// message names the field so a client can fix its request.
-func validate(req *chatRequest) *httpError {
+// message names the field so a client can fix its request. It returns the messages,
+// decoded once for the checks and the tokenizer.
+func validate(req *chatRequest) ([]token.Message, *httpError) {
 	switch {
 	case req.Model == nil || *req.Model == "":
-		return badRequest("model: required")
+		return nil, badRequest("model: required")
 	case req.MaxTokens != nil && *req.MaxTokens < 0:
-		return badRequest("max_tokens: must be at least 0, got %d", *req.MaxTokens)
+		return nil, badRequest("max_tokens: must be at least 0, got %d", *req.MaxTokens)
 	case req.MaxCompletionTokens != nil && *req.MaxCompletionTokens < 0:
-		return badRequest("max_completion_tokens: must be at least 0, got %d", *req.MaxCompletionTokens)
+		return nil, badRequest("max_completion_tokens: must be at least 0, got %d", *req.MaxCompletionTokens)
 	case req.N != nil && *req.N < 1:
-		return badRequest("n: must be at least 1, got %d", *req.N)
+		return nil, badRequest("n: must be at least 1, got %d", *req.N)
 	}
 	if herr := req.sampling.validate(""); herr != nil {
-		return herr
+		return nil, herr
 	}
 	return validateMessages(req.Messages)
 }
@@ -165,18 +169,20 @@ func (sp *sampling) validate(prefix string) *httpError {
 }
 
 // validateMessages checks the messages' keys strictly, as the rest of the body (the
-// template reads them by exact name, like the engine), then token.CheckMessages, as a 400.
-func validateMessages(raw json.RawMessage) *httpError {
+// template reads them by exact name, like the engine), then what token.CheckMessages
+// checks, as a 400. One decoding pass serves both and the tokenizer.
+func validateMessages(raw json.RawMessage) ([]token.Message, *httpError) {
 	var keyErr *strictjson.KeyError
 	var msgs []token.Message
-	if err := strictjson.Unmarshal(raw, &msgs); errors.As(err, &keyErr) {
+	err := strictjson.Unmarshal(raw, &msgs)
+	if errors.As(err, &keyErr) {
 		keyErr.Path = "messages" + keyErr.Path
-		return badRequest("%v", keyErr)
+		return nil, badRequest("%v", keyErr)
 	}
-	if err := token.CheckMessages(raw); err != nil {
-		return badRequest("%v", err)
+	if err := token.CheckDecoded(raw, msgs, err); err != nil {
+		return nil, badRequest("%v", err)
 	}
-	return nil
+	return msgs, nil
 }
 
 // chat is what the model's chat template renders.

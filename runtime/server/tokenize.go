@@ -42,12 +42,13 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 		out["max_model_len"] = n
 	}
 	if hasMessages {
-		if herr := validateMessages(req.Messages); herr != nil {
+		msgs, herr := validateMessages(req.Messages)
+		if herr != nil {
 			writeHTTPError(w, herr)
 			return
 		}
 		ids, err := m.tok.EncodeChat(token.Chat{Messages: req.Messages, Tools: req.Tools, Kwargs: req.ChatTemplateKwargs,
-			NoGenerationPrompt: req.AddGenerationPrompt != nil && !*req.AddGenerationPrompt})
+			NoGenerationPrompt: req.AddGenerationPrompt != nil && !*req.AddGenerationPrompt, Decoded: msgs})
 		if err != nil {
 			writeHTTPError(w, badRequest("rendering the chat template: %v", err))
 			return

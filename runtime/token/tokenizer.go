@@ -39,6 +39,10 @@ type Chat struct {
 	// NoGenerationPrompt leaves out the assistant header a template appends for the
 	// answer (a request's add_generation_prompt: false); the zero value appends it.
 	NoGenerationPrompt bool
+	// Decoded, when not nil, is Messages already decoded (the router decodes them once to
+	// validate them). A tokenizer that reads only roles and text uses it instead of
+	// decoding the messages again: on a long conversation that pass is the cost.
+	Decoded []Message
 }
 
 // ErrNoDecode is returned by a tokenizer that cannot turn ids back into text.
@@ -55,9 +59,11 @@ func (Standin) Encode(text string, _ bool) []uint32 { return Encode(text) }
 // EncodeChat implements Tokenizer with the ChatML-like template of EncodeChat; tools and
 // template arguments are not part of it.
 func (Standin) EncodeChat(c Chat) ([]uint32, error) {
-	var msgs []Message
-	if err := json.Unmarshal(c.Messages, &msgs); err != nil {
-		return nil, fmt.Errorf("messages: %w", err)
+	msgs := c.Decoded
+	if msgs == nil {
+		if err := json.Unmarshal(c.Messages, &msgs); err != nil {
+			return nil, fmt.Errorf("messages: %w", err)
+		}
 	}
 	return EncodeChat(msgs), nil
 }
@@ -70,7 +76,13 @@ func (Standin) Decode([]uint32) (string, error) { return "", ErrNoDecode }
 // router and `router explain` check requests alike with it.
 func CheckMessages(raw json.RawMessage) error {
 	var msgs []Message
-	if err := json.Unmarshal(raw, &msgs); err != nil || len(msgs) == 0 {
+	return CheckDecoded(raw, msgs, json.Unmarshal(raw, &msgs))
+}
+
+// CheckDecoded is CheckMessages for a caller that has decoded raw into msgs already, with
+// the decoding error err: the same checks and messages without a second pass.
+func CheckDecoded(raw json.RawMessage, msgs []Message, err error) error {
+	if err != nil || len(msgs) == 0 {
 		if err != nil && len(raw) > 0 && string(raw) != "null" {
 			return fmt.Errorf("messages: %w", err)
 		}

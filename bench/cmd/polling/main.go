@@ -1,0 +1,87 @@
+// Command polling measures what an idle router spends on watching its fleet: health checks
+// and load polling of N simulated engines, as CPU time of the router process over a
+// window without requests. `make bench-polling` runs it at 8, 64, 512 and 2048 engines.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/routerkit/router/bench/proxy"
+	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/sim"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-polling:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	routerBin := flag.String("router", "bin/router", "router binary")
+	sizes := flag.String("engines", "8,64,512,2048", "fleet sizes")
+	window := flag.Duration("window", 20*time.Second, "idle time measured per size")
+	flag.Parse()
+	fmt.Println("| engines | router CPU, % of one core | per engine, µs/s |")
+	fmt.Println("|---:|---:|---:|")
+	for _, s := range strings.Split(*sizes, ",") {
+		var n int
+		if _, err := fmt.Sscan(s, &n); err != nil || n <= 0 {
+			return fmt.Errorf("bad fleet size %q", s)
+		}
+		pct, err := measure(*routerBin, n, *window)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("| %d | %.1f | %.1f |\n", n, pct, pct/100*1e6/float64(n))
+	}
+	return nil
+}
+
+// measure starts n engines and a router over them, waits for the first reports to settle,
+// and returns the router's CPU over window as a percentage of one core.
+func measure(routerBin string, n int, window time.Duration) (float64, error) {
+	cfg := sim.DefaultConfig()
+	cfg.TimeScale = 0
+	specs := make([]sim.EngineSpec, n)
+	for i := range specs {
+		specs[i] = sim.EngineSpec{ID: fmt.Sprintf("E%d", i+1), Model: "m", Kind: plan.KindSGLang, Role: plan.RolePlain, Config: cfg}
+	}
+	fleet, err := sim.Start(context.Background(), specs)
+	if err != nil {
+		return 0, err
+	}
+	defer fleet.Close()
+	var urls []string
+	for _, e := range fleet.Engines() {
+		urls = append(urls, e.URL())
+	}
+	dir, err := os.MkdirTemp("", "bench-polling-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	t, err := proxy.StartRouter(routerBin, dir, "power_of_two", urls, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer t.Stop()
+	time.Sleep(3 * time.Second) // start-up and first polls
+	c0, err := proxy.ProcessCPU(t.PID())
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	time.Sleep(window)
+	c1, err := proxy.ProcessCPU(t.PID())
+	if err != nil {
+		return 0, err
+	}
+	return 100 * float64(c1-c0) / float64(time.Since(start)), nil
+}

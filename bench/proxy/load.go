@@ -1,0 +1,110 @@
+package proxy
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Result is one trial: n requests through one target at one concurrency.
+type Result struct {
+	Requests int
+	Elapsed  time.Duration
+	// P50 and P99 are the request latencies, to the end of the body.
+	P50, P99 time.Duration
+	// CPU is what the target's process used during the trial; 0 for direct.
+	CPU time.Duration
+	// Errors counts failed requests; their latencies are left out.
+	Errors int
+}
+
+// Bodies of the two request kinds: a short chat answered with one token as JSON, and the
+// same chat streamed with 16 tokens.
+var (
+	jsonBody   = []byte(`{"model":"m","messages":[{"role":"user","content":"Benchmark the router with a short prompt."}],"max_tokens":1}`)
+	streamBody = []byte(`{"model":"m","messages":[{"role":"user","content":"Benchmark the router with a short prompt."}],"max_tokens":16,"stream":true}`)
+)
+
+// Trial sends n requests to url from conc clients, stopping early after limit, and
+// returns their latencies. pid, when positive, is the process whose CPU is measured. A
+// failed request is counted and the trial goes on; more than 1% failures fail the trial.
+func Trial(client *http.Client, url string, stream bool, conc, n int, limit time.Duration, pid int) (Result, error) {
+	body := jsonBody
+	if stream {
+		body = streamBody
+	}
+	lat := make([]time.Duration, n)
+	var next atomic.Int64
+	var failed atomic.Pointer[error]
+	var errs atomic.Int64
+	deadline := time.Now().Add(limit)
+	cpu0, err := cpuOf(pid)
+	if err != nil {
+		return Result{}, err
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range conc {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || failed.Load() != nil || time.Now().After(deadline) {
+					return
+				}
+				t0 := time.Now()
+				if err := do(client, url, body); err != nil {
+					if errs.Add(1) > int64(n/100) {
+						failed.CompareAndSwap(nil, &err)
+						return
+					}
+					continue
+				}
+				lat[i] = time.Since(t0)
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	cpu1, err := cpuOf(pid)
+	if err != nil {
+		return Result{}, err
+	}
+	if e := failed.Load(); e != nil {
+		return Result{}, *e
+	}
+	done := lat[:min(n, int(next.Load()))]
+	done = slices.DeleteFunc(done, func(d time.Duration) bool { return d == 0 })
+	if len(done) == 0 {
+		return Result{}, fmt.Errorf("no request finished within %v", limit)
+	}
+	slices.Sort(done)
+	return Result{Requests: len(done), Elapsed: elapsed, P50: done[len(done)/2], P99: done[len(done)*99/100], CPU: cpu1 - cpu0, Errors: int(errs.Load())}, nil
+}
+
+func cpuOf(pid int) (time.Duration, error) {
+	if pid <= 0 {
+		return 0, nil
+	}
+	return ProcessCPU(pid)
+}
+
+func do(client *http.Client, url string, body []byte) error {
+	resp, err := client.Post(url+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return fmt.Errorf("reading the answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return nil
+}

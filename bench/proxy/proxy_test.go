@@ -1,0 +1,64 @@
+package proxy
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestStatFields(t *testing.T) {
+	// The command name may hold spaces and parentheses.
+	line := "42 (a (b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 1 0 1 0 0"
+	f, err := statFields([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f[0] != "S" || f[1] != "1" || f[11] != "250" || f[12] != "75" {
+		t.Fatalf("fields %v", f)
+	}
+	if _, err := statFields([]byte("42 no parenthesis")); err == nil {
+		t.Fatal("malformed stat accepted")
+	}
+}
+
+func TestProcessCPUOfThisProcess(t *testing.T) {
+	if _, err := ProcessCPU(os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ProcessCPU(1 << 30); err == nil {
+		t.Fatal("no error for a process that does not exist")
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	if s := summarize([]float64{3, 1, 2}); s != (stat{2, 1, 3}) {
+		t.Fatalf("odd: %+v", s)
+	}
+	if s := summarize([]float64{4, 1, 2, 3}); s != (stat{2.5, 1, 4}) {
+		t.Fatalf("even: %+v", s)
+	}
+}
+
+func TestWriteReport(t *testing.T) {
+	tr := Trials{}
+	add := func(target string, p50 time.Duration, cpu time.Duration, reqs int) {
+		k := Cell{Conc: 8, Target: target}
+		tr[k] = append(tr[k], Result{Requests: reqs, Elapsed: time.Second, P50: p50, P99: 2 * p50, CPU: cpu})
+	}
+	add("direct", 100*time.Microsecond, 0, 4000)
+	add("bare_proxy", 300*time.Microsecond, 200*time.Millisecond, 2000)
+	add("router/round_robin", 400*time.Microsecond, 230*time.Millisecond, 1800)
+	add("nginx", 200*time.Microsecond, 100*time.Millisecond, 2500)
+	var b strings.Builder
+	WriteReport(&b, tr, []string{"direct", "bare_proxy", "router/round_robin", "nginx"}, []int{8})
+	for _, want := range []string{
+		"| json | 8 | direct | 4000 (4000–4000) | – | – | – |",
+		// 230 ms over 1800 requests is 128 µs; 100 µs per request for the bare proxy.
+		"| json | 8 | router/round_robin | 1800 (1800–1800) | 300 | 600 | 128 (128–128) | 1.28 | 3.19 | 0.90 | 0.72 | 0 |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+}

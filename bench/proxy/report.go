@@ -1,0 +1,126 @@
+package proxy
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"time"
+)
+
+// Cell names one measured combination.
+type Cell struct {
+	Stream bool
+	Conc   int
+	Target string
+}
+
+// Trials collects every round's result per cell; direct is the target named "direct".
+type Trials map[Cell][]Result
+
+// stat is a median with its range.
+type stat struct{ med, lo, hi float64 }
+
+func summarize(v []float64) stat {
+	if len(v) == 0 {
+		return stat{}
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return stat{m, s[0], s[len(s)-1]}
+}
+
+func (t Trials) rates(c Cell) []float64 {
+	var v []float64
+	for _, r := range t[c] {
+		v = append(v, float64(r.Requests)/r.Elapsed.Seconds())
+	}
+	return v
+}
+
+func (t Trials) cpu(c Cell) []float64 {
+	var v []float64
+	for _, r := range t[c] {
+		v = append(v, float64(r.CPU)/float64(time.Microsecond)/float64(r.Requests))
+	}
+	return v
+}
+
+// added returns, per round, the target's latency minus direct's in the same round.
+func (t Trials) added(c Cell, p99 bool) []float64 {
+	d := t[Cell{c.Stream, c.Conc, "direct"}]
+	var v []float64
+	for i, r := range t[c] {
+		if i >= len(d) {
+			break
+		}
+		x, y := r.P50, d[i].P50
+		if p99 {
+			x, y = r.P99, d[i].P99
+		}
+		v = append(v, float64(x-y)/float64(time.Microsecond))
+	}
+	return v
+}
+
+// WriteReport prints one Markdown table: per request kind, concurrency and target, the
+// median and range over rounds of req/s, added p50/p99 latency against direct and CPU per
+// request, and the ratios of the medians against the bare proxy and nginx.
+func WriteReport(w io.Writer, t Trials, targets []string, concs []int) {
+	fmt.Fprintln(w, "| kind | c | target | req/s | added p50 µs | added p99 µs | CPU µs/req | CPU ÷ bare | CPU ÷ nginx | req/s ÷ bare | req/s ÷ nginx | failed |")
+	fmt.Fprintln(w, "|---|---:|---|---|---:|---:|---|---:|---:|---:|---:|---:|")
+	for _, stream := range []bool{false, true} {
+		kind := "json"
+		if stream {
+			kind = "stream"
+		}
+		for _, c := range concs {
+			cell := func(name string) Cell { return Cell{stream, c, name} }
+			bareCPU, bareRate := summarize(t.cpu(cell("bare_proxy"))), summarize(t.rates(cell("bare_proxy")))
+			ngxCPU, ngxRate := summarize(t.cpu(cell("nginx"))), summarize(t.rates(cell("nginx")))
+			for _, name := range targets {
+				k := cell(name)
+				if len(t[k]) == 0 {
+					continue
+				}
+				rate, cpu := summarize(t.rates(k)), summarize(t.cpu(k))
+				failed := 0
+				for _, r := range t[k] {
+					failed += r.Errors
+				}
+				fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", kind, c, name,
+					rng(rate, "%.0f"), added(t, k, false), added(t, k, true), cpuStat(name, cpu),
+					ratio(name, cpu.med, bareCPU.med), ratio(name, cpu.med, ngxCPU.med),
+					ratio(name, rate.med, bareRate.med), ratio(name, rate.med, ngxRate.med), failed)
+			}
+		}
+	}
+}
+
+func rng(s stat, f string) string {
+	return fmt.Sprintf(f+" ("+f+"–"+f+")", s.med, s.lo, s.hi)
+}
+
+func added(t Trials, k Cell, p99 bool) string {
+	if k.Target == "direct" {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", summarize(t.added(k, p99)).med)
+}
+
+func cpuStat(name string, s stat) string {
+	if name == "direct" {
+		return "–"
+	}
+	return rng(s, "%.0f")
+}
+
+func ratio(name string, a, b float64) string {
+	if name == "direct" || b == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}

@@ -1,0 +1,158 @@
+package quality
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/routerkit/router/compiler"
+	"github.com/routerkit/router/runtime/server"
+	"github.com/routerkit/router/runtime/sim"
+)
+
+// Policy is one routing setup under test: a policy block of the config and whether the
+// engines publish KV events to the router (the prefix source of cache_aware).
+type Policy struct {
+	Name     string
+	YAML     string
+	KVEvents bool
+}
+
+// Policies are every policy with its defaults, and cache_aware with each prefix source
+// this router has: its local index fed by KV events, and none (no events: it falls back
+// to load on every request). The approximate index of issue 13 is not on main yet.
+var Policies = []Policy{
+	{Name: "round_robin", YAML: "{type: round_robin}"},
+	{Name: "random", YAML: "{type: random}"},
+	{Name: "power_of_two", YAML: "{type: power_of_two}"},
+	{Name: "load_based", YAML: "{type: load_based}"},
+	{Name: "session_aware", YAML: "{type: session_aware}"},
+	{Name: "sticky", YAML: "{type: sticky}"},
+	{Name: "cache_aware/local_index", YAML: "{type: cache_aware}", KVEvents: true},
+	{Name: "cache_aware/none", YAML: "{type: cache_aware}"},
+}
+
+// FindPolicy returns the policy of this name.
+func FindPolicy(name string) (Policy, bool) {
+	for _, p := range Policies {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Policy{}, false
+}
+
+// EngineConfig is the simulated engines' performance model: the simulator's default GPU
+// with a KV pool of 20 480 tokens, so that an engine holds three of the eight shared
+// documents of 6000 tokens (all of them take 48 000), and contexts up to 8192 tokens.
+func EngineConfig(timeScale float64) sim.Config {
+	c := sim.DefaultConfig()
+	c.KVCapacityTokens = 20480
+	c.ContextLength = 8192
+	c.TimeScale = timeScale
+	return c
+}
+
+// config returns the router config of n engines of one model routed by pol.
+func config(pol Policy, n int) []byte {
+	var b strings.Builder
+	b.WriteString("engines:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  - {id: E%d, url: \"http://127.0.0.1:%d\", model: m, role: plain", i+1, i+1)
+		if pol.KVEvents {
+			b.WriteString(`, kv_events: {endpoint: "tcp://127.0.0.1:0"}`)
+		}
+		b.WriteString("}\n")
+	}
+	fmt.Fprintf(&b, "models:\n  m:\n    buckets:\n      - id: all\n        limits: {min: 0}\n        groups:\n          plain:\n            policy: %s\n", pol.YAML)
+	return []byte(b.String())
+}
+
+// Fleet is a router serving n simulated engines, all in this process on 127.0.0.1.
+type Fleet struct {
+	URL     string
+	engines *sim.Fleet
+	stop    context.CancelFunc
+	served  chan error
+}
+
+// StartFleet starts n simulated engines and a router over them with policy pol, and
+// waits until the router is ready.
+func StartFleet(ctx context.Context, pol Policy, n int, cfg sim.Config) (*Fleet, error) {
+	p, err := compiler.CompileSources([]compiler.Source{{Name: "bench.yaml", Data: config(pol, n)}})
+	if err != nil {
+		return nil, fmt.Errorf("compile the bench config of %s: %w", pol.Name, err)
+	}
+	specs, err := sim.SpecsFromPlan(p, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("simulated engines: %w", err)
+	}
+	for i := range specs {
+		specs[i].Addr = ""
+	}
+	engines, err := sim.Start(context.WithoutCancel(ctx), specs)
+	if err != nil {
+		return nil, fmt.Errorf("simulated engines: %w", err)
+	}
+	for i := range p.Engines {
+		e := &p.Engines[i]
+		se := engines.Engine(e.ID)
+		e.URL = se.URL()
+		if e.KVEvents != nil {
+			e.KVEvents.Endpoint, e.KVEvents.Topic = se.KVEndpoints()[0], se.KVTopic()
+		}
+	}
+	srv, err := server.New(p, server.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		engines.Close()
+		return nil, fmt.Errorf("router: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		engines.Close()
+		return nil, fmt.Errorf("router: %w", err)
+	}
+	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	f := &Fleet{URL: "http://" + ln.Addr().String(), engines: engines, stop: stop, served: make(chan error, 1)}
+	go func() { f.served <- srv.Serve(sctx, ln) }()
+	if err := f.awaitReady(ctx); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// awaitReady polls /readyz: the router is ready once it has the engines' first load
+// reports.
+func (f *Fleet) awaitReady(ctx context.Context) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(f.URL + "/readyz")
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return errors.New("router not ready after 10s")
+}
+
+// Close stops the router and the engines.
+func (f *Fleet) Close() {
+	f.stop()
+	<-f.served
+	f.engines.Close()
+}

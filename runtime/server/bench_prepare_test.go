@@ -1,0 +1,77 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/routerkit/router/runtime/plan"
+)
+
+// BenchmarkPrepareChat measures request preparation alone (body read, strict decoding,
+// validation, chat rendering and tokenization with the stand-in vocabulary, routing
+// facts) for a short chat and for a conversation of about 128k tokens that resends its
+// history, at bytes of body per second. Run it with
+//
+//	go test ./runtime/server -run '^$' -bench PrepareChat -benchmem
+func BenchmarkPrepareChat(b *testing.B) {
+	p := testPlan([]plan.Engine{plainEngine("E1")}, plan.Model{Name: "m", Buckets: []plan.Bucket{
+		{ID: "all", Groups: plan.Groups{Plain: ptr(group(plan.PowerOfTwo, plan.Admission{}))}},
+	}})
+	srv, err := New(p, Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		body []byte
+	}{
+		{"short", []byte(chat("m", "Benchmark the router with a short prompt.", `, "max_tokens": 1`))},
+		{"128k", longChat(128 << 10)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(tc.body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(tc.body))
+				w := httptest.NewRecorder()
+				if _, herr := srv.prepareChat(w, r); herr != nil {
+					b.Fatal(herr.msg)
+				}
+			}
+		})
+	}
+}
+
+// longChat is a conversation of about words words (the stand-in vocabulary makes one
+// token of each) over turns of 500 words, ending with a user turn.
+func longChat(words int) []byte {
+	type msg struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	var msgs []msg
+	w := 0
+	for i := 0; w < words; i++ {
+		var s strings.Builder
+		for j := range 500 {
+			fmt.Fprintf(&s, "w%d%d ", i%97, j)
+		}
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		msgs = append(msgs, msg{role, s.String()})
+		w += 500
+	}
+	if msgs[len(msgs)-1].Role != "user" {
+		msgs = append(msgs, msg{"user", "and now?"})
+	}
+	body, _ := json.Marshal(map[string]any{"model": "m", "messages": msgs, "max_tokens": 16})
+	return body
+}
