@@ -12,6 +12,7 @@ import (
 	"cuelang.org/go/cue/token"
 
 	"github.com/routerkit/router/cue/schema"
+	"github.com/routerkit/router/runtime/suggest"
 )
 
 // Error is one problem in a configuration, at the position in the user's file that has to
@@ -157,45 +158,18 @@ func (l *errorList) allowedHint(path []string) string {
 	}
 	bad := path[len(path)-1]
 	var allowed []string
-	best, bestDist := "", len(bad)/2+1
 	for it.Next() {
-		name := it.Selector().Unquoted()
-		if name == bad {
-			continue
-		}
-		allowed = append(allowed, name)
-		if d := editDistance(bad, name); d < bestDist {
-			best, bestDist = name, d
+		if name := it.Selector().Unquoted(); name != bad {
+			allowed = append(allowed, name)
 		}
 	}
-	switch {
+	switch best := suggest.Closest(bad, allowed, len(bad)/2+1); {
 	case best != "":
 		return fmt.Sprintf("; did you mean %q?", best)
 	case len(allowed) > 0:
 		return "; allowed here: " + strings.Join(allowed, ", ")
 	}
 	return ""
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // userPos is the position of the deepest value along path that the user wrote.
