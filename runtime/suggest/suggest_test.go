@@ -28,8 +28,8 @@ func TestClosest(t *testing.T) {
 		{"waitign", 3, "waiting"},
 		{"healthy", 3, ""}, // nothing near
 		{"running", 3, ""}, // the name itself is not a suggestion
-		{"inflite", 2, ""}, // two edits away, limit exclusive
-		{"inflite", 3, "inflight"},
+		{"inflite", 3, ""}, // three edits away, limit exclusive
+		{"inflite", 4, "inflight"},
 	}
 	for _, tt := range tests {
 		if got := Closest(tt.bad, names, tt.maxDist); got != tt.want {
