@@ -78,7 +78,14 @@ func (s *Server) prepareChat(w http.ResponseWriter, r *http.Request) (*prepared,
 	c := req.chat()
 	c.Decoded = msgs
 	ids, err := m.tok.EncodeChat(c)
-	if err != nil {
+	exact := true
+	switch {
+	case errors.Is(err, token.ErrUnpredictable):
+		// Served all the same: the stand-in's count of the text stands in for the
+		// length, and no prefix is hashed that the engine would not have.
+		ids, _ = token.Standin{}.EncodeChat(c)
+		exact = false
+	case err != nil:
 		return nil, &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, model: m.plan.Name,
 			msg: "rendering the chat template: " + err.Error()}
 	}
@@ -86,7 +93,11 @@ func (s *Server) prepareChat(w http.ResponseWriter, r *http.Request) (*prepared,
 	if budget == nil {
 		budget = req.MaxTokens
 	}
-	return s.prepared(r, m, body, ids, budget, req.Stream)
+	p, herr := s.prepared(r, m, body, ids, budget, req.Stream)
+	if herr == nil && !exact {
+		p.facts.TokenIDs = nil
+	}
+	return p, herr
 }
 
 // prepared builds the routing facts of a request for model m from its input ids and

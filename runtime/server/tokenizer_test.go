@@ -191,3 +191,28 @@ func TestRealTokenizerPrefixHits(t *testing.T) {
 		}
 	}
 }
+
+// TestUnpredictablePromptIsServed: vLLM turns image parts into placeholders the router
+// cannot reproduce; such a chat is still served, with an approximate count and no prefix
+// hashes, rather than refused.
+func TestUnpredictablePromptIsServed(t *testing.T) {
+	p := qwenPlan()
+	p.Models[0].Tokenizer.EngineKind = plan.KindVLLM
+	fc := startFleet(t, p)
+	body := `{"model": "m", "max_tokens": 2, "messages": [{"role": "user", "content": [
+		{"type": "text", "text": "What is in this picture?"},
+		{"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}]}`
+	status, _, resp := fc.post(t, body)
+	if status != http.StatusOK {
+		t.Fatalf("multimodal chat: %d %s", status, resp)
+	}
+	d := fc.srv.recent.list()
+	if last := d[len(d)-1]; last.InputTokens <= 0 {
+		t.Errorf("decision counted %d input tokens", last.InputTokens)
+	}
+	status, body2 := fc.postJSON(t, "/admin/explain", body)
+	var x explain.Explanation
+	if err := json.Unmarshal(body2, &x); err != nil || status != http.StatusOK || x.Tokens != nil || x.InputTokens <= 0 {
+		t.Errorf("explain of a multimodal chat: %d %s", status, body2)
+	}
+}

@@ -45,6 +45,11 @@ type Chat struct {
 	Decoded []Message
 }
 
+// ErrUnpredictable is wrapped by EncodeChat's error for a request whose prompt the engine
+// builds in a way the router cannot reproduce (vLLM's multimodal placeholders): the
+// request is still served, counted approximately and without prefix hashes.
+var ErrUnpredictable = errors.New("the engine's prompt cannot be predicted")
+
 // ErrNoDecode is returned by a tokenizer that cannot turn ids back into text.
 var ErrNoDecode = errors.New("this tokenizer cannot decode ids: configure the model's HuggingFace tokenizer")
 

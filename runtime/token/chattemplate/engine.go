@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/ardanlabs/jinja"
+
+	"github.com/routerkit/router/runtime/token"
 )
 
 // Engine is the serving engine whose request handling a render reproduces. Both engines
@@ -35,7 +37,7 @@ func (e Engine) String() string {
 // ErrMultimodal is returned for a message with image, audio or video parts that vLLM would
 // turn into placeholders or reject: the router cannot tell which, so it cannot predict the
 // prompt and should fall back to the engine's own count.
-var ErrMultimodal = errors.New("content part is multimodal: the engine's prompt cannot be predicted")
+var ErrMultimodal = fmt.Errorf("content part is multimodal: %w", token.ErrUnpredictable)
 
 // textPartKeys maps the text-like content part types vLLM accepts to the key holding their
 // text (vllm/entrypoints/chat_utils.py, MM_PARSER_MAP).
