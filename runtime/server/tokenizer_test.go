@@ -206,9 +206,12 @@ func TestUnpredictablePromptIsServed(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("multimodal chat: %d %s", status, resp)
 	}
-	d := fc.srv.recent.list()
-	if last := d[len(d)-1]; last.InputTokens <= 0 {
-		t.Errorf("decision counted %d input tokens", last.InputTokens)
+	// The decision is recorded as the handler returns, which may be after the client
+	// has read the answer.
+	var d []Decision
+	waitFor(t, "the request's decision", func() bool { d = fc.srv.recent.list(); return len(d) > 0 })
+	if last := d[len(d)-1]; last.InputTokens <= 0 || last.Status != http.StatusOK {
+		t.Errorf("decision: %+v", last)
 	}
 	status, body2 := fc.postJSON(t, "/admin/explain", body)
 	var x explain.Explanation
