@@ -71,6 +71,16 @@ func startFleetWith(t testing.TB, p *plan.Plan, timeScale float64, opts Options)
 			kv.Endpoint = e.KVEndpoints()[0]
 		}
 	}
+	fc := serveRouter(t, p, opts)
+	fc.fleet = fleet
+	return fc
+}
+
+// serveRouter serves a router of p, whose engines already run, on a free port through a
+// recording transport (opts' transport and logger are the helper's), and waits until it
+// is ready.
+func serveRouter(t testing.TB, p *plan.Plan, opts Options) *fleetCase {
+	t.Helper()
 	rec := &recordingTransport{next: http.DefaultTransport.(*http.Transport).Clone()}
 	opts.Transport, opts.Logger = rec, slog.New(slog.DiscardHandler)
 	srv, err := New(p, opts)
@@ -82,7 +92,7 @@ func startFleetWith(t testing.TB, p *plan.Plan, timeScale float64, opts Options)
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	fc := &fleetCase{fleet: fleet, srv: srv, url: "http://" + ln.Addr().String(), sent: rec, stop: cancel, served: make(chan error, 1)}
+	fc := &fleetCase{srv: srv, url: "http://" + ln.Addr().String(), sent: rec, stop: cancel, served: make(chan error, 1)}
 	go func() { fc.served <- srv.Serve(ctx, ln) }()
 	t.Cleanup(func() {
 		cancel()

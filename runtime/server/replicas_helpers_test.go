@@ -1,11 +1,7 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
-	"log/slog"
-	"net"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -47,36 +43,7 @@ func clonePlan(t *testing.T, p *plan.Plan) *plan.Plan {
 }
 
 // serveReplica serves one more router of p, whose engines already run.
-func serveReplica(t *testing.T, p *plan.Plan) *fleetCase {
-	t.Helper()
-	rec := &recordingTransport{next: http.DefaultTransport.(*http.Transport).Clone()}
-	srv, err := New(p, Options{Transport: rec, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	fc := &fleetCase{srv: srv, url: "http://" + ln.Addr().String(), sent: rec, stop: cancel, served: make(chan error, 1)}
-	go func() { fc.served <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-fc.served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	waitFor(t, "replica ready", func() bool {
-		resp, err := http.Get(fc.url + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	return fc
-}
+func serveReplica(t *testing.T, p *plan.Plan) *fleetCase { return serveRouter(t, p, Options{}) }
 
 // enginesOf returns how many requests each engine received, over every replica, whose
 // body contains marker.
@@ -95,16 +62,4 @@ func (rs *replicaSet) enginesOf(p *plan.Plan, marker string) map[string]int {
 }
 
 // bindingsStatus is the binding store as a router's GET /admin/state reports it.
-func bindingsStatus(t *testing.T, fc *fleetCase) affinity.Status {
-	t.Helper()
-	resp, err := http.Get(fc.url + "/admin/state")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var st State
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		t.Fatal(err)
-	}
-	return st.Bindings
-}
+func bindingsStatus(t *testing.T, fc *fleetCase) affinity.Status { return fc.state(t).Bindings }
