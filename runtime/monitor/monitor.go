@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -37,6 +38,7 @@ type Monitor struct {
 	table  *load.Table
 	client *http.Client
 	now    func() time.Time
+	rnd    func() float64 // uniform in [0, 1): the phases and jitter of polls
 	log    *slog.Logger
 
 	// setMu serialises SetEngines with Run's start and end, so an engine's loops are
@@ -69,7 +71,7 @@ func (p *poller) stop() {
 func New(p *plan.Plan, reg *engine.Registry, table *load.Table, client *http.Client, log *slog.Logger) *Monitor {
 	m := &Monitor{
 		engines: p.Engines, health: p.Health, reg: reg, table: table, client: client,
-		now: time.Now, log: log, pollers: map[string]*poller{}, status: map[string]*Status{},
+		now: time.Now, rnd: rand.Float64, log: log, pollers: map[string]*poller{}, status: map[string]*Status{},
 	}
 	for _, e := range p.Engines {
 		m.status[e.ID] = &Status{Healthy: true}
@@ -132,10 +134,7 @@ func samePolling(a, b plan.Engine) bool {
 func (m *Monitor) start(ctx context.Context, e plan.Engine) {
 	ctx, cancel := context.WithCancel(ctx)
 	p := &poller{engine: e, cancel: cancel}
-	p.wg.Go(func() { m.healthLoop(ctx, e) })
-	if e.Load.Source != "none" {
-		p.wg.Go(func() { m.loadLoop(ctx, e) })
-	}
+	p.wg.Go(func() { m.pollLoop(ctx, e) })
 	m.pollers[e.ID] = p
 }
 
@@ -185,29 +184,68 @@ func (m *Monitor) Status() map[string]Status {
 	return out
 }
 
-func (m *Monitor) healthLoop(ctx context.Context, e plan.Engine) {
-	every(ctx, time.Duration(m.health.IntervalMS)*time.Millisecond, func() {
-		err := m.checkHealth(ctx, e)
-		if ctx.Err() != nil {
+// pollLoop polls one engine until ctx is done: its load report and /health as its
+// schedule says, on one goroutine and one timer.
+func (m *Monitor) pollLoop(ctx context.Context, e plan.Engine) {
+	var loadEvery time.Duration
+	if e.Load.Source != "none" {
+		loadEvery = time.Duration(e.Load.IntervalMS) * time.Millisecond
+	}
+	sched := newSchedule(loadEvery, time.Duration(m.health.IntervalMS)*time.Millisecond, m.rnd)
+	sched.start(m.now())
+	stamps := map[int]string{} // each rank's last engine timestamp
+	timer := time.NewTimer(time.Until(sched.wake()))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
 			return
+		case <-timer.C:
 		}
-		m.mu.Lock()
-		s := m.status[e.ID] // there while the loop runs: SetEngines stops it first
-		if err == nil {
-			s.Successes, s.Failures = s.Successes+1, 0
-		} else {
-			s.Successes, s.Failures = 0, s.Failures+1
+		now := m.now()
+		countsAsHealth := false
+		if sched.loadDue(now) {
+			err := m.pollLoad(ctx, e, stamps)
+			if ctx.Err() != nil {
+				return
+			}
+			m.recordLoad(e.ID, err)
+			countsAsHealth = sched.loaded(now, err == nil)
 		}
-		healthy := s.Healthy
 		switch {
-		case healthy && s.Failures >= m.health.FailureThreshold:
-			healthy = false
-		case !healthy && s.Successes >= m.health.SuccessThreshold:
-			healthy = true
+		case sched.probeDue(now):
+			err := m.checkHealth(ctx, e)
+			if ctx.Err() != nil {
+				return
+			}
+			sched.probed(now, err == nil)
+			m.recordCheck(e.ID, err)
+		case countsAsHealth:
+			m.recordCheck(e.ID, nil)
 		}
-		m.mu.Unlock()
-		m.setHealth(e.ID, healthy, err)
-	})
+		timer.Reset(time.Until(sched.wake()))
+	}
+}
+
+// recordCheck counts one health check of engine id, a /health probe or a load poll
+// standing in for one, and applies the thresholds.
+func (m *Monitor) recordCheck(id string, err error) {
+	m.mu.Lock()
+	s := m.status[id] // there while the loop runs: SetEngines stops it first
+	if err == nil {
+		s.Successes, s.Failures = s.Successes+1, 0
+	} else {
+		s.Successes, s.Failures = 0, s.Failures+1
+	}
+	healthy := s.Healthy
+	switch {
+	case healthy && s.Failures >= m.health.FailureThreshold:
+		healthy = false
+	case !healthy && s.Successes >= m.health.SuccessThreshold:
+		healthy = true
+	}
+	m.mu.Unlock()
+	m.setHealth(id, healthy, err)
 }
 
 func (m *Monitor) setHealth(id string, healthy bool, err error) {
@@ -241,21 +279,14 @@ func (m *Monitor) checkHealth(ctx context.Context, e plan.Engine) error {
 	return body.Close()
 }
 
-func (m *Monitor) loadLoop(ctx context.Context, e plan.Engine) {
-	stamps := map[int]string{} // each rank's last engine timestamp
-	every(ctx, time.Duration(e.Load.IntervalMS)*time.Millisecond, func() {
-		err := m.pollLoad(ctx, e, stamps)
-		if ctx.Err() != nil {
-			return
-		}
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		s := m.status[e.ID]
-		s.LoadError = errString(err)
-		if err == nil {
-			s.LastLoadAt = m.now()
-		}
-	})
+func (m *Monitor) recordLoad(id string, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.status[id]
+	s.LoadError = errString(err)
+	if err == nil {
+		s.LastLoadAt = m.now()
+	}
 }
 
 // loadPaths maps a plan load source to the endpoint that serves it.
@@ -333,20 +364,6 @@ func (c cancelOnClose) Close() error {
 	err := c.ReadCloser.Close()
 	c.cancel()
 	return err
-}
-
-// every runs f now and then at each tick until ctx is done.
-func every(ctx context.Context, d time.Duration, f func()) {
-	t := time.NewTicker(d)
-	defer t.Stop()
-	for {
-		f()
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }
 
 func errString(err error) string {

@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -94,10 +95,12 @@ func TestHealthThresholds(t *testing.T) {
 		t.Errorf("status must carry the failure: %+v", s)
 	}
 
+	// Back in good health it takes two good checks: a /health probe, then either
+	// another or a load poll, which counts once /health answered.
 	f.healthStatus.Store(200)
-	start = f.healthChecks.Load()
+	start = f.polls()
 	waitFor(t, "engine healthy again", w.Healthy)
-	if n := f.healthChecks.Load() - start; n < 2 {
+	if n := f.polls() - start; n < 2 {
 		t.Errorf("healthy again after %d checks, want at least 2", n)
 	}
 }
@@ -155,4 +158,49 @@ func TestFrozenReportBecomesUnknown(t *testing.T) {
 	// A moving timestamp publishes again.
 	f.loadBody.Store(`{"loads": [{"dp_rank": 0, "timestamp": 1764676801.5, "num_running_reqs": 4, "num_waiting_reqs": 0}]}`)
 	waitFor(t, "a fresh report", func() bool { r := table.Load(w, time.Now()); return r != nil && r.Running == 4 })
+}
+
+// TestLoadPollsCountAsHealthChecks: once /health has answered, good load polls are
+// health checks, so an engine comes back into rotation on them without more probes.
+func TestLoadPollsCountAsHealthChecks(t *testing.T) {
+	f, url := newFake(t, 200)
+	e := pollEvery5ms("E1", url)
+	// The first probe comes at once (rnd 0) and the next not for five hours.
+	h := plan.Health{IntervalMS: 3_600_000, TimeoutMS: 1000, FailureThreshold: 3, SuccessThreshold: 3}
+	reg, m := newSetMonitor(t, h, []plan.Engine{e}, []plan.Engine{e})
+	m.rnd = func() float64 { return 0 }
+	m.setHealth("E1", false, errors.New("down at start"))
+	run(t, m)
+	waitFor(t, "E1 back in rotation", reg.Get("E1").Healthy)
+	if n := f.healthChecks.Load(); n != 1 {
+		t.Errorf("%d /health probes, want the one before load polls count", n)
+	}
+	if s := m.Status()["E1"]; s.HealthError != "" || s.Successes < 3 {
+		t.Errorf("status: %+v", s)
+	}
+}
+
+// TestDrainingEngineLeavesRotation: an engine that answers /health with 503 while it
+// keeps serving load reports (SGLang draining) leaves rotation after failure_threshold
+// probes, and its good load polls do not bring it back.
+func TestDrainingEngineLeavesRotation(t *testing.T) {
+	f, url := newFake(t, 200)
+	e := pollEvery5ms("E1", url)
+	// Several load polls (every 5 ms) fall between two probes (every 20 ms), so were
+	// they counted the failures would never add up.
+	h := plan.Health{IntervalMS: 20, TimeoutMS: 1000, FailureThreshold: 3, SuccessThreshold: 2}
+	reg, m := newSetMonitor(t, h, []plan.Engine{e}, []plan.Engine{e})
+	run(t, m)
+	waitFor(t, "load polls counting as health", func() bool { return m.Status()["E1"].Successes >= 5 })
+
+	f.healthStatus.Store(503) // draining: /v1/loads still answers
+	waitFor(t, "the draining engine out of rotation", func() bool { return !reg.Get("E1").Healthy() })
+	polls := f.loadPolls.Load()
+	waitFor(t, "more load polls", func() bool { return f.loadPolls.Load() >= polls+10 })
+	if reg.Get("E1").Healthy() {
+		t.Error("good load polls of an engine failing /health brought it back")
+	}
+	if s := m.Status()["E1"]; s.Successes != 0 || !strings.Contains(s.HealthError, "503") || s.LoadError != "" {
+		t.Errorf("status: %+v", s)
+	}
 }

@@ -91,8 +91,12 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		opts.Logger = slog.Default()
 	}
 	tos := timeoutsOf(p.Timeouts)
+	// Polling has a client of its own (monitor.NewClient) unless a test injects the
+	// transport, which then carries polls too.
+	var pollClient *http.Client
 	if opts.Transport == nil {
 		opts.Transport = newTransport(tos)
+		pollClient = monitor.NewClient(tos.connect)
 	}
 	if opts.RecentDecisions <= 0 {
 		opts.RecentDecisions = 64
@@ -148,7 +152,10 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		names = append(names, m.Name)
 	}
 	s.modelList = strings.Join(names, ", ")
-	s.monitor = monitor.New(p, reg, s.table, s.client, s.log)
+	if pollClient == nil {
+		pollClient = s.client
+	}
+	s.monitor = monitor.New(p, reg, s.table, pollClient, s.log)
 	s.metrics.registerEngines(s)
 	s.metrics.reg.MustRegister(s.deps.Affinity) // the binding store's health
 	s.deps.Affinity.SetLogger(s.log)
