@@ -6,14 +6,15 @@ import (
 	"time"
 )
 
-// NewClient returns the client the monitor polls with: one for the whole fleet, on a
+// newClient returns the client the monitor polls engines with when a connection of the
+// poll loop's own cannot reach them (https, a proxy): one for the whole fleet, on a
 // transport of its own so polls neither take nor evict the idle connections requests
 // use. Polls of one engine run one at a time, so one idle connection per engine is
 // kept, with no cap on the total: a cap below the fleet size closes and redials
 // connections on every round of polls, which is what made polling 2048 engines cost
 // more per engine than 512 (docs/benchmarks.md, "Fleet polling"). The idle timeout is
 // well above any poll interval, so a connection is reused for the engine's life.
-func NewClient(connectTimeout time.Duration) *http.Client {
+func newClient(connectTimeout time.Duration) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns = 0 // no total cap: the fleet bounds it
 	tr.MaxIdleConnsPerHost = 2

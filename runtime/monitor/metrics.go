@@ -1,8 +1,8 @@
 package monitor
 
 import (
+	"bytes"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"time"
@@ -34,9 +34,9 @@ var rankLabels = []string{"dp_rank", "engine"}
 // dp_size ranks are not all there has no usable report. Unlabelled series describe the
 // whole engine and become rank 0, with its other ranks reported empty so the sum stays
 // right. Metrics reports are basic: no exposition has a waiting-uncached-token gauge.
-func parseMetrics(r io.Reader, at time.Time, dpSize int) ([]rankSample, error) {
+func parseMetrics(b []byte, at time.Time, dpSize int) ([]rankSample, error) {
 	parser := expfmt.NewTextParser(model.LegacyValidation)
-	fams, err := parser.TextToMetricFamilies(r)
+	fams, err := parser.TextToMetricFamilies(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("decoding /metrics: %w", err)
 	}

@@ -7,7 +7,6 @@ package monitor
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -36,10 +35,15 @@ type Monitor struct {
 	health plan.Health
 	reg    *engine.Registry
 	table  *load.Table
-	client *http.Client
-	now    func() time.Time
-	rnd    func() float64 // uniform in [0, 1): the phases and jitter of polls
-	log    *slog.Logger
+	// client carries every poll when set (tests inject one); nil polls plain-HTTP
+	// engines over connections of their own loops and the rest through fallback.
+	client         *http.Client
+	connectTimeout time.Duration
+	fallbackOnce   sync.Once
+	fallbackClient *http.Client
+	now            func() time.Time
+	rnd            func() float64 // uniform in [0, 1): the phases and jitter of polls
+	log            *slog.Logger
 
 	// setMu serialises SetEngines with Run's start and end, so an engine's loops are
 	// started and stopped by one caller at a time. It is held while stopped loops
@@ -67,10 +71,16 @@ func (p *poller) stop() {
 }
 
 // New returns a monitor of the plan's engines that updates reg's health flags and table's
-// load reports. client carries the transport; per-request timeouts come from the plan.
+// load reports. A nil client is production: each engine's loop keeps a connection of
+// its own (see newFetcher); a client carries every poll instead. Per-request timeouts
+// come from the plan.
 func New(p *plan.Plan, reg *engine.Registry, table *load.Table, client *http.Client, log *slog.Logger) *Monitor {
+	connect := time.Duration(p.Timeouts.ConnectMS) * time.Millisecond
+	if connect <= 0 {
+		connect = 5 * time.Second
+	}
 	m := &Monitor{
-		engines: p.Engines, health: p.Health, reg: reg, table: table, client: client,
+		engines: p.Engines, health: p.Health, reg: reg, table: table, client: client, connectTimeout: connect,
 		now: time.Now, rnd: rand.Float64, log: log, pollers: map[string]*poller{}, status: map[string]*Status{},
 	}
 	for _, e := range p.Engines {
@@ -148,7 +158,9 @@ func (m *Monitor) CheckAll(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, e := range engines {
 		wg.Go(func() {
-			err := m.checkHealth(ctx, e)
+			f := m.newFetcher(e.URL)
+			err := m.checkHealth(ctx, f)
+			f.close()
 			m.setHealth(e.ID, err == nil, err)
 		})
 	}
@@ -194,6 +206,8 @@ func (m *Monitor) pollLoop(ctx context.Context, e plan.Engine) {
 	sched := newSchedule(loadEvery, time.Duration(m.health.IntervalMS)*time.Millisecond, m.rnd)
 	sched.start(m.now())
 	stamps := map[int]string{} // each rank's last engine timestamp
+	f := m.newFetcher(e.URL)
+	defer f.close()
 	timer := time.NewTimer(time.Until(sched.wake()))
 	defer timer.Stop()
 	for {
@@ -205,7 +219,7 @@ func (m *Monitor) pollLoop(ctx context.Context, e plan.Engine) {
 		now := m.now()
 		countsAsHealth := false
 		if sched.loadDue(now) {
-			err := m.pollLoad(ctx, e, stamps)
+			err := m.pollLoad(ctx, f, e, stamps)
 			if ctx.Err() != nil {
 				return
 			}
@@ -214,7 +228,7 @@ func (m *Monitor) pollLoop(ctx context.Context, e plan.Engine) {
 		}
 		switch {
 		case sched.probeDue(now):
-			err := m.checkHealth(ctx, e)
+			err := m.checkHealth(ctx, f)
 			if ctx.Err() != nil {
 				return
 			}
@@ -271,12 +285,15 @@ func (m *Monitor) setHealth(id string, healthy bool, err error) {
 	}
 }
 
-func (m *Monitor) checkHealth(ctx context.Context, e plan.Engine) error {
-	body, err := m.get(ctx, e.URL+"/health", time.Duration(m.health.TimeoutMS)*time.Millisecond)
-	if err != nil {
-		return err
-	}
-	return body.Close()
+func (m *Monitor) checkHealth(ctx context.Context, f fetcher) error {
+	_, err := f.get(ctx, "/health", time.Duration(m.health.TimeoutMS)*time.Millisecond)
+	return err
+}
+
+// fallback is the client of engines a connection of their own cannot reach.
+func (m *Monitor) fallback() *http.Client {
+	m.fallbackOnce.Do(func() { m.fallbackClient = newClient(m.connectTimeout) })
+	return m.fallbackClient
 }
 
 func (m *Monitor) recordLoad(id string, err error) {
@@ -296,13 +313,12 @@ var loadPaths = map[string]string{"loads": "/v1/loads", "get_load": "/get_load",
 // publishes nothing: the previous report ages out and the engine's load becomes unknown,
 // never zero. So does a rank whose engine timestamp has not moved since the last poll: a
 // stuck publisher repeating an old report must not look fresh because it answers.
-func (m *Monitor) pollLoad(ctx context.Context, e plan.Engine, stamps map[int]string) error {
+func (m *Monitor) pollLoad(ctx context.Context, f fetcher, e plan.Engine, stamps map[int]string) error {
 	timeout := time.Duration(min(e.Load.IntervalMS, e.Load.StaleAfterMS)) * time.Millisecond
-	body, err := m.get(ctx, e.URL+loadPaths[e.Load.Source], timeout)
+	body, err := f.get(ctx, loadPaths[e.Load.Source], timeout)
 	if err != nil {
 		return err
 	}
-	defer body.Close()
 	at := m.now()
 	var ranks []rankSample
 	switch e.Load.Source {
@@ -331,39 +347,6 @@ func (m *Monitor) pollLoad(ctx context.Context, e plan.Engine, stamps map[int]st
 		return fmt.Errorf("load report did not advance since the last poll for %s: the engine's load publisher looks stuck", strings.Join(frozen, ", "))
 	}
 	return nil
-}
-
-// get fetches url, returning the body of a 2xx response.
-func (m *Monitor) get(ctx context.Context, url string, timeout time.Duration) (io.ReadCloser, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	resp, err := m.client.Do(req)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	if resp.StatusCode/100 != 2 {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
-		resp.Body.Close()
-		cancel()
-		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(msg)))
-	}
-	return cancelOnClose{resp.Body, cancel}, nil
-}
-
-type cancelOnClose struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (c cancelOnClose) Close() error {
-	err := c.ReadCloser.Close()
-	c.cancel()
-	return err
 }
 
 func errString(err error) string {

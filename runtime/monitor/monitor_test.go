@@ -58,7 +58,7 @@ func startMonitorStale(t *testing.T, f *fakeEngine, h plan.Health, staleAfterMS 
 		t.Fatal(err)
 	}
 	table := load.NewTable(p.Engines, time.Now)
-	m := New(p, reg, table, srv.Client(), slog.New(slog.DiscardHandler))
+	m := New(p, reg, table, nil, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { m.Run(ctx); close(done) }()

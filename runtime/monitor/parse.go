@@ -3,7 +3,6 @@ package monitor
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/routerkit/router/runtime/state/load"
@@ -21,49 +20,40 @@ type rankSample struct {
 // parseLoads decodes SGLang's GET /v1/loads. A rank is native when it carries the waiting
 // uncached tokens and a KV capacity; otherwise it is basic (running and waiting only).
 // Unknown fields are ignored so newer engines keep working.
-func parseLoads(r io.Reader, at time.Time) ([]rankSample, error) {
-	var body struct {
-		Timestamp json.RawMessage `json:"timestamp"`
-		Loads     []struct {
-			Timestamp                json.RawMessage `json:"timestamp"`
-			DPRank                   *int            `json:"dp_rank"`
-			NumRunningReqs           *int64          `json:"num_running_reqs"`
-			NumWaitingReqs           *int64          `json:"num_waiting_reqs"`
-			NumWaitingUncachedTokens *int64          `json:"num_waiting_uncached_tokens"`
-			NumUsedTokens            *int64          `json:"num_used_tokens"`
-			NumTotalTokens           *int64          `json:"num_total_tokens"`
-			MaxTotalNumTokens        *int64          `json:"max_total_num_tokens"`
-			MaxRunningRequests       *int64          `json:"max_running_requests"`
-		} `json:"loads"`
-	}
-	if err := json.NewDecoder(r).Decode(&body); err != nil {
+func parseLoads(b []byte, at time.Time) ([]rankSample, error) {
+	timestamp, loads, err := decodeLoads(b)
+	if err != nil {
 		return nil, fmt.Errorf("decoding /v1/loads: %w", err)
 	}
-	if len(body.Loads) == 0 {
+	if len(loads) == 0 {
 		return nil, fmt.Errorf("decoding /v1/loads: no loads")
 	}
-	out := make([]rankSample, 0, len(body.Loads))
-	for i, l := range body.Loads {
-		if l.NumRunningReqs == nil || l.NumWaitingReqs == nil {
+	out := make([]rankSample, 0, len(loads))
+	for i := range loads {
+		l := &loads[i]
+		if !l.has[fRunning] || !l.has[fWaiting] {
 			return nil, fmt.Errorf("decoding /v1/loads: rank %d lacks num_running_reqs or num_waiting_reqs", i)
 		}
-		s := rankSample{rank: orIndex(l.DPRank, i), stamp: string(l.Timestamp)}
-		if s.stamp == "" {
-			s.stamp = string(body.Timestamp)
+		s := rankSample{rank: i, stamp: string(l.timestamp)}
+		if l.has[fDPRank] {
+			s.rank = int(l.v[fDPRank])
 		}
-		s.At, s.Running, s.Waiting = at, *l.NumRunningReqs, *l.NumWaitingReqs
-		if l.NumWaitingUncachedTokens != nil && l.NumUsedTokens != nil && l.MaxTotalNumTokens != nil && *l.MaxTotalNumTokens > 0 {
+		if l.timestamp == nil {
+			s.stamp = string(timestamp)
+		}
+		s.At, s.Running, s.Waiting = at, l.v[fRunning], l.v[fWaiting]
+		if l.has[fWaitingUncached] && l.has[fUsed] && l.has[fMaxTotal] && l.v[fMaxTotal] > 0 {
 			s.Native = true
-			s.WaitingUncachedTokens = *l.NumWaitingUncachedTokens
-			s.UsedKVTokens = *l.NumUsedTokens
+			s.WaitingUncachedTokens = l.v[fWaitingUncached]
+			s.UsedKVTokens = l.v[fUsed]
 			// num_total_tokens is used plus pending prefill; older engines lack it.
 			s.TotalKVTokens = s.UsedKVTokens + s.WaitingUncachedTokens
-			if l.NumTotalTokens != nil {
-				s.TotalKVTokens = *l.NumTotalTokens
+			if l.has[fTotal] {
+				s.TotalKVTokens = l.v[fTotal]
 			}
-			s.MaxKVTokens = *l.MaxTotalNumTokens
-			if l.MaxRunningRequests != nil {
-				s.MaxRunning = *l.MaxRunningRequests
+			s.MaxKVTokens = l.v[fMaxTotal]
+			if l.has[fMaxRunning] {
+				s.MaxRunning = l.v[fMaxRunning]
 			}
 		}
 		out = append(out, s)
@@ -73,14 +63,14 @@ func parseLoads(r io.Reader, at time.Time) ([]rankSample, error) {
 
 // parseGetLoad decodes SGLang's older GET /get_load: an array with one object per rank,
 // where num_reqs counts running and waiting requests together. These reports are basic.
-func parseGetLoad(r io.Reader, at time.Time) ([]rankSample, error) {
+func parseGetLoad(b []byte, at time.Time) ([]rankSample, error) {
 	var ranks []struct {
 		TsTic          json.RawMessage `json:"ts_tic"`
 		DPRank         *int            `json:"dp_rank"`
 		NumReqs        *int64          `json:"num_reqs"`
 		NumWaitingReqs *int64          `json:"num_waiting_reqs"`
 	}
-	if err := json.NewDecoder(r).Decode(&ranks); err != nil {
+	if err := json.Unmarshal(b, &ranks); err != nil {
 		return nil, fmt.Errorf("decoding /get_load: %w", err)
 	}
 	if len(ranks) == 0 {

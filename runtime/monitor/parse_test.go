@@ -17,7 +17,7 @@ func TestParseLoadsNativeAndBasic(t *testing.T) {
 	   "max_total_num_tokens": 100000, "token_usage": 0.05, "max_running_requests": 48,
 	   "queues": {"waiting": 2}},
 	  {"dp_rank": 1, "num_running_reqs": 1, "num_waiting_reqs": 0}]}`
-	got, err := parseLoads(strings.NewReader(body), at)
+	got, err := parseLoads([]byte(body), at)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestParseLoadsRejectsMalformed(t *testing.T) {
 		"missing counts": `{"loads": [{"dp_rank": 0, "num_running_reqs": 1}]}`,
 		"wrong type":     `{"loads": [{"num_running_reqs": "many", "num_waiting_reqs": 0}]}`,
 	} {
-		if _, err := parseLoads(strings.NewReader(body), at); err == nil {
+		if _, err := parseLoads([]byte(body), at); err == nil {
 			t.Errorf("%s: want an error", name)
 		}
 	}
@@ -52,7 +52,7 @@ func TestParseGetLoad(t *testing.T) {
 	// num_reqs is running + waiting; dp_rank may be null, then the position counts.
 	body := `[{"dp_rank": null, "num_reqs": 7, "num_waiting_reqs": 2, "num_tokens": 18342, "ts_tic": 1.0},
 	          {"dp_rank": null, "num_reqs": 1, "num_waiting_reqs": 1, "num_pages": 3}]`
-	got, err := parseGetLoad(strings.NewReader(body), at)
+	got, err := parseGetLoad([]byte(body), at)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestParseGetLoad(t *testing.T) {
 	if got[1].rank != 1 || got[1].Running != 0 || got[1].Waiting != 1 {
 		t.Errorf("rank 1: %+v", got[1])
 	}
-	if _, err := parseGetLoad(strings.NewReader(`[{"dp_rank": 0}]`), at); err == nil {
+	if _, err := parseGetLoad([]byte(`[{"dp_rank": 0}]`), at); err == nil {
 		t.Error("a rank without counts must be an error")
 	}
 }
@@ -75,7 +75,7 @@ sglang:num_running_reqs{model_name="m",dp_rank="1"} 6
 sglang:num_queue_reqs{model_name="m",dp_rank="0"} 1
 sglang:num_queue_reqs{model_name="m",dp_rank="1"} 0
 `
-	got, err := parseMetrics(strings.NewReader(sglang), at, 2)
+	got, err := parseMetrics([]byte(sglang), at, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ vllm:kv_cache_usage_perc{model_name="m",engine="1"} 0.5
 vllm:cache_config_info{block_size="16",cache_dtype="auto",engine="0",num_gpu_blocks="1000"} 1.0
 vllm:cache_config_info{block_size="16",cache_dtype="auto",engine="1",num_gpu_blocks="2000"} 1.0
 `
-	got, err = parseMetrics(strings.NewReader(vllm), at, 2)
+	got, err = parseMetrics([]byte(vllm), at, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ vllm:cache_config_info{block_size="16",cache_dtype="auto",engine="1",num_gpu_blo
 
 	// A labelled rank missing from the exposition is not reported, so the engine's
 	// report stays incomplete rather than counting the rank as idle.
-	got, err = parseMetrics(strings.NewReader(vllm), at, 3)
+	got, err = parseMetrics([]byte(vllm), at, 3)
 	if err != nil || len(got) != 2 {
 		t.Errorf("dp_size 3 with ranks 0-1 reported: %+v, %v; want two ranks", got, err)
 	}
@@ -124,7 +124,7 @@ vllm:num_requests_waiting{model_name="m"} 2
 vllm:gpu_cache_usage_perc{model_name="m"} 0.125
 vllm:cache_config_info{block_size="32",num_gpu_blocks="100"} 1
 `
-	got, err = parseMetrics(strings.NewReader(old), at, 2)
+	got, err = parseMetrics([]byte(old), at, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,12 +134,39 @@ vllm:cache_config_info{block_size="32",num_gpu_blocks="100"} 1
 	}
 
 	// Without cache_config_info the capacity is unknown, and so is KV.
-	got, err = parseMetrics(strings.NewReader(old[:strings.Index(old, "vllm:cache_config_info")]), at, 1)
+	got, err = parseMetrics([]byte(old[:strings.Index(old, "vllm:cache_config_info")]), at, 1)
 	if err != nil || len(got) != 1 || got[0].KVKnown || got[0].Running != 5 {
 		t.Errorf("no capacity: %+v, %v", got, err)
 	}
 
-	if _, err := parseMetrics(strings.NewReader("# TYPE other gauge\nother 1\n"), at, 1); err == nil {
+	if _, err := parseMetrics([]byte("# TYPE other gauge\nother 1\n"), at, 1); err == nil {
 		t.Error("an exposition without load gauges must be an error")
+	}
+}
+
+// simLoads is a /v1/loads body as the simulator (and SGLang) answers it: one rank with
+// every core field.
+const simLoads = `{"timestamp":"2026-12-03T00:00:00Z","loads":[{"dp_rank":0,"timestamp":1764720000.123,` +
+	`"num_running_reqs":3,"num_waiting_reqs":1,"num_waiting_uncached_tokens":900,"num_used_tokens":5000,` +
+	`"num_total_tokens":5900,"max_total_num_tokens":100000,"max_running_requests":48,"token_usage":0.05,` +
+	`"gen_throughput":812.5,"cache_hit_rate":0.42,"utilization":0.0625}]}`
+
+// BenchmarkParseLoads: the scanner decoder against the encoding/json one it replaced.
+//
+//	go test -run '^$' -bench ParseLoads -benchmem ./runtime/monitor
+func BenchmarkParseLoads(b *testing.B) {
+	body := []byte(simLoads)
+	for _, p := range []struct {
+		name  string
+		parse func([]byte, time.Time) ([]rankSample, error)
+	}{{"scanner", parseLoads}, {"encoding_json", parseLoadsReference}} {
+		b.Run(p.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := p.parse(body, at); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

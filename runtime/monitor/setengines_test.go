@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -41,7 +40,7 @@ func newSetMonitor(t *testing.T, h plan.Health, engines, all []plan.Engine) (*en
 		t.Fatal(err)
 	}
 	p := &plan.Plan{Health: h, Engines: engines}
-	return reg, New(p, reg, load.NewTable(all, time.Now), &http.Client{}, slog.New(slog.DiscardHandler))
+	return reg, New(p, reg, load.NewTable(all, time.Now), nil, slog.New(slog.DiscardHandler))
 }
 
 func run(t *testing.T, m *Monitor) (stop func()) {

@@ -91,12 +91,11 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		opts.Logger = slog.Default()
 	}
 	tos := timeoutsOf(p.Timeouts)
-	// Polling has a client of its own (monitor.NewClient) unless a test injects the
-	// transport, which then carries polls too.
-	var pollClient *http.Client
-	if opts.Transport == nil {
+	// Polling has connections of its own (monitor.New with a nil client) unless a
+	// test injects the transport, which then carries polls too.
+	injected := opts.Transport != nil
+	if !injected {
 		opts.Transport = newTransport(tos)
-		pollClient = monitor.NewClient(tos.connect)
 	}
 	if opts.RecentDecisions <= 0 {
 		opts.RecentDecisions = 64
@@ -152,7 +151,8 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		names = append(names, m.Name)
 	}
 	s.modelList = strings.Join(names, ", ")
-	if pollClient == nil {
+	var pollClient *http.Client
+	if injected {
 		pollClient = s.client
 	}
 	s.monitor = monitor.New(p, reg, s.table, pollClient, s.log)

@@ -1,0 +1,210 @@
+package monitor
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// maxBody bounds a health answer or load report read into memory. The largest real
+// report is a vLLM /metrics exposition with histograms for many models, well under it.
+const maxBody = 16 << 20
+
+// errTooLarge is a report longer than maxBody.
+var errTooLarge = fmt.Errorf("response longer than %d bytes", maxBody)
+
+// fetcher GETs paths of one engine for its poll loop, one at a time. The body it returns
+// is valid until the next get.
+type fetcher interface {
+	get(ctx context.Context, path string, timeout time.Duration) ([]byte, error)
+	close()
+}
+
+// newFetcher returns how the monitor reaches e. A plain-HTTP engine reached without a
+// proxy is polled over a connection of the loop's own (connFetcher): most of what a
+// poll cost through http.Client was its transport's machinery (a reader and a writer
+// goroutine per connection, woken for every request, and a timer and context per
+// request), not the round trip. Anything else (https, a proxy from the environment, a
+// client injected by tests) goes through an http.Client.
+func (m *Monitor) newFetcher(base string) fetcher {
+	if m.client != nil {
+		return &clientFetcher{client: m.client, base: base}
+	}
+	u, err := url.Parse(base)
+	if err == nil && u.Scheme == "http" && u.User == nil {
+		if p, perr := http.ProxyFromEnvironment(&http.Request{URL: u}); perr == nil && p == nil {
+			return newConnFetcher(base, u, m.connectTimeout)
+		}
+	}
+	return &clientFetcher{client: m.fallback(), base: base}
+}
+
+// clientFetcher polls through an http.Client.
+type clientFetcher struct {
+	client *http.Client
+	base   string
+	buf    bytes.Buffer
+}
+
+func (f *clientFetcher) get(ctx context.Context, path string, timeout time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	target := f.base + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return readBody(&f.buf, target, resp)
+}
+
+func (f *clientFetcher) close() {}
+
+// connFetcher polls one engine over one kept-alive HTTP/1.1 connection that only its
+// loop uses: the request bytes are built once per path, the poll goroutine writes them
+// and reads the answer itself (net/http's ReadResponse parses it), and the timeout is a
+// deadline on the connection. A failed or closed connection is dropped and the next get
+// dials again.
+type connFetcher struct {
+	base    string // for error messages
+	addr    string // host:port to dial
+	host    string // the Host header
+	dialer  net.Dialer
+	conn    net.Conn
+	br      *bufio.Reader
+	stopCtx func() bool // ends the context watch of conn
+	reqs    map[string][]byte
+	buf     bytes.Buffer
+}
+
+func newConnFetcher(base string, u *url.URL, connectTimeout time.Duration) *connFetcher {
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "80")
+	}
+	return &connFetcher{
+		base: base, addr: addr, host: u.Host, reqs: map[string][]byte{},
+		dialer: net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second},
+	}
+}
+
+func (f *connFetcher) get(ctx context.Context, path string, timeout time.Duration) ([]byte, error) {
+	target := f.base + path
+	reused := f.conn != nil
+	body, err := f.roundTrip(ctx, path, timeout, target)
+	if err != nil && reused && ctx.Err() == nil && connLost(err) {
+		// The engine closed the idle connection as the request went out (uvicorn closes
+		// idle ones after 5 s): nothing was answered, so ask again on a new one, as
+		// http.Transport does.
+		f.close()
+		body, err = f.roundTrip(ctx, path, timeout, target)
+	}
+	if err == nil {
+		return body, nil
+	}
+	// A non-2xx answer may leave part of its body unread, so the connection goes with
+	// every failure; they are rare enough that redialling costs nothing that matters.
+	f.close()
+	var status statusError
+	switch {
+	case errors.As(err, &status):
+		return nil, err
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("GET %s: %w", target, ctx.Err())
+	}
+	return nil, fmt.Errorf("GET %s: %w", target, err)
+}
+
+func (f *connFetcher) roundTrip(ctx context.Context, path string, timeout time.Duration, target string) ([]byte, error) {
+	deadline := time.Now().Add(timeout)
+	if f.conn == nil {
+		dctx, cancel := context.WithDeadline(ctx, deadline)
+		conn, err := f.dialer.DialContext(dctx, "tcp", f.addr)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		f.conn, f.br = conn, bufio.NewReaderSize(conn, 4096)
+		// A context ended (the monitor stopping, the engine removed) interrupts a poll
+		// in flight by moving the deadline to the past.
+		f.stopCtx = context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	}
+	if err := f.conn.SetDeadline(deadline); err != nil {
+		return nil, err
+	}
+	req := f.reqs[path]
+	if req == nil {
+		req = []byte("GET " + path + " HTTP/1.1\r\nHost: " + f.host + "\r\nUser-Agent: router-monitor\r\nAccept: */*\r\n\r\n")
+		f.reqs[path] = req
+	}
+	if _, err := f.conn.Write(req); err != nil {
+		return nil, err
+	}
+	resp, err := http.ReadResponse(f.br, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := readBody(&f.buf, target, resp)
+	if err == nil && resp.Close {
+		f.close() // the engine said it closes the connection
+	}
+	return body, err
+}
+
+func (f *connFetcher) close() {
+	if f.conn != nil {
+		f.stopCtx()
+		f.conn.Close()
+		f.conn, f.br = nil, nil
+	}
+}
+
+// connLost reports whether err is a kept-alive connection closed under a request.
+func connLost(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// statusError is a complete answer that is not 2xx.
+type statusError struct {
+	target, status, body string
+}
+
+func (e statusError) Error() string {
+	return fmt.Sprintf("GET %s: %s: %s", e.target, e.status, e.body)
+}
+
+// readBody reads a 2xx response's body into buf, bounded by maxBody, or describes a
+// non-2xx one.
+func readBody(buf *bytes.Buffer, target string, resp *http.Response) ([]byte, error) {
+	buf.Reset()
+	if resp.StatusCode/100 != 2 {
+		_, _ = io.Copy(buf, io.LimitReader(resp.Body, 200))
+		return nil, statusError{target, resp.Status, strings.TrimSpace(buf.String())}
+	}
+	if resp.ContentLength > maxBody {
+		return nil, errTooLarge
+	}
+	n, err := buf.ReadFrom(io.LimitReader(resp.Body, maxBody+1))
+	if err != nil {
+		return nil, err
+	}
+	if n > maxBody {
+		return nil, errTooLarge
+	}
+	return buf.Bytes(), nil
+}

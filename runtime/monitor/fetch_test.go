@@ -1,0 +1,152 @@
+package monitor
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/routerkit/router/runtime/plan"
+)
+
+// countingServer is a real HTTP server that counts the connections it accepted.
+func countingServer(t *testing.T, h http.Handler) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, &conns
+}
+
+func connFetcherOf(t *testing.T, base string) *connFetcher {
+	t.Helper()
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newConnFetcher(base, u, time.Second)
+	t.Cleanup(f.close)
+	return f
+}
+
+// TestConnFetcherKeepsOneConnection: polls reuse one connection; an engine closing it
+// while idle costs a redial, not a failed poll.
+func TestConnFetcherKeepsOneConnection(t *testing.T) {
+	srv, conns := countingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok "+r.URL.Path)
+	}))
+	f := connFetcherOf(t, srv.URL)
+	ctx := context.Background()
+	for range 20 {
+		body, err := f.get(ctx, "/v1/loads", time.Second)
+		if err != nil || string(body) != "ok /v1/loads" {
+			t.Fatalf("body %q, err %v", body, err)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections for 20 polls, want 1", n)
+	}
+	srv.CloseClientConnections() // as uvicorn closes a connection idle for 5 s
+	if body, err := f.get(ctx, "/health", time.Second); err != nil || string(body) != "ok /health" {
+		t.Fatalf("after the engine closed the connection: body %q, err %v", body, err)
+	}
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d connections, want a second after the close", n)
+	}
+}
+
+// TestConnFetcherAnswers: chunked and closing answers are read whole, a non-2xx answer
+// is an error carrying its status and body, and a body over the bound is refused.
+func TestConnFetcherAnswers(t *testing.T) {
+	srv, conns := countingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/chunked":
+			io.WriteString(w, "part one, ")
+			w.(http.Flusher).Flush()
+			io.WriteString(w, "part two")
+		case "/close":
+			w.Header().Set("Connection", "close")
+			io.WriteString(w, "bye")
+		case "/draining":
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		case "/huge":
+			w.Header().Set("Content-Length", "16777217") // refused before it is read
+			w.WriteHeader(http.StatusOK)
+		}
+	}))
+	f := connFetcherOf(t, srv.URL)
+	ctx := context.Background()
+	if body, err := f.get(ctx, "/chunked", time.Second); err != nil || string(body) != "part one, part two" {
+		t.Errorf("chunked: %q, %v", body, err)
+	}
+	if body, err := f.get(ctx, "/close", time.Second); err != nil || string(body) != "bye" {
+		t.Errorf("closing: %q, %v", body, err)
+	}
+	_, err := f.get(ctx, "/draining", time.Second)
+	if err == nil || !strings.Contains(err.Error(), "GET "+srv.URL+"/draining: 503 Service Unavailable: shutting down") {
+		t.Errorf("503: %v", err)
+	}
+	if _, err := f.get(ctx, "/huge", time.Second); !errors.Is(err, errTooLarge) {
+		t.Errorf("oversized body: %v", err)
+	}
+	if body, err := f.get(ctx, "/chunked", time.Second); err != nil || string(body) != "part one, part two" {
+		t.Errorf("after failures: %q, %v", body, err)
+	}
+	if n := conns.Load(); n != 4 {
+		t.Errorf("%d connections, want 4: the close, the 503 and the oversized body each end one", n)
+	}
+}
+
+// TestConnFetcherStops: a poll an engine never answers ends at its timeout, or when
+// the loop's context ends, whichever comes first.
+func TestConnFetcherStops(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	f := connFetcherOf(t, srv.URL)
+
+	if _, err := f.get(context.Background(), "/health", 20*time.Millisecond); err == nil || !strings.Contains(err.Error(), "timeout") {
+		t.Errorf("hung engine: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		_, err := f.get(ctx, "/health", time.Hour)
+		done <- err
+	}()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled poll: %v", err)
+	}
+}
+
+// TestFetcherChoice: plain HTTP gets a connection of its own; https (and a client
+// injected by tests) go through an http.Client.
+func TestFetcherChoice(t *testing.T) {
+	m := New(&plan.Plan{}, nil, nil, nil, slog.New(slog.DiscardHandler))
+	if _, ok := m.newFetcher("http://127.0.0.1:8000").(*connFetcher); !ok {
+		t.Error("plain HTTP: want a connection of the loop's own")
+	}
+	if _, ok := m.newFetcher("https://engine:8000").(*clientFetcher); !ok {
+		t.Error("https: want the client")
+	}
+	m = New(&plan.Plan{}, nil, nil, http.DefaultClient, slog.New(slog.DiscardHandler))
+	if _, ok := m.newFetcher("http://127.0.0.1:8000").(*clientFetcher); !ok {
+		t.Error("injected client: want it used")
+	}
+}
