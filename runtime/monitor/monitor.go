@@ -208,7 +208,7 @@ func (m *Monitor) pollLoop(ctx context.Context, e plan.Engine) {
 	stamps := map[int]string{} // each rank's last engine timestamp
 	f := m.newFetcher(e.URL)
 	defer f.close()
-	timer := time.NewTimer(time.Until(sched.wake()))
+	timer := time.NewTimer(time.Until(alignUp(sched.wake())))
 	defer timer.Stop()
 	for {
 		select {
@@ -237,7 +237,7 @@ func (m *Monitor) pollLoop(ctx context.Context, e plan.Engine) {
 		case countsAsHealth:
 			m.recordCheck(e.ID, nil)
 		}
-		timer.Reset(time.Until(sched.wake()))
+		timer.Reset(time.Until(alignUp(sched.wake())))
 	}
 }
 

@@ -186,9 +186,9 @@ func TestLoadPollsCountAsHealthChecks(t *testing.T) {
 func TestDrainingEngineLeavesRotation(t *testing.T) {
 	f, url := newFake(t, 200)
 	e := pollEvery5ms("E1", url)
-	// Several load polls (every 5 ms) fall between two probes (every 20 ms), so were
-	// they counted the failures would never add up.
-	h := plan.Health{IntervalMS: 20, TimeoutMS: 1000, FailureThreshold: 3, SuccessThreshold: 2}
+	// Several load polls (every 5 ms, so every wake slot) fall between two probes
+	// (every 100 ms), so were they counted the failures would never add up.
+	h := plan.Health{IntervalMS: 100, TimeoutMS: 1000, FailureThreshold: 3, SuccessThreshold: 2}
 	reg, m := newSetMonitor(t, h, []plan.Engine{e}, []plan.Engine{e})
 	run(t, m)
 	waitFor(t, "load polls counting as health", func() bool { return m.Status()["E1"].Successes >= 5 })

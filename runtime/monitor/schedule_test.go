@@ -116,3 +116,15 @@ func TestJitterSpreadsPolls(t *testing.T) {
 		}
 	}
 }
+
+// TestAlignUp: wake times round up to the end of their slot, so loops due in one slot
+// wake together, and a time on a slot boundary stays.
+func TestAlignUp(t *testing.T) {
+	for _, c := range []struct{ in, want time.Duration }{
+		{0, 0}, {time.Nanosecond, wakeSlot}, {wakeSlot - 1, wakeSlot}, {wakeSlot, wakeSlot}, {wakeSlot + 1, 2 * wakeSlot},
+	} {
+		if got := alignUp(t0.Add(c.in)); !got.Equal(t0.Add(c.want)) {
+			t.Errorf("alignUp(t0+%v) = t0+%v, want t0+%v", c.in, got.Sub(t0), c.want)
+		}
+	}
+}
