@@ -203,12 +203,14 @@ func (m *Monitor) pollLoop(ctx context.Context, e plan.Engine) {
 	if e.Load.Source != "none" {
 		loadEvery = time.Duration(e.Load.IntervalMS) * time.Millisecond
 	}
-	sched := newSchedule(loadEvery, time.Duration(m.health.IntervalMS)*time.Millisecond, m.rnd)
+	healthEvery := time.Duration(m.health.IntervalMS) * time.Millisecond
+	sched := newSchedule(loadEvery, healthEvery, m.rnd)
+	slot := wakeSlot(loadEvery, healthEvery)
 	sched.start(m.now())
 	stamps := map[int]string{} // each rank's last engine timestamp
 	f := m.newFetcher(e.URL)
 	defer f.close()
-	timer := time.NewTimer(time.Until(alignUp(sched.wake())))
+	timer := time.NewTimer(time.Until(alignUp(sched.wake(), slot)))
 	defer timer.Stop()
 	for {
 		select {
@@ -237,7 +239,7 @@ func (m *Monitor) pollLoop(ctx context.Context, e plan.Engine) {
 		case countsAsHealth:
 			m.recordCheck(e.ID, nil)
 		}
-		timer.Reset(time.Until(alignUp(sched.wake())))
+		timer.Reset(time.Until(alignUp(sched.wake(), slot)))
 	}
 }
 

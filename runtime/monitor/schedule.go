@@ -22,19 +22,31 @@ const confirmFactor = 5
 // first polls were spread stay spread instead of drifting back into step.
 const jitter = 0.1
 
-// wakeSlot is the grain of poll times. A loop sleeps until the end of the slot its next
-// poll falls in, so the loops due in one slot wake together: the process then wakes
-// about 1/wakeSlot times a second however many engines it polls, instead of once per
-// poll, which at 512 engines spent as much CPU in the Go scheduler as in the polls
-// (docs/benchmarks.md, "Fleet polling"). Polls stay spread over the interval, at most
-// a slot late.
-const wakeSlot = 20 * time.Millisecond
+// maxWakeSlot is the coarsest grain of poll times. A loop sleeps until the end of the
+// slot its next poll falls in, so the loops due in one slot wake together: the process
+// wakes at most once a slot however many engines it polls, instead of once per poll.
+// Each wake-up of an otherwise idle Go process costs about as much as a poll (the
+// scheduler and sysmon waking threads), so at 512 engines spreading polls without slots
+// spent as much CPU waking as polling (docs/benchmarks.md, "Fleet polling").
+const maxWakeSlot = 50 * time.Millisecond
 
-// alignUp returns the end of the wakeSlot that t falls in.
-func alignUp(t time.Time) time.Time {
-	a := t.Truncate(wakeSlot)
+// wakeSlot is the grain for an engine polled every loadEvery (0: not polled) and probed
+// every healthEvery: a tenth of the shorter, at most maxWakeSlot, so a poll is at most a
+// tenth of its interval late and polls stay spread over ten slots or more.
+func wakeSlot(loadEvery, healthEvery time.Duration) time.Duration {
+	d := healthEvery
+	if loadEvery > 0 {
+		d = min(d, loadEvery)
+	}
+	return max(min(d/10, maxWakeSlot), time.Millisecond)
+}
+
+// alignUp returns the end of the slot that t falls in. Slots are counted from a fixed
+// origin, so every loop with the same slot shares its boundaries.
+func alignUp(t time.Time, slot time.Duration) time.Time {
+	a := t.Truncate(slot)
 	if a.Before(t) {
-		a = a.Add(wakeSlot)
+		a = a.Add(slot)
 	}
 	return a
 }

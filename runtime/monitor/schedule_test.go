@@ -117,14 +117,26 @@ func TestJitterSpreadsPolls(t *testing.T) {
 	}
 }
 
-// TestAlignUp: wake times round up to the end of their slot, so loops due in one slot
-// wake together, and a time on a slot boundary stays.
-func TestAlignUp(t *testing.T) {
+// TestWakeSlots: wake times round up to the end of their slot, so loops due in one
+// slot wake together, and a time on a slot boundary stays; the slot is a tenth of the
+// shorter interval, between 1 ms and maxWakeSlot.
+func TestWakeSlots(t *testing.T) {
+	const slot = 50 * time.Millisecond
 	for _, c := range []struct{ in, want time.Duration }{
-		{0, 0}, {time.Nanosecond, wakeSlot}, {wakeSlot - 1, wakeSlot}, {wakeSlot, wakeSlot}, {wakeSlot + 1, 2 * wakeSlot},
+		{0, 0}, {time.Nanosecond, slot}, {slot - 1, slot}, {slot, slot}, {slot + 1, 2 * slot},
 	} {
-		if got := alignUp(t0.Add(c.in)); !got.Equal(t0.Add(c.want)) {
+		if got := alignUp(t0.Add(c.in), slot); !got.Equal(t0.Add(c.want)) {
 			t.Errorf("alignUp(t0+%v) = t0+%v, want t0+%v", c.in, got.Sub(t0), c.want)
+		}
+	}
+	for _, c := range []struct{ load, health, want time.Duration }{
+		{500 * time.Millisecond, time.Second, maxWakeSlot},
+		{100 * time.Millisecond, time.Second, 10 * time.Millisecond},
+		{0, 200 * time.Millisecond, 20 * time.Millisecond},
+		{5 * time.Millisecond, 2 * time.Millisecond, time.Millisecond},
+	} {
+		if got := wakeSlot(c.load, c.health); got != c.want {
+			t.Errorf("wakeSlot(%v, %v) = %v, want %v", c.load, c.health, got, c.want)
 		}
 	}
 }

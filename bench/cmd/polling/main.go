@@ -4,9 +4,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -28,25 +30,27 @@ func run() error {
 	sizes := flag.String("engines", "8,64,512,2048", "fleet sizes")
 	window := flag.Duration("window", 20*time.Second, "idle time measured per size")
 	flag.Parse()
-	fmt.Println("| engines | router CPU, % of one core | per engine, µs/s |")
-	fmt.Println("|---:|---:|---:|")
+	fmt.Println("| engines | router CPU, % of one core | per engine, µs/s | healthy, fresh report at the end |")
+	fmt.Println("|---:|---:|---:|---:|")
 	for _, s := range strings.Split(*sizes, ",") {
 		var n int
 		if _, err := fmt.Sscan(s, &n); err != nil || n <= 0 {
 			return fmt.Errorf("bad fleet size %q", s)
 		}
-		pct, err := measure(*routerBin, n, *window)
+		pct, fresh, err := measure(*routerBin, n, *window)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("| %d | %.1f | %.1f |\n", n, pct, pct/100*1e6/float64(n))
+		fmt.Printf("| %d | %.1f | %.1f | %d |\n", n, pct, pct/100*1e6/float64(n), fresh)
 	}
 	return nil
 }
 
 // measure starts n engines and a router over them, waits for the first reports to settle,
-// and returns the router's CPU over window as a percentage of one core.
-func measure(routerBin string, n int, window time.Duration) (float64, error) {
+// and returns the router's CPU over window as a percentage of one core, and how many
+// engines the router then counts healthy with a fresh load report: a router that fell
+// behind its polls would look cheap, and this says it did not.
+func measure(routerBin string, n int, window time.Duration) (pct float64, fresh int, err error) {
 	cfg := sim.DefaultConfig()
 	cfg.TimeScale = 0
 	specs := make([]sim.EngineSpec, n)
@@ -55,7 +59,7 @@ func measure(routerBin string, n int, window time.Duration) (float64, error) {
 	}
 	fleet, err := sim.Start(context.Background(), specs)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer fleet.Close()
 	var urls []string
@@ -64,24 +68,62 @@ func measure(routerBin string, n int, window time.Duration) (float64, error) {
 	}
 	dir, err := os.MkdirTemp("", "bench-polling-")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer os.RemoveAll(dir)
 	t, err := proxy.StartRouter(routerBin, dir, "power_of_two", urls, nil)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer t.Stop()
 	time.Sleep(3 * time.Second) // start-up and first polls
 	c0, err := proxy.ProcessCPU(t.PID())
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	start := time.Now()
 	time.Sleep(window)
 	c1, err := proxy.ProcessCPU(t.PID())
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return 100 * float64(c1-c0) / float64(time.Since(start)), nil
+	pct = 100 * float64(c1-c0) / float64(time.Since(start))
+	fresh, err = freshEngines(t.URL)
+	return pct, fresh, err
+}
+
+// freshEngines counts the engines the router's /metrics shows healthy and with a load
+// report (router_engine_report_age_seconds is -1 without a fresh one).
+func freshEngines(routerURL string) (int, error) {
+	resp, err := http.Get(routerURL + "/metrics")
+	if err != nil {
+		return 0, fmt.Errorf("reading the router's metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	healthy, fresh := map[string]bool{}, 0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var ages []string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "router_engine_healthy{"):
+			healthy[engineLabel(line)] = strings.HasSuffix(line, " 1")
+		case strings.HasPrefix(line, "router_engine_report_age_seconds{"):
+			ages = append(ages, line)
+		}
+	}
+	for _, line := range ages {
+		if healthy[engineLabel(line)] && !strings.HasSuffix(line, " -1") {
+			fresh++
+		}
+	}
+	return fresh, sc.Err()
+}
+
+// engineLabel returns the engine label's value of a metrics line.
+func engineLabel(line string) string {
+	_, rest, _ := strings.Cut(line, `engine="`)
+	id, _, _ := strings.Cut(rest, `"`)
+	return id
 }
