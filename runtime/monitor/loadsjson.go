@@ -225,17 +225,7 @@ func fieldOf(key []byte) loadsField {
 // object reads an object, calling field with each key, positioned at its value, which
 // field must consume.
 func (s *loadsScanner) object(field func(key []byte) error) error {
-	if err := s.open('{'); err != nil {
-		return err
-	}
-	s.ws()
-	if s.peek() == '}' {
-		s.i++
-		s.depth--
-		return nil
-	}
-	for {
-		s.ws()
+	return s.members('{', '}', func() error {
 		key, err := s.key()
 		if err != nil {
 			return err
@@ -246,49 +236,42 @@ func (s *loadsScanner) object(field func(key []byte) error) error {
 		}
 		s.i++
 		s.ws()
-		if err := field(key); err != nil {
-			return err
-		}
-		s.ws()
-		switch s.peek() {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			s.depth--
-			return nil
-		default:
-			return s.syntax("after an object value")
-		}
-	}
+		return field(key)
+	})
 }
 
 // array reads an array, calling elem positioned at each element, which elem consumes.
 func (s *loadsScanner) array(elem func() error) error {
-	if err := s.open('['); err != nil {
+	return s.members('[', ']', elem)
+}
+
+// members reads an object or array between open and end, calling member at each
+// member, which it consumes.
+func (s *loadsScanner) members(open, end byte, member func() error) error {
+	if err := s.open(open); err != nil {
 		return err
 	}
 	s.ws()
-	if s.peek() == ']' {
+	if s.peek() == end {
 		s.i++
 		s.depth--
 		return nil
 	}
 	for {
 		s.ws()
-		if err := elem(); err != nil {
+		if err := member(); err != nil {
 			return err
 		}
 		s.ws()
 		switch s.peek() {
 		case ',':
 			s.i++
-		case ']':
+		case end:
 			s.i++
 			s.depth--
 			return nil
 		default:
-			return s.syntax("after an array element")
+			return s.syntax("after a member")
 		}
 	}
 }
