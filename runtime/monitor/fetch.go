@@ -3,6 +3,7 @@ package monitor
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -88,6 +89,7 @@ type connFetcher struct {
 	stopCtx func() bool // ends the context watch of conn
 	reqs    map[string][]byte
 	buf     bytes.Buffer
+	gz      *gzip.Reader
 }
 
 func newConnFetcher(base string, u *url.URL, connectTimeout time.Duration) *connFetcher {
@@ -147,7 +149,9 @@ func (f *connFetcher) roundTrip(ctx context.Context, path string, timeout time.D
 	}
 	req := f.reqs[path]
 	if req == nil {
-		req = []byte("GET " + path + " HTTP/1.1\r\nHost: " + f.host + "\r\nUser-Agent: router-monitor\r\nAccept: */*\r\n\r\n")
+		// gzip as http.Transport asks for it: a vLLM /metrics exposition is tens of KB,
+		// polled twice a second per engine, and compresses several times over.
+		req = []byte("GET " + path + " HTTP/1.1\r\nHost: " + f.host + "\r\nUser-Agent: router-monitor\r\nAccept: */*\r\nAccept-Encoding: gzip\r\n\r\n")
 		f.reqs[path] = req
 	}
 	if _, err := f.conn.Write(req); err != nil {
@@ -158,11 +162,36 @@ func (f *connFetcher) roundTrip(ctx context.Context, path string, timeout time.D
 		return nil, err
 	}
 	defer resp.Body.Close()
+	if resp.Header.Get("Content-Encoding") == "gzip" {
+		if err := f.gunzip(resp); err != nil {
+			return nil, err
+		}
+	}
 	body, err := readBody(&f.buf, target, resp)
 	if err == nil && resp.Close {
 		f.close() // the engine said it closes the connection
 	}
 	return body, err
+}
+
+// gunzip makes resp's body its decompressed content, reusing one gzip reader per
+// engine. The length bound then applies to the decompressed content.
+func (f *connFetcher) gunzip(resp *http.Response) error {
+	var err error
+	if f.gz == nil {
+		f.gz, err = gzip.NewReader(resp.Body)
+	} else {
+		err = f.gz.Reset(resp.Body)
+	}
+	if err != nil {
+		return fmt.Errorf("reading a gzip response: %w", err)
+	}
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{f.gz, resp.Body}
+	resp.ContentLength = -1
+	return nil
 }
 
 func (f *connFetcher) close() {

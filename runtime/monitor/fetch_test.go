@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"compress/gzip"
 	"context"
 	"errors"
 	"io"
@@ -69,7 +70,7 @@ func TestConnFetcherKeepsOneConnection(t *testing.T) {
 	}
 }
 
-// TestConnFetcherAnswers: chunked and closing answers are read whole, a non-2xx answer
+// TestConnFetcherAnswers: chunked, gzipped and closing answers are read whole, a non-2xx answer
 // is an error carrying its status and body, and a body over the bound is refused.
 func TestConnFetcherAnswers(t *testing.T) {
 	srv, conns := countingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -78,6 +79,15 @@ func TestConnFetcherAnswers(t *testing.T) {
 			io.WriteString(w, "part one, ")
 			w.(http.Flusher).Flush()
 			io.WriteString(w, "part two")
+		case "/gzip":
+			if r.Header.Get("Accept-Encoding") != "gzip" {
+				http.Error(w, "want gzip", http.StatusBadRequest)
+				return
+			}
+			w.Header().Set("Content-Encoding", "gzip")
+			zw := gzip.NewWriter(w)
+			io.WriteString(zw, "vllm:num_requests_running 3\n")
+			zw.Close()
 		case "/close":
 			w.Header().Set("Connection", "close")
 			io.WriteString(w, "bye")
@@ -92,6 +102,11 @@ func TestConnFetcherAnswers(t *testing.T) {
 	ctx := context.Background()
 	if body, err := f.get(ctx, "/chunked", time.Second); err != nil || string(body) != "part one, part two" {
 		t.Errorf("chunked: %q, %v", body, err)
+	}
+	for range 2 { // the second reuses the gzip reader
+		if body, err := f.get(ctx, "/gzip", time.Second); err != nil || string(body) != "vllm:num_requests_running 3\n" {
+			t.Errorf("gzip: %q, %v", body, err)
+		}
 	}
 	if body, err := f.get(ctx, "/close", time.Second); err != nil || string(body) != "bye" {
 		t.Errorf("closing: %q, %v", body, err)
