@@ -149,8 +149,9 @@ func (m *Monitor) start(ctx context.Context, e plan.Engine) {
 }
 
 // CheckAll runs one health check of every engine at once and applies the results
-// directly, without thresholds. serve calls it before it starts listening, so the first
-// requests do not go to engines that are down.
+// directly, without thresholds, and polls every engine's load once. serve calls it
+// before it starts listening, so the first requests do not go to engines that are down
+// and find load reports: Run's first polls come at random phases within the interval.
 func (m *Monitor) CheckAll(ctx context.Context) {
 	m.setMu.Lock()
 	engines := m.engines
@@ -159,9 +160,12 @@ func (m *Monitor) CheckAll(ctx context.Context) {
 	for _, e := range engines {
 		wg.Go(func() {
 			f := m.newFetcher(e.URL)
+			defer f.close()
 			err := m.checkHealth(ctx, f)
-			f.close()
 			m.setHealth(e.ID, err == nil, err)
+			if err == nil && e.Load.Source != "none" {
+				m.recordLoad(e.ID, m.pollLoad(ctx, f, e, map[int]string{}))
+			}
 		})
 	}
 	wg.Wait()
@@ -302,6 +306,9 @@ func (m *Monitor) recordLoad(id string, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.status[id]
+	if s == nil { // a CheckAll poll of an engine SetEngines removed meanwhile
+		return
+	}
 	s.LoadError = errString(err)
 	if err == nil {
 		s.LastLoadAt = m.now()

@@ -204,3 +204,28 @@ func TestDrainingEngineLeavesRotation(t *testing.T) {
 		t.Errorf("status: %+v", s)
 	}
 }
+
+// TestCheckAllPollsLoad: the start-up check also polls each healthy engine's load once,
+// so the first requests find reports although Run's first polls come at random phases.
+func TestCheckAllPollsLoad(t *testing.T) {
+	up, upURL := newFake(t, 200)
+	down, downURL := newFake(t, 503)
+	engines := []plan.Engine{pollEvery5ms("E1", upURL), pollEvery5ms("E2", downURL)}
+	h := plan.Health{IntervalMS: 1000, TimeoutMS: 1000, FailureThreshold: 3, SuccessThreshold: 2}
+	reg, err := engine.FromPlan(engines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := load.NewTable(engines, time.Now)
+	m := New(&plan.Plan{Health: h, Engines: engines}, reg, table, nil, slog.New(slog.DiscardHandler))
+	m.CheckAll(context.Background())
+	if r := table.Load(reg.Get("E1"), time.Now()); r == nil || r.Running != 1 {
+		t.Errorf("E1's report after CheckAll: %v", r)
+	}
+	if up.loadPolls.Load() != 1 || down.loadPolls.Load() != 0 {
+		t.Errorf("load polls: healthy engine %d, want 1; failing engine %d, want 0", up.loadPolls.Load(), down.loadPolls.Load())
+	}
+	if st := m.Status(); st["E1"].LastLoadAt.IsZero() || st["E2"].Healthy {
+		t.Errorf("status: %+v", st)
+	}
+}
