@@ -57,14 +57,14 @@ type Monitor struct {
 	status map[string]*Status
 }
 
-// poller is the running loops of one engine.
+// poller is the running poll loop of one engine.
 type poller struct {
 	engine plan.Engine
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
-// stop ends the loops and waits for them, so nothing they do lands after it returns.
+// stop ends the loop and waits for it, so nothing it does lands after stop returns.
 func (p *poller) stop() {
 	p.cancel()
 	p.wg.Wait()
