@@ -39,7 +39,7 @@ type Worker struct {
 	// load; zero is a healthy engine taking new requests.
 	flags    atomic.Uint32
 	inflight atomic.Int64
-	breaker   *Breaker // nil: no passive health
+	breaker  *Breaker // nil: no passive health
 }
 
 // New returns a healthy worker for the configured engine. A DP size below one is treated

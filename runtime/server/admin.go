@@ -50,32 +50,32 @@ func bearer(h string) (string, bool) {
 
 // State is the snapshot GET /admin/state returns and `router top` renders.
 type State struct {
-	Time      time.Time     `json:"time"`
-	UptimeS   float64       `json:"uptime_s"`
-	Draining  bool          `json:"draining"`
+	Time     time.Time `json:"time"`
+	UptimeS  float64   `json:"uptime_s"`
+	Draining bool      `json:"draining"`
 	// Generation counts the plans this router has served: 1 at startup, one more per
 	// reload or membership change.
 	Generation uint64        `json:"generation"`
 	Engines    []EngineState `json:"engines"`
-	Buckets   []BucketState `json:"buckets"`
-	Decisions []Decision    `json:"decisions"`
+	Buckets    []BucketState `json:"buckets"`
+	Decisions  []Decision    `json:"decisions"`
 	// Bindings is where session and sticky bindings live and whether that store is up.
 	Bindings affinity.Status `json:"bindings"`
 }
 
 // EngineState is one engine as the router sees it.
 type EngineState struct {
-	ID      string    `json:"id"`
-	URL     string    `json:"url"`
-	Model   string    `json:"model"`
-	Role    plan.Role `json:"role"`
+	ID    string    `json:"id"`
+	URL   string    `json:"url"`
+	Model string    `json:"model"`
+	Role  plan.Role `json:"role"`
 	// State is serving, draining (no new picks; still a member) or leaving (removed,
 	// finishing its requests before it is forgotten).
 	State string `json:"state"`
 	// Origin is where the engine came from: config, admin or dns.
-	Origin string   `json:"origin"`
-	Groups []string `json:"groups"`
-	Healthy bool      `json:"healthy"`
+	Origin  string   `json:"origin"`
+	Groups  []string `json:"groups"`
+	Healthy bool     `json:"healthy"`
 	// Breaker is the circuit breaker's state: closed, open or half_open.
 	Breaker  string       `json:"breaker"`
 	Inflight int64        `json:"inflight"`

@@ -61,9 +61,9 @@ type Config struct {
 // use: dispatches insert, picks look up, and each engine has its own lock so that
 // inserts for one engine never wait on another's.
 type Approx struct {
-	cfg     Config
-	blocks  int // capacity per engine in blocks
-	now     func() time.Time
+	cfg    Config
+	blocks int // capacity per engine in blocks
+	now    func() time.Time
 	// members is the engines the index tracks, replaced whole (copy on write) when one is
 	// added or dropped, so inserts and lookups take no index-wide lock.
 	members atomic.Pointer[approxMembers]
