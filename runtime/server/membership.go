@@ -253,6 +253,15 @@ func (c *core) join(g *Server, e plan.Engine, origin string) *member {
 	w.SetBreaker(newBreaker(g.plan.Breaker, c.opts.Clock))
 	g.deps.AddEngine(e)
 	m := &member{engine: e, worker: w, origin: origin}
+	// A replaced engine, still finishing its requests, hands its id's series over.
+	for _, old := range c.fleet.members {
+		if old.leaving && old.engine.ID == e.ID {
+			for _, col := range old.collectors {
+				c.metrics.reg.Unregister(col)
+			}
+			old.collectors = nil
+		}
+	}
 	c.metrics.registerEngine(c, m)
 	c.fleet.members[e.ID] = m
 	if !slices.Contains(c.fleet.order, e.ID) {
@@ -303,13 +312,13 @@ func leavingKey(m *member) string { return fmt.Sprintf("%s (leaving %p)", m.engi
 func (c *core) forgetWhenIdle(m *member) {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
+wait:
 	for m.worker.Inflight() > 0 {
 		select {
 		case <-c.hardStop.Done():
+			break wait
 		case <-t.C:
-			continue
 		}
-		break
 	}
 	c.fleet.mu.Lock()
 	defer c.fleet.mu.Unlock()
@@ -317,12 +326,8 @@ func (c *core) forgetWhenIdle(m *member) {
 	if c.fleet.members[m.engine.ID] == nil {
 		c.fleet.order = slices.DeleteFunc(c.fleet.order, func(id string) bool { return id == m.engine.ID })
 		c.metrics.forgetEngine(m)
-	} else {
-		// The id is back with another worker, whose series share the labels: keep them.
-		for _, col := range m.collectors {
-			c.metrics.reg.Unregister(col)
-		}
 	}
+	// Otherwise the id is back with another worker, which took over its series.
 	c.log.Info("engine forgotten", "engine", m.engine.ID, "origin", m.origin)
 }
 

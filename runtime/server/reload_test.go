@@ -414,3 +414,33 @@ func TestRuntimeEnginesSurviveAReload(t *testing.T) {
 		t.Errorf("adding a second engine at E1's url: %v", err)
 	}
 }
+
+// TestReloadReplacesAChangedEngine: an engine whose identity changed (here its url) is a
+// new engine: a fresh worker and breaker, traffic to the new url, none to the old.
+func TestReloadReplacesAChangedEngine(t *testing.T) {
+	p := reloadPlan(plainEngine("E1"))
+	var next *plan.Plan
+	fc := startFleetWith(t, p, 0, Options{Reload: func() (*plan.Plan, error) { return next, nil }})
+	w1 := fc.srv.reg.Get("E1")
+	next = clone(p)
+	next.Engines = []plan.Engine{startSimEngine(t, p, plainEngine("E1"), 0)}
+	res, err := fc.srv.ReloadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Replaced, []string{"E1"}) || len(res.Added)+len(res.Removed) != 0 {
+		t.Errorf("reload result %+v", res)
+	}
+	if w := fc.srv.reg.Get("E1"); w == w1 || w.Breaker() == w1.Breaker() || w.URL() != next.Engines[0].URL {
+		t.Error("the changed engine kept its old worker")
+	}
+	if status, _, body := fc.post(t, chat("m", "to the new E1", `, "max_tokens": 2`)); status != 200 {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	if len(fc.sent.bodies(next.Engines[0].URL)) != 1 || len(fc.sent.bodies(p.Engines[0].URL)) != 0 {
+		t.Error("the request did not go to the new url")
+	}
+	if _, ok := fc.metricValue(t, `router_engine_inflight{engine="E1"}`); !ok {
+		t.Error("the replaced engine has no in-flight series")
+	}
+}
