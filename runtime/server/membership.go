@@ -194,10 +194,7 @@ func checkEngine(p *plan.Plan, members map[string]*member, e plan.Engine) error 
 	if u, err := url.Parse(e.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return bad(400, "engine %q: url %q is not an absolute http:// or https:// URL", e.ID, e.URL)
 	}
-	if m := members[e.ID]; m != nil {
-		if m.leaving {
-			return bad(409, "engine %q is still finishing %d requests after its removal: add it again once it is gone from /admin/state", e.ID, m.worker.Inflight())
-		}
+	if m := members[e.ID]; m != nil && !m.leaving {
 		return bad(409, "engine id %q is already a member (%s, from %s): choose another id, or remove it first", e.ID, m.engine.URL, m.origin)
 	}
 	for _, m := range members {
