@@ -151,6 +151,9 @@ func TestReloadKeepsStateOfEnginesThatStay(t *testing.T) {
 		t.Errorf("router_reloads_total{result=\"applied\"} = %v", v)
 	}
 	st := fc.state(t)
+	if d := st.Decisions[0]; d.Generation != 2 || st.Decisions[len(st.Decisions)-1].Generation != 1 {
+		t.Errorf("decisions do not name the plans they ran on: newest %d, oldest %d", d.Generation, st.Decisions[len(st.Decisions)-1].Generation)
+	}
 	if st.Generation != 2 || st.engine("E3").Origin != OriginConfig || st.engine("E1").State != "serving" || st.engine("E2").ID != "" {
 		t.Errorf("state after the reload: generation %d, engines %+v", st.Generation, st.Engines)
 	}
