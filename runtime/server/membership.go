@@ -377,37 +377,36 @@ func (f *fleet) memberOf(id string) (*member, error) {
 	return nil, &MembershipError{Status: 404, Msg: fmt.Sprintf("no engine %q is a member (members: %s): see GET /admin/state", id, strings.Join(ids, ", "))}
 }
 
-func (c *core) drainEngine(id, origin string) error {
+// withMember runs change on the serving or draining member with the id, under f.mu.
+func (c *core) withMember(id string, change func(*member)) error {
 	f := &c.fleet
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	m, err := f.memberOf(id)
-	if err != nil {
-		return err
+	if err == nil {
+		change(m)
 	}
-	if m.worker.Draining() {
-		return nil
-	}
-	m.worker.Drain()
-	f.changes.WithLabelValues("drained", origin).Inc()
-	c.log.Info("engine draining", "engine", id, "inflight", m.worker.Inflight(), "origin", origin)
-	return nil
+	return err
+}
+
+func (c *core) drainEngine(id, origin string) error {
+	return c.withMember(id, func(m *member) {
+		if m.worker.Draining() {
+			return
+		}
+		m.worker.Drain()
+		c.fleet.changes.WithLabelValues("drained", origin).Inc()
+		c.log.Info("engine draining", "engine", id, "inflight", m.worker.Inflight(), "origin", origin)
+	})
 }
 
 func (c *core) removeEngine(id, origin string) error {
-	f := &c.fleet
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	m, err := f.memberOf(id)
-	if err != nil {
-		return err
-	}
-	g := c.current()
-	c.leave(g, []*member{m})
-	ng := c.publish()
-	f.changes.WithLabelValues("removed", origin).Inc()
-	c.log.Info("engine removed", "engine", id, "inflight", m.worker.Inflight(), "origin", origin, "generation", ng.generation)
-	return nil
+	return c.withMember(id, func(m *member) {
+		c.leave(c.current(), []*member{m})
+		ng := c.publish()
+		c.fleet.changes.WithLabelValues("removed", origin).Inc()
+		c.log.Info("engine removed", "engine", id, "inflight", m.worker.Inflight(), "origin", origin, "generation", ng.generation)
+	})
 }
 
 func (c *core) logErrs(what string, errs []error) {

@@ -312,7 +312,7 @@ func TestAdminAddDrainRemove(t *testing.T) {
 		status             int
 		want               string
 	}{
-		"duplicate id":   {http.MethodPost, "/admin/engines", fmt.Sprintf(`{"id": "E2", "url": "http://127.0.0.1:1", "model": "m", "role": "plain"}`), 400, `duplicate engine id \"E2\"`},
+		"duplicate id":   {http.MethodPost, "/admin/engines", `{"id": "E2", "url": "http://127.0.0.1:1", "model": "m", "role": "plain"}`, 400, `duplicate engine id \"E2\"`},
 		"unknown model":  {http.MethodPost, "/admin/engines", `{"id": "E9", "url": "http://127.0.0.1:1", "model": "n", "role": "plain"}`, 400, `serves model \"n\"`},
 		"not json":       {http.MethodPost, "/admin/engines", `id: E9`, 400, "engine refused"},
 		"drain unknown":  {http.MethodPost, "/admin/engines/E9/drain", "", 404, `no engine \"E9\" is a member (members: E1, E2)`},
