@@ -39,8 +39,9 @@ type Membership interface {
 	Add(e plan.Engine) error
 	// Drain stops new picks of the engine; what it is serving finishes.
 	Drain(id string) error
-	// Remove drains the engine and forgets it: its load, breaker, prefix index entries,
-	// bindings and metric series go once the requests it is serving have finished.
+	// Remove takes the engine out: no new picks, and its load slot, prefix index
+	// entries, bindings, monitoring and KV-event subscription go at once; the requests
+	// it is serving finish, then its metric series are deleted.
 	Remove(id string) error
 }
 
@@ -268,9 +269,10 @@ func (c *core) join(g *Server, e plan.Engine, origin string) *member {
 }
 
 // leave takes members out of service: out of the registry (no new picks), their
-// monitoring and KV-event subscriptions stopped and their state in the policy indexes,
-// the load table and the bindings dropped. Each is listed as leaving until the requests
-// it serves finish, then forgotten with its metric series. Call with f.mu held.
+// KV-event subscriptions stopped and their state in the policy indexes, the load table
+// and the bindings dropped (their monitoring stops with the caller's publish or
+// SetEngines). Each is listed as leaving until the requests it serves finish, then
+// forgotten with its metric series. Call with f.mu held.
 func (c *core) leave(g *Server, ms []*member) {
 	if len(ms) == 0 {
 		return
