@@ -476,3 +476,38 @@ func TestReloadDropsARemovedEnginesIndex(t *testing.T) {
 		t.Errorf("KV-event subscriptions after the reload: %v, want none", ids)
 	}
 }
+
+// TestEngineChurnKeepsStateBounded: an engine added, picked and removed again and again
+// leaves /metrics, the load table and the fleet as they were.
+func TestEngineChurnKeepsStateBounded(t *testing.T) {
+	p := reloadPlan(plainEngine("E1"))
+	fc := startFleet(t, p)
+	e2 := startSimEngine(t, p, plainEngine("E2"), 0)
+	series := func() int { return strings.Count(fc.metricsText(t), "\nrouter_") }
+	before := series()
+	for i := range 20 {
+		e := e2
+		e.ID = fmt.Sprintf("churn-%d", i)
+		if err := fc.srv.Membership(OriginDNS).Add(e); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if status, _, body := fc.post(t, chat("m", "churn", `, "max_tokens": 1`)); status != 200 {
+				t.Fatalf("status %d: %s", status, body)
+			}
+		}
+		if err := fc.srv.Membership(OriginDNS).Remove(e.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the churned engines forgotten", func() bool { return len(fc.srv.memberList()) == 1 })
+	if after := series(); after != before {
+		t.Errorf("/metrics has %d router series after 20 engines came and went, had %d", after, before)
+	}
+	if n := fc.srv.table.Slots(); n != 2 {
+		t.Errorf("the load table has %d slots, want 2 (E1 and one reused)", n)
+	}
+	if v, _ := fc.metricValue(t, `router_engine_membership_changes_total{change="removed",origin="dns"}`); v != 20 {
+		t.Errorf("removed by dns: %v", v)
+	}
+}
