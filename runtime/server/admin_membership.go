@@ -116,10 +116,10 @@ func (s *Server) removeEngineHandler(w http.ResponseWriter, r *http.Request) {
 
 // inflightOf is the requests a member engine is serving, 0 for another id.
 func (s *Server) inflightOf(id string) int64 {
-	s.fleet.mu.Lock()
-	defer s.fleet.mu.Unlock()
-	if m := s.fleet.members[id]; m != nil {
-		return m.worker.Inflight()
+	for _, m := range s.memberList() {
+		if m.engine.ID == id && !m.leaving {
+			return m.worker.Inflight()
+		}
 	}
 	return 0
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -85,6 +86,9 @@ type fleet struct {
 	mu      sync.Mutex // serialises reloads and membership changes
 	members map[string]*member
 	order   []string
+	// list is a copy of the members in fleet order, republished after every change, so
+	// /admin/state and /metrics never wait for a reload that is loading tokenizers.
+	list atomic.Pointer[[]member]
 
 	// Set by Serve: the context of the background tasks, the KV-event subscriptions and
 	// the affinity sweeper (restarted when a reload replaces the stores).
@@ -144,12 +148,9 @@ func (mc membershipCollector) Collect(ch chan<- prometheus.Metric) {
 			counts[[2]string{o, st}] = 0
 		}
 	}
-	f := &mc.c.fleet
-	f.mu.Lock()
-	for _, m := range f.members {
+	for _, m := range mc.c.memberList() {
 		counts[[2]string{m.origin, m.state()}]++
 	}
-	f.mu.Unlock()
 	for k, n := range counts {
 		ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(n), k[0], k[1])
 	}
@@ -321,6 +322,7 @@ wait:
 	}
 	c.fleet.mu.Lock()
 	defer c.fleet.mu.Unlock()
+	defer c.fleet.republish()
 	delete(c.fleet.members, leavingKey(m))
 	if c.fleet.members[m.engine.ID] == nil {
 		c.fleet.order = slices.DeleteFunc(c.fleet.order, func(id string) bool { return id == m.engine.ID })
@@ -355,6 +357,7 @@ func (c *core) addEngine(e plan.Engine, origin string) error {
 	}
 	m := c.join(g, e, origin)
 	c.reg.Put(m.worker)
+	defer f.republish()
 	if f.subs != nil {
 		c.logErrs("KV-event subscription", f.subs.Set(f.engines()))
 	}
@@ -387,6 +390,7 @@ func (c *core) withMember(id string, change func(*member)) error {
 	m, err := f.memberOf(id)
 	if err == nil {
 		change(m)
+		f.republish()
 	}
 	return err
 }
@@ -603,6 +607,7 @@ func (s *Server) Reload(p *plan.Plan) (ReloadResult, error) {
 	c.metrics.zeroSeries(&merged)
 	c.monitor.SetEngines(merged.Engines)
 	c.gen.Store(ng)
+	f.republish()
 	res.Generation = ng.generation
 	f.reloads.WithLabelValues("applied").Inc()
 	for range res.Added {
@@ -660,12 +665,9 @@ func (c *core) waitFleet() {
 	}
 }
 
-// memberList copies the members in fleet order, each engine's leaving workers after
-// its serving one.
-func (c *core) memberList() []member {
-	f := &c.fleet
-	f.mu.Lock()
-	defer f.mu.Unlock()
+// republish publishes a copy of the members in fleet order, each engine's leaving
+// workers after its serving one. Call with f.mu held, after every change.
+func (f *fleet) republish() {
 	out := make([]member, 0, len(f.members))
 	for _, id := range f.order {
 		if m := f.members[id]; m != nil {
@@ -677,5 +679,8 @@ func (c *core) memberList() []member {
 			}
 		}
 	}
-	return out
+	f.list.Store(&out)
 }
+
+// memberList returns the members as last published; it must not be modified.
+func (c *core) memberList() []member { return *c.fleet.list.Load() }

@@ -163,6 +163,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		// The prefix index counts what it could not use of the engines' KV events.
 		c.metrics.reg.MustRegister(s.deps.KV)
 	}
+	c.fleet.republish()
 	c.metrics.reg.MustRegister(c.fleet.reloads, c.fleet.changes, newMembershipCollector(c))
 	c.gen.Store(s)
 	return s, nil
