@@ -86,6 +86,8 @@ type fleet struct {
 	mu      sync.Mutex // serialises reloads and membership changes
 	members map[string]*member
 	order   []string
+	// maxMembers bounds the fleet (the const, lowered by tests).
+	maxMembers int
 	// list is a copy of the members in fleet order, republished after every change, so
 	// /admin/state and /metrics never wait for a reload that is loading tokenizers.
 	list atomic.Pointer[[]member]
@@ -103,7 +105,7 @@ type fleet struct {
 }
 
 func (f *fleet) init(p *plan.Plan) {
-	f.members = map[string]*member{}
+	f.members, f.maxMembers = map[string]*member{}, maxMembers
 	f.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "router_reloads_total", Help: "Configuration reloads by result: applied, refused (the config did not compile or changes a setting that needs a restart) or failed (the new plan could not be built).",
 	}, []string{"result"})
@@ -347,6 +349,10 @@ func (c *core) publish() *Server {
 	return &ng
 }
 
+// maxMembers bounds the engines added at run time: the admin API and discovery grow the
+// fleet, and each engine costs polling, a load slot and series.
+const maxMembers = 4096
+
 func (c *core) addEngine(e plan.Engine, origin string) error {
 	f := &c.fleet
 	f.mu.Lock()
@@ -354,6 +360,9 @@ func (c *core) addEngine(e plan.Engine, origin string) error {
 	g := c.current()
 	if err := checkEngine(g.plan, f.members, e); err != nil {
 		return err
+	}
+	if len(f.members) >= f.maxMembers {
+		return &MembershipError{Status: 409, Msg: fmt.Sprintf("engine %q: the router has %d engines, its maximum: remove engines first", e.ID, len(f.members))}
 	}
 	m := c.join(g, e, origin)
 	c.reg.Put(m.worker)

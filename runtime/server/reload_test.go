@@ -413,7 +413,11 @@ func TestRuntimeEnginesSurviveAReload(t *testing.T) {
 	if st := fc.state(t); st.engine("E2").Origin != OriginConfig || fc.srv.reg.Get("E2") != w2 || !slices.Contains(res.Kept, "E2") {
 		t.Errorf("the config naming a run-time engine takes it over, same identity kept: %+v %+v", st.engine("E2"), res)
 	}
+	fc.srv.fleet.maxMembers = 2
 	var me *MembershipError
+	if err := fc.srv.Membership(OriginDNS).Add(startSimEngine(t, p, plainEngine("E4"), 0)); !errors.As(err, &me) || me.Status != 409 || !strings.Contains(me.Msg, "the router has 2 engines, its maximum: remove engines first") {
+		t.Errorf("adding a third engine to a router of at most two: %v", err)
+	}
 	e3 := plainEngine("E3")
 	e3.URL = fc.srv.reg.Get("E1").URL() + "/"
 	if err := fc.srv.Membership(OriginDNS).Add(e3); !errors.As(err, &me) || me.Status != 409 || !strings.Contains(me.Msg, `same url as member "E1"`) {
