@@ -150,7 +150,7 @@ func TestSlabReuse(t *testing.T) {
 		a.Insert("A", seq(i*3, 4))
 		c.advance(time.Second)
 	}
-	l := a.engines["A"]
+	l := a.members.Load().engines["A"]
 	if len(l.nodes) > 10 || len(l.slots) > 10 {
 		t.Fatalf("slab %d nodes, %d slots: grew past the capacity of 10", len(l.nodes), len(l.slots))
 	}
@@ -181,5 +181,23 @@ func TestConcurrentInsertAndLookup(t *testing.T) {
 	wg.Wait()
 	if a.Blocks("A") > 64 || a.Blocks("B") > 64 {
 		t.Fatal("capacity exceeded")
+	}
+}
+
+// TestAddAndDropEngines: an added engine is matched from its first insert, a dropped one
+// never again, and the engines that stay keep what they hold.
+func TestAddAndDropEngines(t *testing.T) {
+	a := New(Config{CapacityTokens: 1 << 20}, []Engine{{ID: "A", Model: "m"}}, nil)
+	a.Insert("A", []int64{1, 2})
+	a.AddEngine(Engine{ID: "B", Model: "m"})
+	a.AddEngine(Engine{ID: "A", Model: "m"}) // already tracked: keeps its entries
+	a.Insert("B", []int64{1})
+	if got := a.Lookup("m", []int64{1, 2}); len(got) != 2 || got[0] != (Match{Engine: "A", Blocks: 2}) || got[1] != (Match{Engine: "B", Blocks: 1}) {
+		t.Fatalf("lookup with A and B: %+v", got)
+	}
+	a.DropEngine("A")
+	a.Insert("A", []int64{1, 2})
+	if got := a.Lookup("m", []int64{1, 2}); len(got) != 1 || got[0].Engine != "B" || a.Has("A") || a.Blocks("A") != 0 {
+		t.Fatalf("lookup after dropping A: %+v", got)
 	}
 }
