@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/routerkit/router/runtime/discovery/dnstest"
 	"github.com/routerkit/router/runtime/plan"
 )
@@ -376,5 +379,34 @@ func TestEngineID(t *testing.T) {
 	}
 	if got := Engine(src("s", nil), netip.MustParseAddrPort("10.0.0.1:80")); !reflect.DeepEqual(got.ID, "s:10.0.0.1:80") || got.KVEvents != nil {
 		t.Errorf("engine without kv events: %+v", got)
+	}
+}
+
+func TestCollector(t *testing.T) {
+	h := setup(t, src("pods", func(s *plan.DNSSource) { s.TimeoutMS = 200 }))
+	h.dns.SetAddrs("pods.test", "10.0.0.1", "10.0.0.2")
+	h.step(t, "add pods:10.0.0.1:8000", "add pods:10.0.0.2:8000")
+	h.dns.SetAddrs("pods.test", "10.0.0.1")
+	h.step(t, "drain pods:10.0.0.2:8000")
+	h.dns.ServFail("pods.test")
+	h.step(t)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(h.d.Collector())
+	want := `
+# HELP router_dns_engines Engines a DNS source has in service, by state: serving or draining.
+# TYPE router_dns_engines gauge
+router_dns_engines{source="pods",state="draining"} 1
+router_dns_engines{source="pods",state="serving"} 1
+# HELP router_dns_lookups_total DNS discovery resolutions by source and result: ok, empty (no such name or no records) or failed (the set was kept).
+# TYPE router_dns_lookups_total counter
+router_dns_lookups_total{result="empty",source="pods"} 0
+router_dns_lookups_total{result="failed",source="pods"} 1
+router_dns_lookups_total{result="ok",source="pods"} 2
+# HELP router_dns_consecutive_failures Consecutive failed lookups of a source; its last set stays meanwhile.
+# TYPE router_dns_consecutive_failures gauge
+router_dns_consecutive_failures{source="pods"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "router_dns_engines", "router_dns_lookups_total", "router_dns_consecutive_failures"); err != nil {
+		t.Error(err)
 	}
 }
