@@ -50,8 +50,9 @@ func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) 
 
 // Options are the parts of a Discovery that are not configuration.
 type Options struct {
-	// DrainFor is how long a departed engine drains before it is removed; the server
-	// passes its shutdown grace, the time it gives in-flight requests at exit too.
+	// DrainFor is how long a departed engine drains (no new picks) before it is
+	// removed; removal waits for at least the next round whatever it is, so an engine
+	// is seen draining for one interval at least. Zero removes it at the next round.
 	DrainFor time.Duration
 	// Clock defaults to the wall clock.
 	Clock Clock
@@ -74,6 +75,9 @@ type Answer struct {
 var (
 	ErrEmpty  = errors.New("the name does not exist or has no records")
 	ErrLookup = errors.New("lookup failed")
+	// ErrUnknownEngine, from a Membership's Drain or Remove, says the engine is no
+	// member any more (an admin removed it, a reload dropped it): the source forgets it.
+	ErrUnknownEngine = errors.New("no such engine")
 )
 
 // Discovery runs every source of a plan against one membership.
@@ -150,6 +154,8 @@ type member struct {
 	engine plan.Engine
 	// drainingSince is when the name stopped listing the engine; zero while it serves.
 	drainingSince time.Time
+	// drainRound is the round that drained it; removal waits for a later one.
+	drainRound int
 }
 
 type source struct {
@@ -159,7 +165,9 @@ type source struct {
 	mu      sync.Mutex
 	members map[string]*member
 	empties int
-	status  Status
+	// round counts resolutions.
+	round  int
+	status Status
 }
 
 // step runs one resolution of s and applies what changed.
@@ -173,6 +181,7 @@ func (d *Discovery) step(ctx context.Context, s *source) {
 	now := d.opts.Clock.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.round++
 	s.status.LastLookup = now
 	switch {
 	case errors.Is(err, ErrEmpty):
@@ -239,10 +248,14 @@ func (d *Discovery) apply(s *source, addrs []netip.AddrPort, now time.Time) {
 			continue
 		}
 		if err := d.m.Drain(id); err != nil {
+			if errors.Is(err, ErrUnknownEngine) {
+				delete(s.members, id) // gone already, by an admin or a reload
+				continue
+			}
 			s.log.Error("draining an engine the name no longer lists", "engine", id, "err", err)
 			continue
 		}
-		m.drainingSince = now
+		m.drainingSince, m.drainRound = now, s.round
 		s.log.Info("engine left the dns answer; draining", "engine", id, "remove_after", d.opts.DrainFor)
 	}
 	d.removeDrained(s, now)
@@ -274,10 +287,10 @@ func (d *Discovery) apply(s *source, addrs []netip.AddrPort, now time.Time) {
 func (d *Discovery) removeDrained(s *source, now time.Time) {
 	for _, id := range sortedKeys(s.members) {
 		m := s.members[id]
-		if m.drainingSince.IsZero() || now.Sub(m.drainingSince) < d.opts.DrainFor {
+		if m.drainingSince.IsZero() || m.drainRound == s.round || now.Sub(m.drainingSince) < d.opts.DrainFor {
 			continue
 		}
-		if err := d.m.Remove(id); err != nil {
+		if err := d.m.Remove(id); err != nil && !errors.Is(err, ErrUnknownEngine) {
 			s.log.Error("removing a drained engine", "engine", id, "err", err)
 			continue
 		}

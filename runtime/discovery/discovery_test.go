@@ -51,7 +51,7 @@ func (f *fleet) Drain(id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.engines[id]; !ok {
-		return fmt.Errorf("no engine %q", id)
+		return fmt.Errorf("engine %q: %w", id, ErrUnknownEngine)
 	}
 	f.drained[id] = true
 	f.log = append(f.log, "drain "+id)
@@ -409,4 +409,34 @@ router_dns_consecutive_failures{source="pods"} 1
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "router_dns_engines", "router_dns_lookups_total", "router_dns_consecutive_failures"); err != nil {
 		t.Error(err)
 	}
+}
+
+// With no drain period, a departed engine drains for one round and goes at the next.
+func TestRemovalWaitsForTheNextRound(t *testing.T) {
+	h := setup(t, src("pods", nil))
+	h.d.opts.DrainFor = 0
+	h.dns.SetAddrs("pods.test", "10.0.0.1", "10.0.0.2")
+	h.step(t, "add pods:10.0.0.1:8000", "add pods:10.0.0.2:8000")
+	h.dns.SetAddrs("pods.test", "10.0.0.1")
+	h.step(t, "drain pods:10.0.0.2:8000")
+	h.step(t, "remove pods:10.0.0.2:8000")
+}
+
+// An engine removed behind the source's back (an admin, a reload) is forgotten, not
+// retried forever.
+func TestEngineGoneElsewhere(t *testing.T) {
+	h := setup(t, src("pods", nil))
+	h.dns.SetAddrs("pods.test", "10.0.0.1", "10.0.0.2")
+	h.step(t, "add pods:10.0.0.1:8000", "add pods:10.0.0.2:8000")
+	h.fleet.mu.Lock()
+	delete(h.fleet.engines, "pods:10.0.0.2:8000")
+	h.fleet.mu.Unlock()
+	h.dns.SetAddrs("pods.test", "10.0.0.1")
+	h.step(t)
+	if st := h.d.Status()[0]; !slices.Equal(st.Engines, []string{"pods:10.0.0.1:8000"}) || len(st.Draining) != 0 {
+		t.Errorf("status: %+v", st)
+	}
+	// Listed again, it is added again.
+	h.dns.SetAddrs("pods.test", "10.0.0.1", "10.0.0.2")
+	h.step(t, "add pods:10.0.0.2:8000")
 }
