@@ -7,6 +7,7 @@
 package engine
 
 import (
+	"net/url"
 	"sync/atomic"
 
 	"github.com/routerkit/router/runtime/plan"
@@ -24,13 +25,21 @@ type Worker struct {
 	role          plan.Role
 	dpSize        int
 	bootstrapPort int
+	// target is url parsed once, where dispatch sends requests; nil when url does not
+	// parse (the compiler and membership changes refuse such an engine).
+	target *url.URL
+	// kvTransfer is set for a prefill engine that speaks vLLM's kv_transfer_params PD
+	// protocol rather than SGLang's bootstrap protocol.
+	kvTransfer bool
 	// index is the engine's position in the plan's engine list, or -1: shared state kept
 	// per engine (the load table) indexes a slice with it instead of hashing the id.
 	index int
 
-	unhealthy atomic.Bool // inverted so the zero value is healthy
-	inflight  atomic.Int64
-	breaker   *Breaker // nil: no passive health
+	// flags holds flagUnhealthy and flagDraining, so that Available reads both with one
+	// load; zero is a healthy engine taking new requests.
+	flags    atomic.Uint32
+	inflight atomic.Int64
+	breaker  *Breaker // nil: no passive health
 }
 
 // New returns a healthy worker for the configured engine. A DP size below one is treated
@@ -40,7 +49,13 @@ func New(e plan.Engine) *Worker {
 	if dp < 1 {
 		dp = 1
 	}
+	target, err := url.Parse(e.URL)
+	if err != nil {
+		target = nil
+	}
 	return &Worker{
+		target:        target,
+		kvTransfer:    e.Role == plan.RolePrefill && e.PDProtocol == plan.PDKVTransferParams,
 		id:            e.ID,
 		url:           e.URL,
 		model:         e.Model,
@@ -51,15 +66,32 @@ func New(e plan.Engine) *Worker {
 	}
 }
 
-// Index returns the engine's position in the plan's engine list, or -1 for a worker not
-// built from a plan by FromPlan.
+const (
+	flagUnhealthy uint32 = 1 << iota
+	flagDraining
+)
+
+// Index returns the engine's slot number in the load table (its position in the plan's
+// engine list for a worker built by FromPlan), or -1 when it has none.
 func (w *Worker) Index() int { return w.index }
+
+// SetIndex records the engine's slot number in the load table (load.Table.Add); call it
+// before the worker is shared.
+func (w *Worker) SetIndex(i int) { w.index = i }
 
 // ID returns the engine's configured id.
 func (w *Worker) ID() string { return w.id }
 
 // URL returns the engine's base URL.
 func (w *Worker) URL() string { return w.url }
+
+// Target returns the engine's parsed base URL, nil when its URL does not parse. The URL
+// is shared and must not be modified.
+func (w *Worker) Target() *url.URL { return w.target }
+
+// KVTransfer reports whether the engine is a prefill engine speaking vLLM's
+// kv_transfer_params PD protocol.
+func (w *Worker) KVTransfer() bool { return w.kvTransfer }
 
 // Model returns the model the engine serves.
 func (w *Worker) Model() string { return w.model }
@@ -74,13 +106,21 @@ func (w *Worker) DPSize() int { return w.dpSize }
 func (w *Worker) BootstrapPort() int { return w.bootstrapPort }
 
 // Healthy reports whether the engine may receive new requests.
-func (w *Worker) Healthy() bool { return !w.unhealthy.Load() }
+func (w *Worker) Healthy() bool { return w.flags.Load()&flagUnhealthy == 0 }
 
-// Available reports whether selection may pick the engine: healthy, and its circuit
-// breaker (if any) closed or ready for a probe. An open breaker takes the engine out of
-// candidate sets exactly as failed health checks do.
+// Draining reports whether the engine is being taken out of service: selection no longer
+// picks it, and the requests it already has finish.
+func (w *Worker) Draining() bool { return w.flags.Load()&flagDraining != 0 }
+
+// Drain stops new picks of the engine. It cannot be undone: an engine back in service is
+// added again as a new worker.
+func (w *Worker) Drain() { w.flags.Or(flagDraining) }
+
+// Available reports whether selection may pick the engine: healthy, not draining, and its
+// circuit breaker (if any) closed or ready for a probe. An open breaker takes the engine
+// out of candidate sets exactly as failed health checks do.
 func (w *Worker) Available() bool {
-	return !w.unhealthy.Load() && (w.breaker == nil || w.breaker.Allow())
+	return w.flags.Load() == 0 && (w.breaker == nil || w.breaker.Allow())
 }
 
 // Breaker returns the engine's circuit breaker, or nil.
@@ -90,7 +130,13 @@ func (w *Worker) Breaker() *Breaker { return w.breaker }
 func (w *Worker) SetBreaker(b *Breaker) { w.breaker = b }
 
 // SetHealthy records the outcome of a health check.
-func (w *Worker) SetHealthy(ok bool) { w.unhealthy.Store(!ok) }
+func (w *Worker) SetHealthy(ok bool) {
+	if ok {
+		w.flags.And(^flagUnhealthy)
+	} else {
+		w.flags.Or(flagUnhealthy)
+	}
+}
 
 // Inflight returns the number of requests the router has dispatched to this engine and not
 // yet seen finish. Unlike engine-reported load it is always known.

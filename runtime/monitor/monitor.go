@@ -10,6 +10,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -41,6 +43,17 @@ type Monitor struct {
 
 	mu     sync.Mutex
 	status map[string]*Status
+	// runCtx is Run's context while it runs (nil before), and pollers the engines being
+	// polled under it, so SetEngines can start and stop engines' loops.
+	runCtx  context.Context
+	pollers map[string]*poller
+	wg      sync.WaitGroup
+}
+
+// poller is one engine's running health and load loops.
+type poller struct {
+	engine plan.Engine
+	stop   context.CancelFunc
 }
 
 // New returns a monitor of the plan's engines that updates reg's health flags and table's
@@ -61,7 +74,10 @@ func New(p *plan.Plan, reg *engine.Registry, table *load.Table, client *http.Cli
 // requests do not go to engines that are down.
 func (m *Monitor) CheckAll(ctx context.Context) {
 	var wg sync.WaitGroup
-	for _, e := range m.engines {
+	m.mu.Lock()
+	engines := m.engines
+	m.mu.Unlock()
+	for _, e := range engines {
 		wg.Go(func() {
 			err := m.checkHealth(ctx, e)
 			m.setHealth(e.ID, err == nil, err)
@@ -70,16 +86,57 @@ func (m *Monitor) CheckAll(ctx context.Context) {
 	wg.Wait()
 }
 
-// Run polls every engine until ctx is done.
+// Run polls every engine until ctx is done, following SetEngines.
 func (m *Monitor) Run(ctx context.Context) {
-	var wg sync.WaitGroup
+	m.mu.Lock()
+	m.runCtx, m.pollers = ctx, map[string]*poller{}
 	for _, e := range m.engines {
-		wg.Go(func() { m.healthLoop(ctx, e) })
-		if e.Load.Source != "none" {
-			wg.Go(func() { m.loadLoop(ctx, e) })
+		m.startLocked(e)
+	}
+	m.mu.Unlock()
+	<-ctx.Done()
+	m.wg.Wait()
+}
+
+// startLocked starts an engine's loops under Run's context; call with m.mu held.
+func (m *Monitor) startLocked(e plan.Engine) {
+	ctx, stop := context.WithCancel(m.runCtx)
+	m.pollers[e.ID] = &poller{engine: e, stop: stop}
+	m.wg.Go(func() { m.healthLoop(ctx, e) })
+	if e.Load.Source != "none" {
+		m.wg.Go(func() { m.loadLoop(ctx, e) })
+	}
+}
+
+// SetEngines makes engines the set the monitor polls: an engine kept with the same
+// configuration keeps its loops and status, a new or changed one starts afresh (healthy
+// until its checks say otherwise, like every engine at startup), and one no longer listed
+// stops being polled and loses its status.
+func (m *Monitor) SetEngines(engines []plan.Engine) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	want := make(map[string]plan.Engine, len(engines))
+	for _, e := range engines {
+		want[e.ID] = e
+	}
+	for _, e := range m.engines {
+		if n, ok := want[e.ID]; !ok || !reflect.DeepEqual(n, e) {
+			delete(m.status, e.ID)
+			if p := m.pollers[e.ID]; p != nil {
+				p.stop()
+				delete(m.pollers, e.ID)
+			}
 		}
 	}
-	wg.Wait()
+	for _, e := range engines {
+		if m.status[e.ID] == nil {
+			m.status[e.ID] = &Status{Healthy: true}
+			if m.runCtx != nil && m.runCtx.Err() == nil {
+				m.startLocked(e)
+			}
+		}
+	}
+	m.engines = slices.Clone(engines)
 }
 
 // Status returns a copy of what the monitor last saw of each engine.
@@ -101,6 +158,10 @@ func (m *Monitor) healthLoop(ctx context.Context, e plan.Engine) {
 		}
 		m.mu.Lock()
 		s := m.status[e.ID]
+		if s == nil { // removed while the check ran
+			m.mu.Unlock()
+			return
+		}
 		if err == nil {
 			s.Successes, s.Failures = s.Successes+1, 0
 		} else {
@@ -121,6 +182,10 @@ func (m *Monitor) healthLoop(ctx context.Context, e plan.Engine) {
 func (m *Monitor) setHealth(id string, healthy bool, err error) {
 	m.mu.Lock()
 	s := m.status[id]
+	if s == nil { // removed while the check ran
+		m.mu.Unlock()
+		return
+	}
 	was := s.Healthy
 	s.Healthy, s.HealthError = healthy, errString(err)
 	m.mu.Unlock()
@@ -153,12 +218,15 @@ func (m *Monitor) loadLoop(ctx context.Context, e plan.Engine) {
 			return
 		}
 		m.mu.Lock()
+		defer m.mu.Unlock()
 		s := m.status[e.ID]
+		if s == nil { // removed while the poll ran
+			return
+		}
 		s.LoadError = errString(err)
 		if err == nil {
 			s.LastLoadAt = m.now()
 		}
-		m.mu.Unlock()
 	})
 }
 

@@ -24,10 +24,9 @@ import (
 //	deps.RecordSpeculative(engineID, h)            // as the dispatch starts
 //	deps.RecordDispatch(engineID, h)               // after it succeeded
 //
-// A caller that removes a worker from the registry must also call
-// deps.Affinity.RemoveEngine(id), deps.KV.RemoveEngine(id) and RemoveEngine(id) on each of
-// deps.Approx (speculative entries expire on their own); `router serve` never does, since
-// its engines are fixed by the configuration. A remote indexer's endpoint scheme is
+// A caller that adds a worker to the registry calls deps.AddEngine, and one that removes a
+// worker calls deps.DropEngine once nothing dispatches to it; a reload builds its state
+// with deps.Next, which keeps what the engines that stay have learned. A remote indexer's endpoint scheme is
 // checked here, so an unsupported one fails at startup.
 func NewDeps(p *plan.Plan, table *load.Table, rnd Rand, clock func() time.Time) (Deps, error) {
 	indexers, err := kv.NewRemotes(p, &http.Client{})
@@ -43,5 +42,6 @@ func NewDeps(p *plan.Plan, table *load.Table, rnd Rand, clock func() time.Time) 
 		Approx:   newApproxIndexes(p, clock),
 
 		speculative: newSpeculatives(p, clock),
+		plan:        p,
 	}, nil
 }

@@ -97,6 +97,8 @@ type Deps struct {
 	// speculative holds the speculative entries of the local_index and approximate sources
 	// that ask for them, fed by RecordSpeculative.
 	speculative map[plan.PrefixSource]*speculative
+	// plan is the plan the state was built for, which Next compares a reloaded one with.
+	plan *plan.Plan
 }
 
 // New builds the policy a plan attachment of the model describes.

@@ -50,24 +50,32 @@ func bearer(h string) (string, bool) {
 
 // State is the snapshot GET /admin/state returns and `router top` renders.
 type State struct {
-	Time      time.Time     `json:"time"`
-	UptimeS   float64       `json:"uptime_s"`
-	Draining  bool          `json:"draining"`
-	Engines   []EngineState `json:"engines"`
-	Buckets   []BucketState `json:"buckets"`
-	Decisions []Decision    `json:"decisions"`
+	Time     time.Time `json:"time"`
+	UptimeS  float64   `json:"uptime_s"`
+	Draining bool      `json:"draining"`
+	// Generation counts the plans this router has served: 1 at startup, one more per
+	// reload or membership change.
+	Generation uint64        `json:"generation"`
+	Engines    []EngineState `json:"engines"`
+	Buckets    []BucketState `json:"buckets"`
+	Decisions  []Decision    `json:"decisions"`
 	// Bindings is where session and sticky bindings live and whether that store is up.
 	Bindings affinity.Status `json:"bindings"`
 }
 
 // EngineState is one engine as the router sees it.
 type EngineState struct {
-	ID      string    `json:"id"`
-	URL     string    `json:"url"`
-	Model   string    `json:"model"`
-	Role    plan.Role `json:"role"`
-	Groups  []string  `json:"groups"`
-	Healthy bool      `json:"healthy"`
+	ID    string    `json:"id"`
+	URL   string    `json:"url"`
+	Model string    `json:"model"`
+	Role  plan.Role `json:"role"`
+	// State is serving, draining (no new picks; still a member) or leaving (removed,
+	// finishing its requests before it is forgotten).
+	State string `json:"state"`
+	// Origin is where the engine came from: config, admin or dns.
+	Origin  string   `json:"origin"`
+	Groups  []string `json:"groups"`
+	Healthy bool     `json:"healthy"`
 	// Breaker is the circuit breaker's state: closed, open or half_open.
 	Breaker  string       `json:"breaker"`
 	Inflight int64        `json:"inflight"`
@@ -103,15 +111,15 @@ func (s *Server) state(w http.ResponseWriter, _ *http.Request) {
 	}
 	now := time.Now()
 	st := State{Time: now, UptimeS: now.Sub(s.started).Seconds(), Draining: s.draining.Load(), Decisions: s.recent.list(),
-		Bindings: s.deps.Affinity.Status()}
+		Bindings: s.deps.Affinity.Status(), Generation: s.generation}
 	status := s.monitor.Status()
 	groups := s.engineGroups()
 	picks := sumBy(byName["router_picks_total"], "engine")
 	rejections := sumBy(byName["router_admission_rejections_total"], "engine")
-	for _, e := range s.plan.Engines {
-		wk := s.reg.Get(e.ID)
+	for _, mb := range s.memberList() {
+		e, wk := mb.engine, mb.worker
 		es := EngineState{
-			ID: e.ID, URL: e.URL, Model: e.Model, Role: e.Role, Groups: groups[e.ID],
+			ID: e.ID, URL: e.URL, Model: e.Model, Role: e.Role, Groups: groups[e.ID], State: mb.state(), Origin: mb.origin,
 			Healthy: wk.Healthy(), Breaker: breakerState(wk), Inflight: wk.Inflight(), ReportAgeMS: -1,
 			Picks: picks[e.ID], Rejections: rejections[e.ID],
 			HealthError: status[e.ID].HealthError, LoadError: status[e.ID].LoadError,

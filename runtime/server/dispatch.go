@@ -58,7 +58,7 @@ func (s *Server) dispatchOnce(rec *recorder, r *http.Request, p *prepared, sel b
 		}
 		return &dispatchError{kind: failBreakerOpen, stage: plan.RoleDecode, worker: dec}
 	}
-	if s.kvTransfer[pre.ID()] {
+	if pre.KVTransfer() {
 		return s.dispatchKVTransfer(rec, r, p, sel)
 	}
 	return s.dispatchPD(rec, r, p, sel)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,8 +23,9 @@ import (
 // such as an unknown model name, would make a new series per request and grow memory and
 // /metrics without bound. Free-text reasons stay in logs, decisions and explain.
 type metrics struct {
-	reg    *prometheus.Registry
-	models map[string]bool
+	reg *prometheus.Registry
+	// models is the served models, replaced whole on a reload.
+	models atomic.Pointer[map[string]bool]
 	resilienceMetrics
 	requests     *prometheus.CounterVec
 	picks        *prometheus.CounterVec
@@ -39,8 +41,7 @@ const unknownModel = "unknown"
 
 func newMetrics(models []string) *metrics {
 	m := &metrics{
-		reg:    prometheus.NewRegistry(),
-		models: map[string]bool{},
+		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "router_requests_total", Help: "Chat requests by model, selected bucket (none when selection failed) and HTTP status.",
 		}, []string{"model", "bucket", "status"}),
@@ -65,33 +66,62 @@ func newMetrics(models []string) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 		}, []string{"model"}),
 	}
-	for _, name := range models {
-		m.models[name] = true
-	}
+	m.setModels(models)
 	m.resilienceMetrics = newResilienceMetrics(m.reg)
 	m.reg.MustRegister(m.requests, m.picks, m.rejections, m.fallthroughs, m.streamFails, m.duration, m.ttft,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
-// registerEngines adds the per-engine gauges read live from the registry and load table.
-func (m *metrics) registerEngines(s *Server) {
-	for _, e := range s.plan.Engines {
-		labels := prometheus.Labels{"engine": e.ID}
-		m.reg.MustRegister(
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "router_engine_inflight", Help: "Requests the router has dispatched to the engine and not yet finished.", ConstLabels: labels,
-			}, func() float64 { return float64(s.reg.Get(e.ID).Inflight()) }),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "router_engine_healthy", Help: "1 when the engine passes health checks, else 0.", ConstLabels: labels,
-			}, func() float64 { return boolFloat(s.reg.Get(e.ID).Healthy()) }),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "router_engine_report_age_seconds", Help: "Age of the engine's last complete load report; -1 when it has none or it is stale.", ConstLabels: labels,
-			}, func() float64 { return s.reportAge(e.ID).Seconds() }),
-		)
-		m.registerBreaker(e.ID, func() *engine.Worker { return s.reg.Get(e.ID) })
+// setModels records the served models, whose names label series; others are "unknown".
+func (m *metrics) setModels(models []string) {
+	set := make(map[string]bool, len(models))
+	for _, name := range models {
+		set[name] = true
 	}
-	m.zeroSeries(s.plan)
+	m.models.Store(&set)
+}
+
+// registerEngine adds a member engine's gauges, read live from its worker and the load
+// table, and records them on the member so that forgetEngine can take them away.
+func (m *metrics) registerEngine(c *core, mb *member) {
+	w := mb.worker
+	labels := prometheus.Labels{"engine": w.ID()}
+	mb.collectors = []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "router_engine_inflight", Help: "Requests the router has dispatched to the engine and not yet finished.", ConstLabels: labels,
+		}, func() float64 { return float64(w.Inflight()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "router_engine_healthy", Help: "1 when the engine passes health checks, else 0.", ConstLabels: labels,
+		}, func() float64 { return boolFloat(w.Healthy()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "router_engine_report_age_seconds", Help: "Age of the engine's last complete load report; -1 when it has none or it is stale.", ConstLabels: labels,
+		}, func() float64 { return c.reportAge(w).Seconds() }),
+	}
+	mb.collectors = append(mb.collectors, m.breakerCollectors(w)...)
+	m.reg.MustRegister(mb.collectors...)
+}
+
+// forgetEngine deletes every series of an engine that left, so that engines coming and
+// going do not grow /metrics.
+func (m *metrics) forgetEngine(mb *member) {
+	for _, col := range mb.collectors {
+		m.reg.Unregister(col)
+	}
+	mb.collectors = nil
+	match := prometheus.Labels{"engine": mb.worker.ID()}
+	m.picks.DeletePartialMatch(match)
+	m.rejections.DeletePartialMatch(match)
+}
+
+// forgetModel deletes the series of a model a reload stopped serving.
+func (m *metrics) forgetModel(model string) {
+	match := prometheus.Labels{"model": model}
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
+		m.requests, m.picks, m.fallthroughs, m.streamFails, m.duration, m.ttft, m.retries,
+	} {
+		v.DeletePartialMatch(match)
+	}
 }
 
 func (m *metrics) handler() http.Handler {
@@ -133,7 +163,7 @@ func (m *metrics) observeRequest(d *Decision, rec *recorder) {
 		bucketLabel = "none"
 	}
 	model := d.Model
-	if !m.models[model] {
+	if !(*m.models.Load())[model] {
 		model = unknownModel
 	}
 	m.requests.WithLabelValues(model, bucketLabel, statusLabel(d.Status)).Inc()
@@ -158,8 +188,8 @@ func picks(sel bucket.Selection) map[string]policy.Pick {
 }
 
 // reportAge is the age of the engine's usable load report, or -1s when it has none.
-func (s *Server) reportAge(id string) time.Duration {
-	if r := s.table.LoadAt(s.reg.Get(id), s.table.Now()); r != nil {
+func (c *core) reportAge(w *engine.Worker) time.Duration {
+	if r := c.table.LoadAt(w, c.table.Now()); r != nil {
 		return time.Since(r.At)
 	}
 	return -time.Second

@@ -33,14 +33,14 @@ func (m *metrics) observeFailure(err *dispatchError) {
 	}
 }
 
-// registerBreaker adds an engine's breaker gauges.
-func (m *metrics) registerBreaker(id string, w func() *engine.Worker) {
-	labels := prometheus.Labels{"engine": id}
-	m.reg.MustRegister(
+// breakerCollectors are an engine's breaker gauges.
+func (m *metrics) breakerCollectors(wk *engine.Worker) []prometheus.Collector {
+	labels := prometheus.Labels{"engine": wk.ID()}
+	return []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "router_engine_breaker_state", Help: "The engine's circuit breaker: 0 closed, 1 open, 2 half-open.", ConstLabels: labels,
 		}, func() float64 {
-			if b := w().Breaker(); b != nil {
+			if b := wk.Breaker(); b != nil {
 				return float64(b.State())
 			}
 			return 0
@@ -48,12 +48,12 @@ func (m *metrics) registerBreaker(id string, w func() *engine.Worker) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "router_engine_breaker_trips_total", Help: "Times the engine's circuit breaker opened.", ConstLabels: labels,
 		}, func() float64 {
-			if b := w().Breaker(); b != nil {
+			if b := wk.Breaker(); b != nil {
 				return float64(b.Trips())
 			}
 			return 0
 		}),
-	)
+	}
 }
 
 // breakerState names an engine's breaker state for /admin/state.

@@ -167,7 +167,7 @@ func (s *Server) prefill(ctx context.Context, cancel context.CancelCauseFunc, w 
 // engineRequest is the POST of body to engine w on the client's path, with the header
 // set every half of a request gets (the header policy, the request id, forwarding).
 func (s *Server) engineRequest(ctx context.Context, in *http.Request, reqID string, w *engine.Worker, body payload) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.targets[w.ID()].JoinPath(in.URL.Path).String(), body.reader())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.Target().JoinPath(in.URL.Path).String(), body.reader())
 	if err != nil {
 		return nil, err
 	}

@@ -99,7 +99,7 @@ func (s *Server) forward(rec *recorder, r *http.Request, body payload, w *engine
 	out.Header.Set("Content-Length", strconv.FormatInt(body.len(), 10))
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(s.targets[w.ID()])
+			pr.SetURL(w.Target())
 			pr.SetXForwarded()
 		},
 		Transport:      s.client.Transport,

@@ -12,7 +12,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -24,7 +23,6 @@ import (
 	"github.com/routerkit/router/runtime/monitor"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
-	"github.com/routerkit/router/runtime/state/kv"
 	"github.com/routerkit/router/runtime/state/load"
 	"github.com/routerkit/router/runtime/token"
 	"github.com/routerkit/router/runtime/token/hf"
@@ -42,6 +40,13 @@ type Options struct {
 	RecentDecisions int
 	// Clock is the circuit breakers' time source; nil means time.Now.
 	Clock func() time.Time
+	// Reload compiles the configuration files again, for POST /admin/reload and
+	// ReloadConfig (SIGHUP); nil refuses reloads.
+	Reload func() (*plan.Plan, error)
+	// CompileEngine validates one engine posted to POST /admin/engines against the running
+	// plan and fills its defaults, as the compiler does for the config's engines
+	// (compiler.CompileEngine); nil refuses posted engines.
+	CompileEngine func(running *plan.Plan, data []byte) (plan.Engine, error)
 }
 
 // served is a model the router serves with its resolver and tokenizer.
@@ -53,29 +58,21 @@ type served struct {
 	tokName string
 }
 
-// Server is a router built from one plan.
-type Server struct {
-	plan      *plan.Plan
-	reg       *engine.Registry
-	table     *load.Table
-	models    map[string]*served
-	modelList string
-	monitor   *monitor.Monitor
-	deps      policy.Deps
-	metrics   *metrics
-	recent    *recent
-	client    *http.Client
-	log       *slog.Logger
-	started   time.Time
-	draining  atomic.Bool
-
-	timeouts timeouts
-	headers  headerPolicy
-	targets  map[string]*url.URL
-	// kvTransfer holds the prefill engines that speak vLLM's kv_transfer_params PD
-	// protocol rather than SGLang's bootstrap protocol.
-	kvTransfer  map[string]bool
-	maxAttempts int
+// core is the router's state that outlives a plan: the engines (registry, load table,
+// breakers, prefix indexes and bindings through the policy state, health monitor, KV-event
+// subscriptions), metrics, the recent decisions and the request limits. A reload or a
+// membership change keeps it and changes what it holds engine by engine.
+type core struct {
+	reg      *engine.Registry
+	table    *load.Table
+	monitor  *monitor.Monitor
+	metrics  *metrics
+	recent   *recent
+	client   *http.Client
+	log      *slog.Logger
+	started  time.Time
+	draining atomic.Bool
+	opts     Options
 	// active caps concurrent chat requests (limits.max_concurrent_requests) and lets
 	// shutdown wait for their final words.
 	active *activeSet
@@ -83,6 +80,31 @@ type Server struct {
 	// still running ends, a stream with an error event.
 	hardStop context.Context
 	stopHard context.CancelFunc
+
+	// gen is the generation new requests are served by; each request loads it once.
+	gen atomic.Pointer[Server]
+	// fleet holds the engines' membership and serialises its changes and reloads.
+	fleet fleet
+}
+
+// Server is one generation of the router: the per-plan parts (models with their
+// resolvers, policies and tokenizers, timeouts, headers, retries) over the long-lived
+// core. A reload or membership change builds a new generation and swaps it in
+// atomically; a request runs on the generation it started with to its end. Methods on
+// any generation act on the router as a whole.
+type Server struct {
+	*core
+	plan       *plan.Plan
+	models     map[string]*served
+	modelList  string
+	deps       policy.Deps
+	generation uint64
+	// routes are this generation's HTTP routes; Handler serves the current generation's.
+	routes http.Handler
+
+	timeouts    timeouts
+	headers     headerPolicy
+	maxAttempts int
 }
 
 // New builds a router from a compiled plan.
@@ -101,42 +123,64 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building worker registry: %w", err)
 	}
-	s := &Server{
-		plan: p, reg: reg, table: load.NewTable(p.Engines, nil),
-		models: map[string]*served{}, log: opts.Logger,
+	c := &core{
+		reg: reg, table: load.NewTable(p.Engines, nil), log: opts.Logger, opts: opts,
 		// An engine's redirect is an answer to report, never to follow.
 		client: &http.Client{Transport: opts.Transport, CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		}},
-		recent:      newRecent(opts.RecentDecisions),
-		metrics:     newMetrics(planModels(p)),
-		started:     time.Now(),
-		timeouts:    tos,
-		headers:     newHeaderPolicy(p.Headers),
-		targets:     map[string]*url.URL{},
-		kvTransfer:  map[string]bool{},
-		maxAttempts: max(p.Retries.MaxAttempts, 1),
-		active:      newActiveSet(p.Limits.MaxConcurrentRequests),
+		recent:  newRecent(opts.RecentDecisions),
+		metrics: newMetrics(planModels(p)),
+		started: time.Now(),
+		active:  newActiveSet(p.Limits.MaxConcurrentRequests),
 	}
-	s.hardStop, s.stopHard = context.WithCancel(context.Background())
+	c.hardStop, c.stopHard = context.WithCancel(context.Background())
+	c.fleet.init(p)
 	for _, e := range p.Engines {
-		u, err := url.Parse(e.URL)
-		if err != nil {
-			return nil, fmt.Errorf("engine %s: url: %w", e.ID, err)
+		if reg.Get(e.ID).Target() == nil {
+			return nil, fmt.Errorf("engine %s: url %q does not parse", e.ID, e.URL)
 		}
-		s.targets[e.ID] = u
-		s.kvTransfer[e.ID] = e.Role == plan.RolePrefill && e.PDProtocol == plan.PDKVTransferParams
 		reg.Get(e.ID).SetBreaker(newBreaker(p.Breaker, opts.Clock))
+		c.fleet.members[e.ID] = &member{engine: e, worker: reg.Get(e.ID), origin: OriginConfig}
+		c.fleet.order = append(c.fleet.order, e.ID)
 	}
-	deps, err := policy.NewDeps(p, s.table, opts.Rand, nil)
+	deps, err := policy.NewDeps(p, c.table, opts.Rand, nil)
 	if err != nil {
 		return nil, fmt.Errorf("building policy state: %w", err)
 	}
-	s.deps = deps
+	s, err := c.generation(p, deps, 1)
+	if err != nil {
+		return nil, err
+	}
+	c.monitor = monitor.New(p, reg, c.table, c.client, c.log)
+	for _, e := range p.Engines {
+		c.metrics.registerEngine(c, c.fleet.members[e.ID])
+	}
+	c.metrics.zeroSeries(p)
+	c.metrics.reg.MustRegister(newBindingsCollector(c)) // the binding store's health
+	s.deps.Affinity.SetLogger(c.log)
+	if s.deps.KV != nil {
+		// The prefix index counts what it could not use of the engines' KV events.
+		c.metrics.reg.MustRegister(s.deps.KV)
+	}
+	c.metrics.reg.MustRegister(c.fleet.reloads, c.fleet.changes, newMembershipCollector(c))
+	c.gen.Store(s)
+	return s, nil
+}
+
+// generation builds the per-plan parts of a router over c, changing nothing c holds, so
+// a generation that fails to build leaves the running one whole.
+func (c *core) generation(p *plan.Plan, deps policy.Deps, n uint64) (*Server, error) {
+	s := &Server{
+		core: c, plan: p, models: map[string]*served{}, deps: deps, generation: n,
+		timeouts:    timeoutsOf(p.Timeouts),
+		headers:     newHeaderPolicy(p.Headers),
+		maxAttempts: max(p.Retries.MaxAttempts, 1),
+	}
 	names := make([]string, 0, len(p.Models))
 	for i := range p.Models {
 		m := &p.Models[i]
-		r, err := bucket.NewResolver(*m, reg, deps)
+		r, err := bucket.NewResolver(*m, c.reg, deps)
 		if err != nil {
 			return nil, fmt.Errorf("building buckets of model %s: %w", m.Name, err)
 		}
@@ -148,16 +192,12 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		names = append(names, m.Name)
 	}
 	s.modelList = strings.Join(names, ", ")
-	s.monitor = monitor.New(p, reg, s.table, s.client, s.log)
-	s.metrics.registerEngines(s)
-	s.metrics.reg.MustRegister(s.deps.Affinity) // the binding store's health
-	s.deps.Affinity.SetLogger(s.log)
-	if s.deps.KV != nil {
-		// The prefix index counts what it could not use of the engines' KV events.
-		s.metrics.reg.MustRegister(s.deps.KV)
-	}
+	s.routes = s.buildRoutes()
 	return s, nil
 }
+
+// current returns the generation new requests are served by.
+func (c *core) current() *Server { return c.gen.Load() }
 
 func planModels(p *plan.Plan) []string {
 	names := make([]string, len(p.Models))
@@ -167,8 +207,14 @@ func planModels(p *plan.Plan) []string {
 	return names
 }
 
-// Handler returns the router's HTTP routes.
+// Handler returns the router's HTTP routes. Each request is served by the generation
+// current when it arrives, to its end, whatever reloads happen meanwhile.
 func (s *Server) Handler() http.Handler {
+	c := s.core
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { c.current().routes.ServeHTTP(w, r) })
+}
+
+func (s *Server) buildRoutes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.routed(s.prepareChat))
 	mux.HandleFunc("POST /v1/completions", s.routed(s.prepareCompletion))
@@ -192,6 +238,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /metrics", s.metrics.handler())
 	mux.HandleFunc("GET /admin/state", s.admin(s.state))
 	mux.HandleFunc("POST /admin/explain", s.admin(s.explain))
+	s.membershipRoutes(mux)
 	mux.HandleFunc("/", s.noRoute)
 	return mux
 }
@@ -204,15 +251,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer stopMonitor()
 	s.monitor.CheckAll(ctx)
 	// The background tasks feed shared state: engine health and load, the KV prefix
-	// index, and the sweeping of idle affinity bindings. They stop after the drain.
-	sub, err := kv.Subscribe(monCtx, s.plan, s.deps.KV, s.log)
-	if err != nil {
+	// index, and the sweeping of idle affinity bindings. They follow reloads and
+	// membership changes, and stop after the drain.
+	if err := s.startFleet(monCtx); err != nil {
 		return fmt.Errorf("subscribing to KV events: %w", err)
 	}
 	var bg sync.WaitGroup
 	bg.Go(func() { s.monitor.Run(monCtx) })
-	bg.Go(func() { s.deps.Affinity.Run(monCtx) })
-	defer func() { stopMonitor(); bg.Wait(); sub.Wait() }()
+	defer func() { stopMonitor(); bg.Wait(); s.waitFleet() }()
 
 	srv := &http.Server{
 		Handler:           s.Handler(),
@@ -222,14 +268,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(newLimitListener(ln, s.plan.Limits.MaxConnections)) }()
+	go func() { errc <- srv.Serve(newLimitListener(ln, s.current().plan.Limits.MaxConnections)) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
 	}
 	s.draining.Store(true)
-	grace := time.Duration(s.plan.ShutdownGraceSecs) * time.Second
+	grace := time.Duration(s.current().plan.ShutdownGraceSecs) * time.Second
 	s.log.Info("shutting down: draining in-flight requests", "grace", grace)
 	// The last part of the grace period is kept for cutting what is still running
 	// cleanly: streams end with an error event and other requests with a 503, instead
@@ -263,7 +309,7 @@ func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
 		for _, role := range modelRoles(s.plan, m.Name) {
 			healthy := false
 			for _, w := range snap.Workers(m.Name, role) {
-				healthy = healthy || w.Healthy()
+				healthy = healthy || (w.Healthy() && !w.Draining())
 			}
 			if !healthy {
 				missing = append(missing, fmt.Sprintf("model %s has no healthy %s engine", m.Name, role))
@@ -296,6 +342,7 @@ var routes = map[string]string{
 	"/v1/completions": http.MethodPost, "/generate": http.MethodPost, "/v1/embeddings": http.MethodPost, "/v1/rerank": http.MethodPost,
 	"/v1/score": http.MethodPost, "/classify": http.MethodPost, "/v1/models/{id}": http.MethodGet, "/health": http.MethodGet,
 	"/get_model_info": http.MethodGet, "/get_server_info": http.MethodGet,
+	"/admin/reload": http.MethodPost, "/admin/engines": http.MethodPost,
 }
 
 // routeList is routes as "METHOD /path" phrases in path order, for the 404 answer.

@@ -16,8 +16,10 @@
 package kv
 
 import (
+	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/token"
@@ -133,13 +135,17 @@ type block struct {
 // Index is the local prefix index: for each router block hash, the engine ranks holding
 // it. It is safe for concurrent use: subscriptions write, picks read.
 type Index struct {
-	engines map[string]*engineInfo // fixed at construction
-	ownerOf []*engineInfo          // by owner
-	sizes   map[string][]int       // model -> distinct block sizes, fixed
+	// members is the engines the index tracks, replaced whole (copy on write) when an
+	// engine is added or dropped, so the lookups that name an engine take no lock.
+	members atomic.Pointer[members]
 
-	mu     sync.RWMutex
-	blocks map[int64]block // router hash -> block
-	ranks  []*rankState    // by owner
+	mu      sync.RWMutex
+	blocks  map[int64]block // router hash -> block
+	ownerOf []*engineInfo   // by owner; nil for a freed owner
+	ranks   []*rankState    // by owner
+	// free lists the owners of dropped engines, reused by the next engine added, so an
+	// index whose engines come and go stays as large as its largest membership.
+	free []owner
 
 	unknownTopics counter // bind-mode messages whose topic names no engine
 }
@@ -148,26 +154,86 @@ type Index struct {
 // engine without kv_events never owns a block). A nil plan gives an index of no engines,
 // on which every lookup misses.
 func NewIndex(p *plan.Plan) *Index {
-	ix := &Index{engines: map[string]*engineInfo{}, sizes: map[string][]int{}, blocks: map[int64]block{}}
+	ix := &Index{blocks: map[int64]block{}}
+	ix.members.Store(&members{engines: map[string]*engineInfo{}, sizes: map[string][]int{}})
 	if p == nil {
 		return ix
 	}
 	for _, e := range p.Engines {
-		if e.KVEvents == nil {
-			continue
-		}
-		info := &engineInfo{id: e.ID, model: e.Model, blockSize: BlockSize(e), maxBlocks: e.KVEvents.MaxBlocks}
-		for range max(e.DPSize, 1) {
-			info.ranks = append(info.ranks, owner(len(ix.ownerOf)))
+		ix.AddEngine(e)
+	}
+	return ix
+}
+
+// members is one immutable view of the index's engines.
+type members struct {
+	engines map[string]*engineInfo
+	sizes   map[string][]int // model -> distinct block sizes
+}
+
+func (ix *Index) m() *members { return ix.members.Load() }
+
+// AddEngine starts tracking an engine that publishes KV events, with nothing held; an
+// engine without kv_events, or one already tracked, is left as it is. Its subscription is
+// started separately (Subscribe), after it is added.
+func (ix *Index) AddEngine(e plan.Engine) {
+	if e.KVEvents == nil || ix.m().engines[e.ID] != nil {
+		return
+	}
+	info := &engineInfo{id: e.ID, model: e.Model, blockSize: BlockSize(e), maxBlocks: e.KVEvents.MaxBlocks}
+	ix.mu.Lock()
+	for range max(e.DPSize, 1) {
+		var o owner
+		if n := len(ix.free); n > 0 {
+			o, ix.free = ix.free[n-1], ix.free[:n-1]
+			ix.ownerOf[o], ix.ranks[o] = info, newRankState(info.maxBlocks)
+		} else {
+			o = owner(len(ix.ownerOf))
 			ix.ownerOf = append(ix.ownerOf, info)
 			ix.ranks = append(ix.ranks, newRankState(info.maxBlocks))
 		}
-		ix.engines[e.ID] = info
-		if !slices.Contains(ix.sizes[e.Model], info.blockSize) {
-			ix.sizes[e.Model] = append(ix.sizes[e.Model], info.blockSize)
+		info.ranks = append(info.ranks, o)
+	}
+	old := ix.m()
+	next := &members{engines: maps.Clone(old.engines), sizes: map[string][]int{}}
+	next.engines[e.ID] = info
+	next.sizes = sizesOf(next.engines)
+	ix.members.Store(next)
+	ix.mu.Unlock()
+}
+
+// DropEngine forgets an engine entirely: the blocks it holds and its place in the index,
+// which a later engine reuses. Stop the engine's subscription first: a feed still running
+// would write to the reused place.
+func (ix *Index) DropEngine(engineID string) {
+	info := ix.m().engines[engineID]
+	if info == nil {
+		return
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	for _, o := range info.ranks {
+		ix.clear(o)
+		ix.ownerOf[o], ix.ranks[o] = nil, nil
+		ix.free = append(ix.free, o)
+	}
+	next := &members{engines: maps.Clone(ix.m().engines)}
+	delete(next.engines, engineID)
+	next.sizes = sizesOf(next.engines)
+	ix.members.Store(next)
+}
+
+// sizesOf lists each model's distinct block sizes, in engine id order so that a lookup's
+// order does not depend on map iteration.
+func sizesOf(engines map[string]*engineInfo) map[string][]int {
+	out := map[string][]int{}
+	for _, id := range slices.Sorted(maps.Keys(engines)) {
+		info := engines[id]
+		if !slices.Contains(out[info.model], info.blockSize) {
+			out[info.model] = append(out[info.model], info.blockSize)
 		}
 	}
-	return ix
+	return out
 }
 
 // BlockSizes returns the distinct page sizes of the model's indexed engines, so a lookup
@@ -176,12 +242,12 @@ func (ix *Index) BlockSizes(model string) []int {
 	if ix == nil {
 		return nil
 	}
-	return ix.sizes[model]
+	return ix.m().sizes[model]
 }
 
 // rank returns the owner of an engine's rank, or false if the index does not know it.
 func (ix *Index) rank(engineID string, rank int) (owner, bool) {
-	info := ix.engines[engineID]
+	info := ix.m().engines[engineID]
 	if info == nil || rank < 0 || rank >= len(info.ranks) {
 		return 0, false
 	}
@@ -195,27 +261,37 @@ func (ix *Index) rank(engineID string, rank int) (owner, bool) {
 func (ix *Index) ClearRank(engineID string, rank int) {
 	if o, ok := ix.rank(engineID, rank); ok {
 		ix.mu.Lock()
-		ix.clear(o)
+		if ix.owns(o, engineID) {
+			ix.clear(o)
+		}
 		ix.mu.Unlock()
 	}
 }
 
 // RemoveEngine forgets everything the engine holds, for a worker that left the registry.
 func (ix *Index) RemoveEngine(engineID string) {
-	info := ix.engines[engineID]
+	info := ix.m().engines[engineID]
 	if info == nil {
 		return
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	for _, o := range info.ranks {
-		ix.clear(o)
+		if ix.owns(o, engineID) {
+			ix.clear(o)
+		}
 	}
+}
+
+// owns reports whether owner o is still one of the engine's ranks: an engine dropped
+// after its owners were looked up has given them away. Call with ix.mu held.
+func (ix *Index) owns(o owner, engineID string) bool {
+	return ix.ownerOf[o] != nil && ix.ownerOf[o].id == engineID
 }
 
 // Blocks returns how many blocks the engine's ranks hold in total.
 func (ix *Index) Blocks(engineID string) int {
-	info := ix.engines[engineID]
+	info := ix.m().engines[engineID]
 	if info == nil {
 		return 0
 	}
@@ -223,7 +299,9 @@ func (ix *Index) Blocks(engineID string) int {
 	defer ix.mu.RUnlock()
 	n := 0
 	for _, o := range info.ranks {
-		n += len(ix.ranks[o].held)
+		if ix.owns(o, engineID) {
+			n += len(ix.ranks[o].held)
+		}
 	}
 	return n
 }

@@ -36,7 +36,7 @@ type EngineStats struct {
 
 // Stats returns the engine's counters, zero for an engine the index does not know.
 func (ix *Index) Stats(engineID string) EngineStats {
-	info := ix.engines[engineID]
+	info := ix.m().engines[engineID]
 	if info == nil {
 		return EngineStats{}
 	}
@@ -78,7 +78,7 @@ func (ix *Index) Collect(ch chan<- prometheus.Metric) {
 	c := func(d *prometheus.Desc, t prometheus.ValueType, v uint64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, t, float64(v), labels...)
 	}
-	for id := range ix.engines {
+	for id := range ix.m().engines {
 		s := ix.Stats(id)
 		c(descBlocks, prometheus.GaugeValue, uint64(ix.Blocks(id)), id)
 		c(descGaps, prometheus.CounterValue, s.Gaps, id)

@@ -39,9 +39,12 @@ func (ix *Index) Apply(engineID string, rank int, events ...Event) bool {
 	if !ok {
 		return false
 	}
-	st := &ix.ownerOf[o].stats
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	if !ix.owns(o, engineID) { // dropped meanwhile
+		return false
+	}
+	st := &ix.ownerOf[o].stats
 	var buf []byte
 	for _, e := range events {
 		switch e.Kind {

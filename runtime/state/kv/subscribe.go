@@ -57,7 +57,7 @@ func Subscribe(ctx context.Context, p *plan.Plan, ix *Index, log *slog.Logger) (
 			continue
 		}
 		for r := range max(e.DPSize, 1) {
-			f := &feed{ix: ix, info: ix.engines[e.ID], engine: e.ID, rank: r, blockSize: BlockSize(e)}
+			f := &feed{ix: ix, info: ix.m().engines[e.ID], engine: e.ID, rank: r, blockSize: BlockSize(e)}
 			if kv.ReplayEndpoint != "" {
 				rep, err := rankEndpoint(kv.ReplayEndpoint, r)
 				if err != nil {

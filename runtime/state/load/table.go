@@ -13,6 +13,8 @@ package load
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,8 +85,19 @@ func (r *Report) DispatchesSince() int64 { return int64(r.dispatched.Load() - r.
 type Table struct {
 	clock  func() time.Time // nil: the process's monotonic clock
 	origin time.Time
-	slots  map[string]*slot // fixed at construction, so reads need no lock
-	// byIndex holds the same slots in plan order, for workers that know their index.
+	// members is the table's slots, replaced whole (copy on write) when an engine is
+	// added or removed, so reads take no lock.
+	members atomic.Pointer[slots]
+	mu      sync.Mutex // serialises membership changes
+	// free lists the slot numbers of removed engines, reused by the next engine added,
+	// so a table whose engines come and go stays as long as its largest membership.
+	free []int
+}
+
+type slots struct {
+	byID map[string]*slot
+	// byIndex holds the same slots by slot number (an engine's plan position for the
+	// engines of the first plan), for workers that know their number; nil for a free one.
 	byIndex []*slot
 }
 
@@ -108,29 +121,81 @@ type slot struct {
 // freshness; nil selects the process's monotonic clock, which is what serving wants and
 // costs about half of time.Now per read. Tests and fixtures pass a fixed clock.
 func NewTable(engines []plan.Engine, clock func() time.Time) *Table {
-	t := &Table{clock: clock, origin: time.Now(), slots: make(map[string]*slot, len(engines)), byIndex: make([]*slot, len(engines))}
+	t := &Table{clock: clock, origin: time.Now()}
 	if clock != nil {
 		t.origin = clock()
 	}
+	m := &slots{byID: make(map[string]*slot, len(engines)), byIndex: make([]*slot, len(engines))}
 	for i, e := range engines {
-		dp := max(e.DPSize, 1)
-		stale := time.Duration(e.Load.StaleAfterMS) * time.Millisecond
-		if stale <= 0 {
-			stale = DefaultStaleAfter
-		}
-		sl := &slot{id: e.ID, staleAfter: stale, ranks: make([]Sample, dp), seen: make([]bool, dp)}
-		t.slots[e.ID], t.byIndex[i] = sl, sl
+		sl := newSlot(e)
+		m.byID[e.ID], m.byIndex[i] = sl, sl
 	}
+	t.members.Store(m)
 	return t
 }
 
-// slotOf returns w's slot: by plan index when the worker has one that names the same
+func newSlot(e plan.Engine) *slot {
+	dp := max(e.DPSize, 1)
+	stale := time.Duration(e.Load.StaleAfterMS) * time.Millisecond
+	if stale <= 0 {
+		stale = DefaultStaleAfter
+	}
+	return &slot{id: e.ID, staleAfter: stale, ranks: make([]Sample, dp), seen: make([]bool, dp)}
+}
+
+// Add gives an engine an empty slot and returns its slot number, for the engine's worker
+// (engine.Worker.SetIndex). An engine already in the table keeps its slot and reports.
+func (t *Table) Add(e plan.Engine) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.members.Load()
+	if sl := old.byID[e.ID]; sl != nil {
+		return slices.Index(old.byIndex, sl)
+	}
+	next := &slots{byID: maps.Clone(old.byID), byIndex: slices.Clone(old.byIndex)}
+	sl := newSlot(e)
+	i := len(next.byIndex)
+	if n := len(t.free); n > 0 {
+		i, t.free = t.free[n-1], t.free[:n-1]
+		next.byIndex[i] = sl
+	} else {
+		next.byIndex = append(next.byIndex, sl)
+	}
+	next.byID[e.ID] = sl
+	t.members.Store(next)
+	return i
+}
+
+// Remove forgets an engine's slot and frees its number for the next engine added. A
+// worker still holding the number finds another engine's slot there and falls back to
+// its id, which no longer has one: its load is unknown.
+func (t *Table) Remove(engineID string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.members.Load()
+	sl := old.byID[engineID]
+	if sl == nil {
+		return
+	}
+	next := &slots{byID: maps.Clone(old.byID), byIndex: slices.Clone(old.byIndex)}
+	delete(next.byID, engineID)
+	i := slices.Index(next.byIndex, sl)
+	next.byIndex[i] = nil
+	t.free = append(t.free, i)
+	t.members.Store(next)
+}
+
+// Len returns how many engines have a slot.
+func (t *Table) Len() int { return len(t.members.Load().byID) }
+
+// slotOf returns w's slot: by slot number when the worker has one that names the same
 // engine (no hashing on the pick path), else by id.
 func (t *Table) slotOf(w *engine.Worker) *slot {
-	if i := w.Index(); i >= 0 && i < len(t.byIndex) && t.byIndex[i].id == w.ID() {
-		return t.byIndex[i]
+	m := t.members.Load()
+	if i := w.Index(); i >= 0 && i < len(m.byIndex) && m.byIndex[i] != nil && m.byIndex[i].id == w.ID() {
+		return m.byIndex[i]
 	}
-	return t.slots[w.ID()]
+	return m.byID[w.ID()]
 }
 
 // Now returns the table's clock reading.
@@ -148,7 +213,7 @@ func (t *Table) Now() Instant {
 // Update records one rank's sample and republishes the engine's aggregate once every rank
 // has reported. A rank that reports again replaces its previous sample.
 func (t *Table) Update(engineID string, rank int, s Sample) error {
-	sl := t.slots[engineID]
+	sl := t.members.Load().byID[engineID]
 	if sl == nil {
 		return fmt.Errorf("updating load of engine %q: engine not in the load table", engineID)
 	}

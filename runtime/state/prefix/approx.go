@@ -18,7 +18,10 @@
 package prefix
 
 import (
+	"maps"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -58,11 +61,18 @@ type Config struct {
 // use: dispatches insert, picks look up, and each engine has its own lock so that
 // inserts for one engine never wait on another's.
 type Approx struct {
-	cfg     Config
-	blocks  int // capacity per engine in blocks
-	now     func() time.Time
-	engines map[string]*lru   // fixed at construction
-	byModel map[string][]*lru // in engine order, fixed
+	cfg    Config
+	blocks int // capacity per engine in blocks
+	now    func() time.Time
+	// members is the engines the index tracks, replaced whole (copy on write) when one is
+	// added or dropped, so inserts and lookups take no index-wide lock.
+	members atomic.Pointer[approxMembers]
+	mu      sync.Mutex // serialises membership changes
+}
+
+type approxMembers struct {
+	engines map[string]*lru
+	byModel map[string][]*lru // in the order engines were added
 }
 
 // Engine names an engine the index tracks and the model it serves.
@@ -80,17 +90,52 @@ func New(cfg Config, engines []Engine, now func() time.Time) *Approx {
 	if now == nil {
 		now = time.Now
 	}
-	a := &Approx{cfg: cfg, now: now, engines: map[string]*lru{}, byModel: map[string][]*lru{}}
+	a := &Approx{cfg: cfg, now: now}
+	a.members.Store(&approxMembers{engines: map[string]*lru{}, byModel: map[string][]*lru{}})
 	a.blocks = int(max(cfg.CapacityTokens/int64(cfg.BlockSize), 1))
 	for _, e := range engines {
-		if a.engines[e.ID] != nil {
-			continue
-		}
-		l := newLRU(e.ID)
-		a.engines[e.ID] = l
-		a.byModel[e.Model] = append(a.byModel[e.Model], l)
+		a.AddEngine(e)
 	}
 	return a
+}
+
+// AddEngine starts tracking an engine with nothing held; one already tracked keeps what
+// it holds.
+func (a *Approx) AddEngine(e Engine) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	old := a.members.Load()
+	if old.engines[e.ID] != nil {
+		return
+	}
+	l := newLRU(e.ID)
+	next := &approxMembers{engines: maps.Clone(old.engines), byModel: maps.Clone(old.byModel)}
+	next.engines[e.ID] = l
+	next.byModel[e.Model] = append(slices.Clip(next.byModel[e.Model]), l)
+	a.members.Store(next)
+}
+
+// DropEngine stops tracking an engine and frees what it held.
+func (a *Approx) DropEngine(engineID string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	old := a.members.Load()
+	l := old.engines[engineID]
+	if l == nil {
+		return
+	}
+	next := &approxMembers{engines: maps.Clone(old.engines), byModel: map[string][]*lru{}}
+	delete(next.engines, engineID)
+	for model, ls := range old.byModel {
+		if kept := slices.DeleteFunc(slices.Clone(ls), func(x *lru) bool { return x == l }); len(kept) > 0 {
+			next.byModel[model] = kept
+		}
+	}
+	a.members.Store(next)
+	// Frees the entries; an insert that loaded l before the swap is lost with it.
+	l.mu.Lock()
+	l.reset()
+	l.mu.Unlock()
 }
 
 // BlockSize is the page size the index's hashes must be computed with.
@@ -105,7 +150,7 @@ func (a *Approx) CapacityBlocks() int { return a.blocks }
 // engine's radix cache evicts leaves first; a prefix shared by many prompts stays longest.
 // An unknown engine is ignored.
 func (a *Approx) Insert(engineID string, hashes []int64) {
-	l := a.engines[engineID]
+	l := a.members.Load().engines[engineID]
 	if l == nil || len(hashes) == 0 {
 		return
 	}
@@ -131,7 +176,7 @@ func (a *Approx) Lookup(model string, hashes []int64) []Match {
 	}
 	now := a.now().UnixNano()
 	var out []Match
-	for _, l := range a.byModel[model] {
+	for _, l := range a.members.Load().byModel[model] {
 		if n := l.prefix(hashes, now); n > 0 {
 			out = append(out, Match{Engine: l.id, Blocks: n})
 		}
@@ -141,7 +186,7 @@ func (a *Approx) Lookup(model string, hashes []int64) []Match {
 
 // Blocks returns how many live entries the engine has, expiring old ones first.
 func (a *Approx) Blocks(engineID string) int {
-	l := a.engines[engineID]
+	l := a.members.Load().engines[engineID]
 	if l == nil {
 		return 0
 	}
@@ -152,11 +197,11 @@ func (a *Approx) Blocks(engineID string) int {
 }
 
 // Has reports whether the index tracks the engine.
-func (a *Approx) Has(engineID string) bool { return a.engines[engineID] != nil }
+func (a *Approx) Has(engineID string) bool { return a.members.Load().engines[engineID] != nil }
 
 // RemoveEngine forgets everything the engine holds, for a worker that left the registry.
 func (a *Approx) RemoveEngine(engineID string) {
-	if l := a.engines[engineID]; l != nil {
+	if l := a.members.Load().engines[engineID]; l != nil {
 		l.mu.Lock()
 		l.reset()
 		l.mu.Unlock()

@@ -150,7 +150,7 @@ func TestSlabReuse(t *testing.T) {
 		a.Insert("A", seq(i*3, 4))
 		c.advance(time.Second)
 	}
-	l := a.engines["A"]
+	l := a.members.Load().engines["A"]
 	if len(l.nodes) > 10 || len(l.slots) > 10 {
 		t.Fatalf("slab %d nodes, %d slots: grew past the capacity of 10", len(l.nodes), len(l.slots))
 	}

@@ -1,0 +1,675 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/routerkit/router/runtime/engine"
+	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/state/affinity"
+	"github.com/routerkit/router/runtime/state/kv"
+)
+
+// Where a member engine came from, as /admin/state and the membership metrics say.
+const (
+	// OriginConfig: the configuration files, at startup or a reload.
+	OriginConfig = "config"
+	// OriginAdmin: POST /admin/engines.
+	OriginAdmin = "admin"
+	// OriginDNS: DNS discovery.
+	OriginDNS = "dns"
+)
+
+// Membership adds, drains and removes engines while the router serves. Add takes an
+// engine already validated and defaulted (the compiler's CompileEngine for one written by
+// a person; discovery builds its own from a compiled template). The errors are
+// *MembershipError.
+type Membership interface {
+	// Add registers an engine of a served model and role. Selection can pick it at once
+	// in every group without worker_ids of its model and role; its health checks, load
+	// polls and KV events start with it.
+	Add(e plan.Engine) error
+	// Drain stops new picks of the engine; what it is serving finishes.
+	Drain(id string) error
+	// Remove drains the engine and forgets it: its load, breaker, prefix index entries,
+	// bindings and metric series go once the requests it is serving have finished.
+	Remove(id string) error
+}
+
+// MembershipError is a refused membership change: Status is the HTTP status that
+// answers it (400 for a bad engine, 404 for an unknown id, 409 for a conflict).
+type MembershipError struct {
+	Status int
+	Msg    string
+}
+
+func (e *MembershipError) Error() string { return e.Msg }
+
+// member is one engine of the fleet, serving or on its way out.
+type member struct {
+	engine plan.Engine
+	worker *engine.Worker
+	origin string
+	// leaving is set once the engine is out of the registry: it is listed until the
+	// requests it serves finish, then forgotten.
+	leaving bool
+	// collectors are the engine's metric gauges, unregistered when it is forgotten.
+	collectors []prometheus.Collector
+}
+
+// state names what the engine is doing for /admin/state: serving, draining (no new
+// picks, still a member) or leaving (removed, finishing its requests).
+func (m *member) state() string {
+	switch {
+	case m.leaving:
+		return "leaving"
+	case m.worker.Draining():
+		return "draining"
+	default:
+		return "serving"
+	}
+}
+
+// fleet is the membership of a router: every engine with its origin, in order (the
+// configuration's, then as added), and what runs for them while the router serves.
+type fleet struct {
+	mu      sync.Mutex // serialises reloads and membership changes
+	members map[string]*member
+	order   []string
+
+	// Set by Serve: the context of the background tasks, the KV-event subscriptions and
+	// the affinity sweeper (restarted when a reload replaces the stores).
+	bgCtx         context.Context
+	bg            sync.WaitGroup
+	subs          *kv.Subscriptions
+	stopAffinity  context.CancelFunc
+	affinityStore *affinity.Stores
+
+	reloads *prometheus.CounterVec
+	changes *prometheus.CounterVec
+}
+
+func (f *fleet) init(p *plan.Plan) {
+	f.members = map[string]*member{}
+	f.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "router_reloads_total", Help: "Configuration reloads by result: applied, refused (the config did not compile or changes a setting that needs a restart) or failed (the new plan could not be built).",
+	}, []string{"result"})
+	f.changes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "router_engine_membership_changes_total", Help: "Engines added, replaced (changed identity on a reload), drained and removed, by origin (config, admin, dns).",
+	}, []string{"change", "origin"})
+	for _, r := range []string{"applied", "refused", "failed"} {
+		f.reloads.WithLabelValues(r)
+	}
+	for _, c := range []string{"added", "replaced", "drained", "removed"} {
+		for _, o := range []string{OriginConfig, OriginAdmin, OriginDNS} {
+			f.changes.WithLabelValues(c, o)
+		}
+	}
+}
+
+// engines lists the members still in service (serving or draining), in fleet order.
+func (f *fleet) engines() []plan.Engine {
+	out := make([]plan.Engine, 0, len(f.order))
+	for _, id := range f.order {
+		if m := f.members[id]; m != nil && !m.leaving {
+			out = append(out, m.engine)
+		}
+	}
+	return out
+}
+
+// membershipCollector reports how many engines are members, by origin and state.
+type membershipCollector struct{ c *core }
+
+var descMembers = prometheus.NewDesc("router_engines",
+	"Member engines by origin (config, admin, dns) and state (serving, draining, leaving).", []string{"origin", "state"}, nil)
+
+func newMembershipCollector(c *core) prometheus.Collector { return membershipCollector{c} }
+
+func (membershipCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descMembers }
+
+func (mc membershipCollector) Collect(ch chan<- prometheus.Metric) {
+	counts := map[[2]string]int{}
+	for _, o := range []string{OriginConfig, OriginAdmin, OriginDNS} {
+		for _, st := range []string{"serving", "draining", "leaving"} {
+			counts[[2]string{o, st}] = 0
+		}
+	}
+	f := &mc.c.fleet
+	f.mu.Lock()
+	for _, m := range f.members {
+		counts[[2]string{m.origin, m.state()}]++
+	}
+	f.mu.Unlock()
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(n), k[0], k[1])
+	}
+}
+
+// bindingsCollector reports the current generation's binding stores, which a reload may
+// replace.
+type bindingsCollector struct{ c *core }
+
+func newBindingsCollector(c *core) prometheus.Collector { return bindingsCollector{c} }
+
+func (b bindingsCollector) Describe(ch chan<- *prometheus.Desc) {
+	(&affinity.Stores{}).Describe(ch)
+}
+
+func (b bindingsCollector) Collect(ch chan<- prometheus.Metric) {
+	if g := b.c.current(); g != nil {
+		g.deps.Affinity.Collect(ch)
+	}
+}
+
+// Membership returns the membership interface for changes of one origin (OriginAdmin,
+// OriginDNS): engines it adds are listed with that origin.
+func (s *Server) Membership(origin string) Membership { return originMembership{s.core, origin} }
+
+type originMembership struct {
+	c      *core
+	origin string
+}
+
+func (o originMembership) Add(e plan.Engine) error { return o.c.addEngine(e, o.origin) }
+func (o originMembership) Drain(id string) error   { return o.c.drainEngine(id, o.origin) }
+func (o originMembership) Remove(id string) error  { return o.c.removeEngine(id, o.origin) }
+
+// checkEngine reports why e cannot join a fleet serving p beside members, with the fix.
+func checkEngine(p *plan.Plan, members map[string]*member, e plan.Engine) error {
+	bad := func(status int, format string, args ...any) error {
+		return &MembershipError{Status: status, Msg: fmt.Sprintf(format, args...)}
+	}
+	if e.ID == "" || e.URL == "" || e.Model == "" || e.Role == "" {
+		return bad(400, "engine %q: id, url, model and role are required", e.ID)
+	}
+	if u, err := url.Parse(e.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return bad(400, "engine %q: url %q is not an absolute http:// or https:// URL", e.ID, e.URL)
+	}
+	if m := members[e.ID]; m != nil {
+		if m.leaving {
+			return bad(409, "engine %q is still finishing %d requests after its removal: add it again once it is gone from /admin/state", e.ID, m.worker.Inflight())
+		}
+		return bad(409, "engine id %q is already a member (%s, from %s): choose another id, or remove it first", e.ID, m.engine.URL, m.origin)
+	}
+	for _, m := range members {
+		if !m.leaving && strings.TrimRight(m.engine.URL, "/") == strings.TrimRight(e.URL, "/") {
+			return bad(409, "engine %q has the same url as member %q: each engine is one endpoint; remove %q first to replace it", e.ID, m.engine.ID, m.engine.ID)
+		}
+	}
+	model := p.Model(e.Model)
+	if model == nil {
+		names := make([]string, len(p.Models))
+		for i, m := range p.Models {
+			names[i] = m.Name
+		}
+		return bad(400, "engine %q serves model %q, which this router does not serve (served: %s): fix the model, or add the model to the config and reload", e.ID, e.Model, strings.Join(names, ", "))
+	}
+	if roles := bucketRoles(model); !slices.Contains(roles, e.Role) {
+		return bad(400, "engine %q has role %s, but the buckets of model %q use %s engines: fix the role", e.ID, e.Role, e.Model, joinRoles(roles))
+	}
+	if e.Role != plan.RolePrefill && e.BootstrapPort != 0 {
+		return bad(400, "engine %q: bootstrap_port is only used by prefill engines, and it is %s: remove it", e.ID, e.Role)
+	}
+	return nil
+}
+
+// bucketRoles lists the engine roles a model's buckets pick from.
+func bucketRoles(m *plan.Model) []plan.Role {
+	var out []plan.Role
+	for _, b := range m.Buckets {
+		for role := range bucketGroups(b) {
+			if !slices.Contains(out, role) {
+				out = append(out, role)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func joinRoles(roles []plan.Role) string {
+	s := make([]string, len(roles))
+	for i, r := range roles {
+		s[i] = string(r)
+	}
+	return strings.Join(s, " and ")
+}
+
+// join makes e a serving member: a fresh worker with its breaker, load slot, prefix
+// index entries and metrics. Call with f.mu held; publishing it to the registry is the
+// caller's.
+func (c *core) join(g *Server, e plan.Engine, origin string) *member {
+	w := engine.New(e)
+	w.SetIndex(c.table.Add(e))
+	w.SetBreaker(newBreaker(g.plan.Breaker, c.opts.Clock))
+	g.deps.AddEngine(e)
+	m := &member{engine: e, worker: w, origin: origin}
+	c.metrics.registerEngine(c, m)
+	c.fleet.members[e.ID] = m
+	if !slices.Contains(c.fleet.order, e.ID) {
+		c.fleet.order = append(c.fleet.order, e.ID)
+	}
+	return m
+}
+
+// leave takes members out of service: out of the registry (no new picks), their
+// monitoring and KV-event subscriptions stopped and their state in the policy indexes,
+// the load table and the bindings dropped. Each is listed as leaving until the requests
+// it serves finish, then forgotten with its metric series. Call with f.mu held.
+func (c *core) leave(g *Server, ms []*member) {
+	if len(ms) == 0 {
+		return
+	}
+	f := &c.fleet
+	for _, m := range ms {
+		m.worker.Drain()
+		m.leaving = true
+		if c.reg.Get(m.engine.ID) == m.worker {
+			c.reg.Remove(m.engine.ID)
+		}
+	}
+	if f.subs != nil {
+		c.logErrs("KV-event subscription", f.subs.Set(f.engines()))
+	}
+	for _, m := range ms {
+		g.deps.DropEngine(m.engine.ID)
+		c.table.Remove(m.engine.ID)
+		// A replaced member's state goes now; it is listed until its requests finish
+		// under the worker that served them.
+		key := m.engine.ID
+		if f.members[key] == m {
+			delete(f.members, key)
+		}
+		f.members[leavingKey(m)] = m
+		go c.forgetWhenIdle(m)
+	}
+}
+
+// leavingKey lists a leaving member apart from a member with the same id (a replaced
+// engine, or one added again).
+func leavingKey(m *member) string { return fmt.Sprintf("%s (leaving %p)", m.engine.ID, m.worker) }
+
+// forgetWhenIdle waits for a leaving member's requests to finish (or the router to stop
+// hard), then forgets its listing and metric series.
+func (c *core) forgetWhenIdle(m *member) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for m.worker.Inflight() > 0 {
+		select {
+		case <-c.hardStop.Done():
+		case <-t.C:
+			continue
+		}
+		break
+	}
+	c.fleet.mu.Lock()
+	defer c.fleet.mu.Unlock()
+	delete(c.fleet.members, leavingKey(m))
+	if c.fleet.members[m.engine.ID] == nil {
+		c.fleet.order = slices.DeleteFunc(c.fleet.order, func(id string) bool { return id == m.engine.ID })
+		c.metrics.forgetEngine(m)
+	} else {
+		// The id is back with another worker, whose series share the labels: keep them.
+		for _, col := range m.collectors {
+			c.metrics.reg.Unregister(col)
+		}
+	}
+	c.log.Info("engine forgotten", "engine", m.engine.ID, "origin", m.origin)
+}
+
+// publish swaps in a generation of the current one with the fleet's engines, after a
+// membership change. Call with f.mu held.
+func (c *core) publish() *Server {
+	g := c.current()
+	np := *g.plan
+	np.Engines = c.fleet.engines()
+	ng := *g
+	ng.plan, ng.generation = &np, g.generation+1
+	ng.routes = ng.buildRoutes()
+	c.monitor.SetEngines(np.Engines)
+	c.metrics.zeroSeries(&np)
+	c.gen.Store(&ng)
+	return &ng
+}
+
+func (c *core) addEngine(e plan.Engine, origin string) error {
+	f := &c.fleet
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g := c.current()
+	if err := checkEngine(g.plan, f.members, e); err != nil {
+		return err
+	}
+	m := c.join(g, e, origin)
+	c.reg.Put(m.worker)
+	if f.subs != nil {
+		c.logErrs("KV-event subscription", f.subs.Set(f.engines()))
+	}
+	ng := c.publish()
+	f.changes.WithLabelValues("added", origin).Inc()
+	c.log.Info("engine added", "engine", e.ID, "url", e.URL, "model", e.Model, "role", e.Role, "origin", origin, "generation", ng.generation)
+	return nil
+}
+
+// memberOf returns the serving or draining member with the id, or a 404 naming the
+// members.
+func (f *fleet) memberOf(id string) (*member, error) {
+	if m := f.members[id]; m != nil && !m.leaving {
+		return m, nil
+	}
+	ids := make([]string, 0, len(f.order))
+	for _, id := range f.order {
+		if m := f.members[id]; m != nil && !m.leaving {
+			ids = append(ids, id)
+		}
+	}
+	return nil, &MembershipError{Status: 404, Msg: fmt.Sprintf("no engine %q is a member (members: %s): see GET /admin/state", id, strings.Join(ids, ", "))}
+}
+
+func (c *core) drainEngine(id, origin string) error {
+	f := &c.fleet
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m, err := f.memberOf(id)
+	if err != nil {
+		return err
+	}
+	if m.worker.Draining() {
+		return nil
+	}
+	m.worker.Drain()
+	f.changes.WithLabelValues("drained", origin).Inc()
+	c.log.Info("engine draining", "engine", id, "inflight", m.worker.Inflight(), "origin", origin)
+	return nil
+}
+
+func (c *core) removeEngine(id, origin string) error {
+	f := &c.fleet
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m, err := f.memberOf(id)
+	if err != nil {
+		return err
+	}
+	g := c.current()
+	c.leave(g, []*member{m})
+	ng := c.publish()
+	f.changes.WithLabelValues("removed", origin).Inc()
+	c.log.Info("engine removed", "engine", id, "inflight", m.worker.Inflight(), "origin", origin, "generation", ng.generation)
+	return nil
+}
+
+func (c *core) logErrs(what string, errs []error) {
+	for _, err := range errs {
+		c.log.Error(what, "error", err)
+	}
+}
+
+// ReloadResult says what a reload changed.
+type ReloadResult struct {
+	Generation uint64   `json:"generation"`
+	Added      []string `json:"added"`
+	Replaced   []string `json:"replaced"`
+	Removed    []string `json:"removed"`
+	Kept       []string `json:"kept"`
+	// Dropped are run-time engines (admin, dns) the new plan no longer serves: their
+	// model is gone or no longer uses their role.
+	Dropped []string `json:"dropped,omitempty"`
+}
+
+// ReloadError is a refused reload: the configuration does not compile, or changes
+// settings only a restart applies. The running plan stays.
+type ReloadError struct {
+	// Errors are the problems, one per line of the compiler's report.
+	Errors []string
+	// Failed is set when the plan compiled but the router could not build it (a
+	// tokenizer that does not load): result "failed" rather than "refused".
+	Failed bool
+}
+
+func (e *ReloadError) Error() string {
+	return "reload refused, the running plan stays: " + strings.Join(e.Errors, "; ")
+}
+
+// RefuseReload counts and wraps a configuration that did not compile, for callers that
+// compile outside the server.
+func (s *Server) RefuseReload(err error) error {
+	s.fleet.reloads.WithLabelValues("refused").Inc()
+	re := &ReloadError{Errors: strings.Split(err.Error(), "\n")}
+	s.log.Error("reload refused: the configuration does not compile; the running plan stays", "errors", strings.Join(re.Errors, "; "))
+	return re
+}
+
+// restartOnly lists the settings that differ between two plans and that only a restart
+// applies: they size or open what the process set up once.
+func restartOnly(old, new *plan.Plan) []string {
+	var out []string
+	if old.Listen != new.Listen {
+		out = append(out, fmt.Sprintf("listen (%s -> %s)", old.Listen, new.Listen))
+	}
+	if !reflect.DeepEqual(old.Bindings, new.Bindings) {
+		out = append(out, "bindings")
+	}
+	if old.Limits.MaxConnections != new.Limits.MaxConnections {
+		out = append(out, "limits.max_connections")
+	}
+	if old.Limits.MaxConcurrentRequests != new.Limits.MaxConcurrentRequests {
+		out = append(out, "limits.max_concurrent_requests")
+	}
+	if old.Health != new.Health {
+		out = append(out, "health")
+	}
+	return out
+}
+
+// Reload swaps in a plan compiled from the configuration files: requests in flight finish
+// on the generation they started with, and new ones use the new plan. Configured engines
+// that stay with the same identity (every engine field) keep their worker, load, health,
+// breaker, prefix index entries and bindings; changed ones are replaced with fresh state;
+// configured engines no longer in the plan leave as Remove does. Engines added at run
+// time (admin, dns) stay unless the plan configures the same id, which then takes over,
+// or no longer serves their model and role. A plan changing a setting only a restart
+// applies is refused with *ReloadError, as is one that cannot be built.
+func (s *Server) Reload(p *plan.Plan) (ReloadResult, error) {
+	c := s.core
+	f := &c.fleet
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g := c.current()
+	refuse := func(result string, errs ...string) (ReloadResult, error) {
+		f.reloads.WithLabelValues(result).Inc()
+		c.log.Error("reload refused; the running plan stays", "errors", strings.Join(errs, "; "))
+		return ReloadResult{}, &ReloadError{Errors: errs, Failed: result == "failed"}
+	}
+	if fixed := restartOnly(g.plan, p); len(fixed) > 0 {
+		return refuse("refused", fmt.Sprintf("%s changed, which only a restart applies: restore the running value, or restart the router", strings.Join(fixed, ", ")))
+	}
+	merged := *p
+	merged.Engines = slices.Clone(p.Engines)
+	configured := map[string]bool{}
+	for _, e := range p.Engines {
+		configured[e.ID] = true
+	}
+	var res ReloadResult
+	current := map[string]*member{}
+	for id, m := range f.members {
+		if !m.leaving {
+			current[id] = m
+		}
+	}
+	for _, id := range f.order {
+		m := current[id]
+		if m == nil || m.origin == OriginConfig || configured[id] {
+			continue
+		}
+		others := map[string]*member{}
+		for _, e := range merged.Engines {
+			others[e.ID] = &member{engine: e, worker: engine.New(e)}
+		}
+		if err := checkEngine(&merged, others, m.engine); err != nil {
+			res.Dropped = append(res.Dropped, id)
+			c.log.Warn("reload drops a run-time engine", "engine", id, "origin", m.origin, "reason", err.Error())
+			continue
+		}
+		merged.Engines = append(merged.Engines, m.engine)
+	}
+	deps, err := g.deps.Next(&merged, nil)
+	if err != nil {
+		return refuse("failed", fmt.Sprintf("building policy state: %v", err))
+	}
+	ng, err := c.generation(&merged, deps, g.generation+1)
+	if err != nil {
+		return refuse("failed", err.Error())
+	}
+
+	// Commit: nothing below fails.
+	want := map[string]plan.Engine{}
+	for _, e := range merged.Engines {
+		want[e.ID] = e
+	}
+	var leaving []*member
+	for _, id := range f.order {
+		m := current[id]
+		if m == nil {
+			continue
+		}
+		e, ok := want[id]
+		switch {
+		case !ok:
+			leaving = append(leaving, m)
+			res.Removed = append(res.Removed, id)
+		case !reflect.DeepEqual(e, m.engine):
+			leaving = append(leaving, m)
+			res.Replaced = append(res.Replaced, id)
+		default:
+			res.Kept = append(res.Kept, id)
+		}
+	}
+	c.leave(ng, leaving)
+	for _, e := range merged.Engines {
+		if m := f.members[e.ID]; m != nil {
+			continue
+		}
+		origin := OriginConfig
+		if !configured[e.ID] {
+			origin = current[e.ID].origin
+		}
+		m := c.join(ng, e, origin)
+		c.reg.Put(m.worker)
+		if !slices.Contains(res.Replaced, e.ID) {
+			res.Added = append(res.Added, e.ID)
+		}
+	}
+	// The fleet's order is the new plan's.
+	order := make([]string, 0, len(f.order))
+	for _, e := range merged.Engines {
+		order = append(order, e.ID)
+	}
+	for _, id := range f.order {
+		if !slices.Contains(order, id) {
+			order = append(order, id) // leaving
+		}
+	}
+	f.order = order
+	if f.subs != nil {
+		c.logErrs("KV-event subscription", f.subs.Set(f.engines()))
+	}
+	if ng.deps.Affinity != g.deps.Affinity {
+		ng.deps.Affinity.SetLogger(c.log)
+		c.runAffinity(ng.deps.Affinity)
+	}
+	names := planModels(&merged)
+	for _, old := range planModels(g.plan) {
+		if !slices.Contains(names, old) {
+			c.metrics.forgetModel(old)
+		}
+	}
+	c.metrics.setModels(names)
+	c.metrics.zeroSeries(&merged)
+	c.monitor.SetEngines(merged.Engines)
+	c.gen.Store(ng)
+	res.Generation = ng.generation
+	f.reloads.WithLabelValues("applied").Inc()
+	for range res.Added {
+		f.changes.WithLabelValues("added", OriginConfig).Inc()
+	}
+	for range res.Replaced {
+		f.changes.WithLabelValues("replaced", OriginConfig).Inc()
+	}
+	for range res.Removed {
+		f.changes.WithLabelValues("removed", OriginConfig).Inc()
+	}
+	c.log.Info("reloaded", "generation", ng.generation, "added", res.Added, "replaced", res.Replaced,
+		"removed", res.Removed, "kept", len(res.Kept), "dropped", res.Dropped)
+	return res, nil
+}
+
+// startFleet starts the background tasks that follow the membership: KV-event
+// subscriptions and the affinity sweeper. Serve calls it once; they stop with ctx.
+func (c *core) startFleet(ctx context.Context) error {
+	f := &c.fleet
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g := c.current()
+	f.bgCtx = ctx
+	f.subs = kv.NewSubscriptions(ctx, g.deps.KV, c.log)
+	if errs := f.subs.Set(f.engines()); len(errs) > 0 {
+		return errs[0]
+	}
+	c.runAffinity(g.deps.Affinity)
+	return nil
+}
+
+// runAffinity runs the sweeper of st in place of the previous stores'. Call with f.mu held.
+func (c *core) runAffinity(st *affinity.Stores) {
+	f := &c.fleet
+	if f.bgCtx == nil {
+		return
+	}
+	if f.stopAffinity != nil {
+		f.stopAffinity()
+	}
+	ctx, stop := context.WithCancel(f.bgCtx)
+	f.stopAffinity, f.affinityStore = stop, st
+	f.bg.Go(func() { st.Run(ctx) })
+}
+
+// waitFleet waits for the background tasks after their context is done.
+func (c *core) waitFleet() {
+	c.fleet.bg.Wait()
+	c.fleet.mu.Lock()
+	subs := c.fleet.subs
+	c.fleet.mu.Unlock()
+	if subs != nil {
+		subs.Wait()
+	}
+}
+
+// memberList copies the members in fleet order, each engine's leaving workers after
+// its serving one.
+func (c *core) memberList() []member {
+	f := &c.fleet
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]member, 0, len(f.members))
+	for _, id := range f.order {
+		if m := f.members[id]; m != nil {
+			out = append(out, *m)
+		}
+		for key, m := range f.members {
+			if key != id && m.engine.ID == id {
+				out = append(out, *m)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,93 @@
+package kv
+
+import (
+	"context"
+	"log/slog"
+	"reflect"
+	"strconv"
+	"sync"
+
+	"github.com/routerkit/router/runtime/plan"
+)
+
+// Subscriptions runs the KV-event subscribers of a set of engines that changes while the
+// router serves (reloads, engines added and removed at run time). The unit that starts
+// and stops is an engine in connect mode, or every engine bound to one endpoint in bind
+// mode, since they share one listener: a change to one bound engine restarts the
+// listener, and its engines' ranks are cleared when they reconnect.
+type Subscriptions struct {
+	ctx context.Context
+	ix  *Index
+	log *slog.Logger
+
+	mu    sync.Mutex
+	units map[string]*unit
+}
+
+type unit struct {
+	engines []plan.Engine
+	stop    context.CancelFunc
+	sub     *Subscription
+}
+
+// NewSubscriptions returns a manager whose subscribers feed ix and run until ctx is done
+// or Set stops them.
+func NewSubscriptions(ctx context.Context, ix *Index, log *slog.Logger) *Subscriptions {
+	return &Subscriptions{ctx: ctx, ix: ix, log: log, units: map[string]*unit{}}
+}
+
+// Set makes the engines with kv_events the ones subscribed: a unit whose engines are
+// unchanged keeps running, a changed or gone one is stopped (Set returns once its
+// subscribers have), and a new one starts. Add each engine to the index first. Errors
+// are per unit (a malformed endpoint): the other units still run.
+func (s *Subscriptions) Set(engines []plan.Engine) []error {
+	want := map[string][]plan.Engine{}
+	for _, e := range engines {
+		if e.KVEvents == nil {
+			continue
+		}
+		key := "connect " + e.ID
+		if e.KVEvents.Mode == plan.KVBind {
+			// One listener per port, whatever host each engine wrote (the compiler
+			// requires the same endpoint for every engine of a port).
+			key = "bind " + e.KVEvents.Endpoint
+			if _, port, err := splitEndpoint(e.KVEvents.Endpoint, 0); err == nil {
+				key = "bind " + strconv.Itoa(port)
+			}
+		}
+		want[key] = append(want[key], e)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, u := range s.units {
+		if !reflect.DeepEqual(u.engines, want[key]) {
+			u.stop()
+			u.sub.Wait()
+			delete(s.units, key)
+		}
+	}
+	var errs []error
+	for key, es := range want {
+		if s.units[key] != nil {
+			continue
+		}
+		ctx, stop := context.WithCancel(s.ctx)
+		sub, err := Subscribe(ctx, &plan.Plan{Engines: es}, s.ix, s.log)
+		if err != nil {
+			stop()
+			errs = append(errs, err)
+			continue
+		}
+		s.units[key] = &unit{engines: es, stop: stop, sub: sub}
+	}
+	return errs
+}
+
+// Wait blocks until every subscriber has stopped, after the context is done.
+func (s *Subscriptions) Wait() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, u := range s.units {
+		u.sub.Wait()
+	}
+}
