@@ -19,6 +19,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -148,6 +149,29 @@ func (d *Discovery) Step(ctx context.Context) {
 	for _, s := range d.sources {
 		d.step(ctx, s)
 	}
+}
+
+// Adopt takes over an engine an earlier Discovery added, as when a reload restarts
+// discovery: the source whose template makes exactly this engine at its address tracks
+// it as its own. False means no source would make it, and the caller removes it.
+// Call before Start.
+func (d *Discovery) Adopt(e plan.Engine) bool {
+	_, host, ok := strings.Cut(e.URL, "://")
+	if !ok {
+		return false
+	}
+	a, err := netip.ParseAddrPort(host)
+	if err != nil {
+		return false
+	}
+	for _, s := range d.sources {
+		if EngineID(s.cfg.ID, a) == e.ID && reflect.DeepEqual(Engine(s.cfg, a), e) {
+			s.members[e.ID] = &member{engine: e}
+			s.status.Engines = append(s.status.Engines, e.ID)
+			return true
+		}
+	}
+	return false
 }
 
 type member struct {

@@ -85,6 +85,8 @@ type core struct {
 	gen atomic.Pointer[Server]
 	// fleet holds the engines' membership and serialises its changes and reloads.
 	fleet fleet
+	// dns runs the plan's engines_from_dns sources while the router serves.
+	dns dnsRunner
 }
 
 // Server is one generation of the router: the per-plan parts (models with their
@@ -163,7 +165,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		// The prefix index counts what it could not use of the engines' KV events.
 		c.metrics.reg.MustRegister(s.deps.KV)
 	}
-	c.metrics.reg.MustRegister(c.fleet.reloads, c.fleet.changes, newMembershipCollector(c))
+	c.metrics.reg.MustRegister(c.fleet.reloads, c.fleet.changes, newMembershipCollector(c), dnsCollector{c})
 	c.gen.Store(s)
 	return s, nil
 }
@@ -259,6 +261,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	var bg sync.WaitGroup
 	bg.Go(func() { s.monitor.Run(monCtx) })
 	defer func() { stopMonitor(); bg.Wait(); s.waitFleet() }()
+	// Discovery finds its engines before the router accepts requests, and stops when
+	// shutdown starts: a draining router takes no new engines.
+	s.startDNS(monCtx, s.current().plan.EnginesFromDNS)
+	defer s.stopDNS()
 
 	srv := &http.Server{
 		Handler:           s.Handler(),
@@ -274,6 +280,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
 	}
+	s.stopDNS()
 	s.draining.Store(true)
 	grace := time.Duration(s.current().plan.ShutdownGraceSecs) * time.Second
 	s.log.Info("shutting down: draining in-flight requests", "grace", grace)
