@@ -12,6 +12,7 @@
 package discovery
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -423,7 +424,15 @@ func resolve(ctx context.Context, s plan.DNSSource) (Answer, error) {
 			return Answer{}, classify("SRV "+s.SRV, err)
 		}
 		// Targets are resolved here, through the same resolver, so every engine is an
-		// address: the HTTP client would otherwise resolve them with the system's.
+		// address: the HTTP client would otherwise resolve them with the system's. They
+		// are taken in name order (the resolver shuffles by weight) and at most twice
+		// max_engines of them, which bounds the lookups of a round.
+		slices.SortFunc(srvs, func(a, b *net.SRV) int {
+			return cmp.Or(strings.Compare(a.Target, b.Target), cmp.Compare(a.Port, b.Port))
+		})
+		if limit := 2 * s.MaxEngines; len(srvs) > limit {
+			srvs = srvs[:limit]
+		}
 		for _, srv := range srvs {
 			ips, err := lookupAddrs(ctx, r, srv.Target)
 			if err != nil && !errors.Is(err, ErrEmpty) {

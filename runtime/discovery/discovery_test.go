@@ -440,3 +440,37 @@ func TestEngineGoneElsewhere(t *testing.T) {
 	h.dns.SetAddrs("pods.test", "10.0.0.1", "10.0.0.2")
 	h.step(t, "add pods:10.0.0.2:8000")
 }
+
+// SRV targets are taken in name order, at most twice max_engines of them.
+func TestSRVTargetsBounded(t *testing.T) {
+	h := setup(t, src("d", func(s *plan.DNSSource) { s.Name, s.Port, s.SRV, s.MaxEngines = "", 0, "_x._tcp.d.test.", 1 }))
+	h.dns.SetSRV("_x._tcp.d.test", dnstest.SRV{Target: "c.d.test", Port: 3}, dnstest.SRV{Target: "b.d.test", Port: 2}, dnstest.SRV{Target: "a.d.test", Port: 1})
+	for _, n := range []string{"a", "b", "c"} {
+		h.dns.SetAddrs(n+".d.test", "10.0.0.1")
+	}
+	before := h.dns.Queries()
+	h.step(t, "add d:10.0.0.1:1")
+	// One SRV question, then A and AAAA for a and b only.
+	if q := h.dns.Queries() - before; q != 5 {
+		t.Errorf("%d questions, want 5", q)
+	}
+	if st := h.d.Status()[0]; st.LeftOut != 1 {
+		t.Errorf("status: %+v", st)
+	}
+}
+
+// Adopt takes over exactly the engines a source's template makes.
+func TestAdopt(t *testing.T) {
+	s := src("pods", nil)
+	d := New([]plan.DNSSource{s}, newFleet(), Options{})
+	e := Engine(s, netip.MustParseAddrPort("10.0.0.1:8000"))
+	other := e
+	other.DPSize = 2
+	stranger := Engine(src("other", nil), netip.MustParseAddrPort("10.0.0.1:8000"))
+	if !d.Adopt(e) || d.Adopt(other) || d.Adopt(stranger) {
+		t.Fatal("Adopt must take the template's engine and refuse a changed or foreign one")
+	}
+	if st := d.Status()[0]; !slices.Equal(st.Engines, []string{e.ID}) {
+		t.Errorf("status after Adopt: %+v", st)
+	}
+}

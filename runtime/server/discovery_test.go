@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/routerkit/router/runtime/discovery/dnstest"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/sim"
@@ -205,6 +207,21 @@ func TestDNSDiscoveryFollowsReload(t *testing.T) {
 	}
 	if states, _ := df.engineStates(t); len(states) != 2 {
 		t.Fatalf("a reload with the same source must keep its engines: %+v", states)
+	}
+	// Changed sources restart discovery, which takes over the engines its template
+	// still makes instead of replacing them.
+	slower := same
+	slower.EnginesFromDNS = []plan.DNSSource{same.EnginesFromDNS[0]}
+	slower.EnginesFromDNS[0].IntervalSecs = 2
+	if _, err := df.srv.Reload(&slower); err != nil {
+		t.Fatal(err)
+	}
+	states, st := df.engineStates(t)
+	if len(states) != 2 || states[df.id(0)].State != "serving" || len(st.DNS) != 1 || len(st.DNS[0].Engines) != 2 {
+		t.Fatalf("after a reload changing the interval: engines %+v, dns %+v", states, st.DNS)
+	}
+	if n := testutil.ToFloat64(df.srv.fleet.changes.WithLabelValues("removed", OriginDNS)); n != 0 {
+		t.Fatalf("a changed interval removed %v engines", n)
 	}
 	none := same
 	none.EnginesFromDNS = nil
