@@ -42,8 +42,12 @@ func (e *Engine) condition() condition {
 
 // health is the HEALTH cell: the condition, except that an engine which passes its health
 // checks but is kept out by its circuit breaker says so, since "down" would send the
-// operator to the engine rather than to the failures the router saw.
+// operator to the engine rather than to the failures the router saw, and an engine being
+// drained or removed says that.
 func (e *Engine) health(c condition) string {
+	if e.State == "draining" || e.State == "leaving" {
+		return e.State // taken out on purpose: no new picks, whatever its health
+	}
 	if e.Healthy {
 		switch e.Breaker {
 		case "open":

@@ -33,12 +33,17 @@ type State struct {
 
 // Engine is one engine as the router sees it.
 type Engine struct {
-	ID      string   `json:"id"`
-	URL     string   `json:"url"`
-	Model   string   `json:"model"`
-	Role    string   `json:"role"`
-	Groups  []string `json:"groups"` // "bucket/stage"
-	Healthy bool     `json:"healthy"`
+	ID     string   `json:"id"`
+	URL    string   `json:"url"`
+	Model  string   `json:"model"`
+	Role   string   `json:"role"`
+	Groups []string `json:"groups"` // "bucket/stage"
+	// State is serving, draining (no new picks) or leaving (removed, finishing its
+	// requests); "" from a router that predates membership changes.
+	State string `json:"state"`
+	// Origin is config, admin or dns.
+	Origin  string `json:"origin"`
+	Healthy bool   `json:"healthy"`
 	// Breaker is the circuit breaker's state: closed, open or half_open ("" from a
 	// router that predates breakers).
 	Breaker  string `json:"breaker"`
@@ -128,7 +133,7 @@ func Decode(data []byte) (*State, error) {
 func (st *State) clean() {
 	for i := range st.Engines {
 		e := &st.Engines[i]
-		for _, f := range []*string{&e.ID, &e.URL, &e.Model, &e.Role, &e.HealthError, &e.LoadError, &e.Breaker} {
+		for _, f := range []*string{&e.ID, &e.URL, &e.Model, &e.Role, &e.HealthError, &e.LoadError, &e.Breaker, &e.State, &e.Origin} {
 			*f = clean(*f)
 		}
 		for j := range e.Groups {

@@ -43,6 +43,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			migrateCommand(),
 			explainCommand(),
 			serveCommand(),
+			reloadCommand(),
 			simCommand(),
 			topCommand(),
 			versionCommand(),

@@ -82,19 +82,57 @@ func serve(c *cli.Context) error {
 	} else if p, err = compiler.Compile(files); err != nil {
 		return err
 	}
-	if l := c.String("listen"); l != "" {
-		p.Listen = l
+	listen := c.String("listen")
+	if listen != "" {
+		p.Listen = listen
 	}
-	srv, err := server.New(p, server.Options{Logger: log})
+	opts := server.Options{Logger: log, CompileEngine: compileEngine}
+	if !demo {
+		// A reload compiles the same files, with the same --listen, so that only what
+		// the files changed counts as a change.
+		opts.Reload = func() (*plan.Plan, error) {
+			p, err := compiler.Compile(files)
+			if err == nil && listen != "" {
+				p.Listen = listen
+			}
+			return p, err
+		}
+	}
+	srv, err := server.New(p, opts)
 	if err != nil {
 		return err
 	}
+	// Registered before serving, so a SIGHUP never finds the default action (exit).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go reloadOnSIGHUP(ctx, hup, srv, log)
 	ln, err := net.Listen("tcp", p.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w (set listen in the config or --listen)", p.Listen, err)
 	}
 	announce(c, log, ln.Addr(), p)
 	return srv.Serve(ctx, ln)
+}
+
+// compileEngine validates an engine posted to POST /admin/engines as JSON.
+func compileEngine(running *plan.Plan, data []byte) (plan.Engine, error) {
+	return compiler.CompileEngine(running, compiler.Source{Name: "engine.json", Data: data})
+}
+
+// reloadOnSIGHUP reloads the configuration files on each SIGHUP until ctx is done. The
+// outcome is logged: what changed, or every compiler error of a refused configuration.
+func reloadOnSIGHUP(ctx context.Context, hup <-chan os.Signal, srv *server.Server, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			log.Info("SIGHUP: reloading the configuration")
+			// Success and refusal are logged by the server, with what changed or why.
+			_, _ = srv.ReloadConfig()
+		}
+	}
 }
 
 // startDemoEngines starts one simulated engine per demo engine on free ports (HTTP and

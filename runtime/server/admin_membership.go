@@ -16,6 +16,10 @@ const (
 	codeUnknownEngine  = "engine_not_found"
 )
 
+// noConfigFiles explains why a router started from an embedded plan cannot reload.
+const noConfigFiles = "this router was started without --config (--demo serves an embedded config): there are no files to reload; " +
+	"run `router serve --demo --print-config > router.yaml`, point it at your engines and serve --config router.yaml"
+
 // maxEngineBody bounds a posted engine: one engine's settings are a few hundred bytes.
 const maxEngineBody = 64 << 10
 
@@ -31,7 +35,8 @@ func (s *Server) membershipRoutes(mux *http.ServeMux) {
 // and the running plan stays. SIGHUP and POST /admin/reload both come here.
 func (s *Server) ReloadConfig() (ReloadResult, error) {
 	if s.opts.Reload == nil {
-		return ReloadResult{}, &ReloadError{Errors: []string{"this router has no configuration files to reload (started without --config)"}}
+		s.log.Error("reload refused: " + noConfigFiles)
+		return ReloadResult{}, &ReloadError{Errors: []string{noConfigFiles}}
 	}
 	p, err := s.opts.Reload()
 	if err != nil {
@@ -44,7 +49,7 @@ func (s *Server) ReloadConfig() (ReloadResult, error) {
 // compiler error as a JSON list.
 func (s *Server) reloadHandler(w http.ResponseWriter, _ *http.Request) {
 	if s.opts.Reload == nil {
-		writeError(w, http.StatusConflict, codeReloadDisabled, "this router has no configuration files to reload: it was started without --config")
+		writeError(w, http.StatusConflict, codeReloadDisabled, "reload refused: "+noConfigFiles)
 		return
 	}
 	res, err := s.ReloadConfig()

@@ -454,7 +454,7 @@ func (s *Server) RefuseReload(err error) error {
 func restartOnly(old, new *plan.Plan) []string {
 	var out []string
 	if old.Listen != new.Listen {
-		out = append(out, fmt.Sprintf("listen (%s -> %s)", old.Listen, new.Listen))
+		out = append(out, fmt.Sprintf("listen (running %s, config %s)", old.Listen, new.Listen))
 	}
 	if !reflect.DeepEqual(old.Bindings, new.Bindings) {
 		out = append(out, "bindings")
@@ -558,6 +558,9 @@ func (s *Server) Reload(p *plan.Plan) (res ReloadResult, err error) {
 			res.Replaced = append(res.Replaced, id)
 		default:
 			res.Kept = append(res.Kept, id)
+			if configured[id] {
+				m.origin = OriginConfig // the config takes over a run-time engine
+			}
 		}
 	}
 	c.leave(ng, leaving)

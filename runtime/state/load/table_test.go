@@ -1,6 +1,7 @@
 package load
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -210,5 +211,33 @@ func TestSlotsByIndexAndByID(t *testing.T) {
 		if r := table.Load(w, t0); r == nil || r.Running != 2 {
 			t.Errorf("%s: B read %+v, want its own report (running 2)", name, r)
 		}
+	}
+}
+
+// TestAddRemoveReusesSlots: engines coming and going keep the table at its largest
+// membership; a removed engine's load is unknown and a re-added one starts empty.
+func TestAddRemoveReusesSlots(t *testing.T) {
+	now := time.Unix(1000, 0)
+	tb := NewTable([]plan.Engine{{ID: "A", DPSize: 1}}, func() time.Time { return now })
+	for i := range 50 {
+		e := plan.Engine{ID: fmt.Sprintf("E%d", i), DPSize: 1}
+		w := engine.New(e)
+		w.SetIndex(tb.Add(e))
+		if w.Index() != 1 {
+			t.Fatalf("engine %d got slot %d, want the freed slot 1", i, w.Index())
+		}
+		if err := tb.Update(e.ID, 0, Sample{At: now, Running: 3}); err != nil {
+			t.Fatal(err)
+		}
+		if r := tb.Load(w, now); r == nil || r.Running != 3 {
+			t.Fatalf("load of the added engine: %+v", r)
+		}
+		tb.Remove(e.ID)
+		if tb.Load(w, now) != nil || tb.Update(e.ID, 0, Sample{At: now}) == nil {
+			t.Fatal("a removed engine still has a load slot")
+		}
+	}
+	if tb.Len() != 1 || len(tb.members.Load().byIndex) != 2 {
+		t.Errorf("table of %d engines has %d slots", tb.Len(), len(tb.members.Load().byIndex))
 	}
 }

@@ -183,3 +183,21 @@ func TestConcurrentInsertAndLookup(t *testing.T) {
 		t.Fatal("capacity exceeded")
 	}
 }
+
+// TestAddAndDropEngines: an added engine is matched from its first insert, a dropped one
+// never again, and the engines that stay keep what they hold.
+func TestAddAndDropEngines(t *testing.T) {
+	a := New(Config{CapacityTokens: 1 << 20}, []Engine{{ID: "A", Model: "m"}}, nil)
+	a.Insert("A", []int64{1, 2})
+	a.AddEngine(Engine{ID: "B", Model: "m"})
+	a.AddEngine(Engine{ID: "A", Model: "m"}) // already tracked: keeps its entries
+	a.Insert("B", []int64{1})
+	if got := a.Lookup("m", []int64{1, 2}); len(got) != 2 || got[0] != (Match{Engine: "A", Blocks: 2}) || got[1] != (Match{Engine: "B", Blocks: 1}) {
+		t.Fatalf("lookup with A and B: %+v", got)
+	}
+	a.DropEngine("A")
+	a.Insert("A", []int64{1, 2})
+	if got := a.Lookup("m", []int64{1, 2}); len(got) != 1 || got[0].Engine != "B" || a.Has("A") || a.Blocks("A") != 0 {
+		t.Fatalf("lookup after dropping A: %+v", got)
+	}
+}
