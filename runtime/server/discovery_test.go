@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -33,21 +32,7 @@ const dnsSRV = "_http._tcp.pods.test."
 
 func startDNSFleet(t *testing.T, listed ...int) *dnsFleet {
 	t.Helper()
-	static := testPlan([]plan.Engine{plainEngine("S0"), plainEngine("S1"), plainEngine("S2")})
-	cfg := sim.DefaultConfig()
-	cfg.TimeScale = 0.01
-	specs, err := sim.SpecsFromPlan(static, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range specs {
-		specs[i].Addr = ""
-	}
-	sims, err := sim.Start(context.Background(), specs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sims.Close() })
+	sims := startSims(t, testPlan([]plan.Engine{plainEngine("S0"), plainEngine("S1"), plainEngine("S2")}), 0.01)
 	srv, err := dnstest.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -89,17 +74,9 @@ func (df *dnsFleet) id(n int) string { return "pods:127.0.0.1:" + strconv.Itoa(i
 func (df *dnsFleet) url(n int) string { return "http://127.0.0.1:" + strconv.Itoa(int(df.ports[n])) }
 
 // engineStates maps engine id to its state in /admin/state.
-func (df *dnsFleet) engineStates(t *testing.T) (map[string]EngineState, State) {
+func (df *dnsFleet) engineStates(t *testing.T) (map[string]EngineState, *State) {
 	t.Helper()
-	resp, err := http.Get(df.fleetCase.url + "/admin/state")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var st State
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		t.Fatal(err)
-	}
+	st := df.state(t)
 	out := map[string]EngineState{}
 	for _, e := range st.Engines {
 		out[e.ID] = e
