@@ -330,12 +330,18 @@ func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write([]byte("ready\n"))
 }
 
-// modelRoles lists the roles of a model's engines: plain, or prefill and decode.
+// modelRoles lists the roles of a model's engines, the ones DNS sources find included:
+// plain, or prefill and decode. A model whose sources have found nothing yet is not ready.
 func modelRoles(p *plan.Plan, model string) []plan.Role {
 	var roles []plan.Role
 	for _, e := range p.Engines {
 		if e.Model == model && !slices.Contains(roles, e.Role) {
 			roles = append(roles, e.Role)
+		}
+	}
+	for _, src := range p.EnginesFromDNS {
+		if src.Model == model && !slices.Contains(roles, src.Role) {
+			roles = append(roles, src.Role)
 		}
 	}
 	return roles
