@@ -89,7 +89,9 @@ models:
 
 	logs := &lockedBuffer{}
 	done := make(chan int, 1)
-	go func() { done <- Main([]string{"router", "serve", "--config", path, "--listen", addr}, &bytes.Buffer{}, logs) }()
+	go func() {
+		done <- Main([]string{"router", "serve", "--config", path, "--listen", addr}, &bytes.Buffer{}, logs)
+	}()
 	generation := func() uint64 {
 		resp, err := http.Get("http://" + addr + "/admin/state")
 		if err != nil {

@@ -10,8 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,29 +29,39 @@ type Status struct {
 	Successes   int       `json:"consecutive_successes"`
 }
 
-// Monitor polls engines. Build it with New and start it with Run.
+// Monitor polls engines. Build it with New, start it with Run, and change the set of
+// engines it polls with SetEngines.
 type Monitor struct {
+	health plan.Health
+	reg    *engine.Registry
+	table  *load.Table
+	client *http.Client
+	now    func() time.Time
+	log    *slog.Logger
+
+	// setMu serialises SetEngines with Run's start and end, so an engine's loops are
+	// started and stopped by one caller at a time. It is held while stopped loops
+	// finish, which is why the loops themselves never take it.
+	setMu   sync.Mutex
 	engines []plan.Engine
-	health  plan.Health
-	reg     *engine.Registry
-	table   *load.Table
-	client  *http.Client
-	now     func() time.Time
-	log     *slog.Logger
+	runCtx  context.Context // Run's context while it runs; nil before and after
+	pollers map[string]*poller
 
 	mu     sync.Mutex
 	status map[string]*Status
-	// runCtx is Run's context while it runs (nil before), and pollers the engines being
-	// polled under it, so SetEngines can start and stop engines' loops.
-	runCtx  context.Context
-	pollers map[string]*poller
-	wg      sync.WaitGroup
 }
 
-// poller is one engine's running health and load loops.
+// poller is the running loops of one engine.
 type poller struct {
 	engine plan.Engine
-	stop   context.CancelFunc
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// stop ends the loops and waits for them, so nothing they do lands after it returns.
+func (p *poller) stop() {
+	p.cancel()
+	p.wg.Wait()
 }
 
 // New returns a monitor of the plan's engines that updates reg's health flags and table's
@@ -61,7 +69,7 @@ type poller struct {
 func New(p *plan.Plan, reg *engine.Registry, table *load.Table, client *http.Client, log *slog.Logger) *Monitor {
 	m := &Monitor{
 		engines: p.Engines, health: p.Health, reg: reg, table: table, client: client,
-		now: time.Now, log: log, status: map[string]*Status{},
+		now: time.Now, log: log, pollers: map[string]*poller{}, status: map[string]*Status{},
 	}
 	for _, e := range p.Engines {
 		m.status[e.ID] = &Status{Healthy: true}
@@ -69,14 +77,76 @@ func New(p *plan.Plan, reg *engine.Registry, table *load.Table, client *http.Cli
 	return m
 }
 
+// SetEngines replaces the engines the monitor polls, before or while Run runs. Engines
+// not listed before start being polled (their status starts healthy, as New's do);
+// engines no longer listed stop being polled and their status is forgotten; engines
+// listed with the same ID, URL, DP size and load source keep their loops, status and
+// frozen-report stamps. An engine whose URL, DP size or load source changed is a
+// different thing to poll: its loops restart and its status starts over. When it
+// returns, no loop of a removed or changed engine is still running, so nothing of the
+// old engine reaches the registry, the load table or the status after it.
+func (m *Monitor) SetEngines(engines []plan.Engine) {
+	m.setMu.Lock()
+	defer m.setMu.Unlock()
+	next := make(map[string]plan.Engine, len(engines))
+	for _, e := range engines {
+		next[e.ID] = e
+	}
+	// Stop what changed or left before touching its status, so an old loop never writes
+	// into the status of the engine that replaces it, and an engine never has two sets
+	// of loops.
+	for id, p := range m.pollers {
+		if e, ok := next[id]; !ok || !samePolling(p.engine, e) {
+			p.stop()
+			delete(m.pollers, id)
+		}
+	}
+	m.mu.Lock()
+	for _, old := range m.engines {
+		if e, ok := next[old.ID]; !ok || !samePolling(old, e) {
+			delete(m.status, old.ID)
+		}
+	}
+	for _, e := range engines {
+		if m.status[e.ID] == nil {
+			m.status[e.ID] = &Status{Healthy: true}
+		}
+	}
+	m.mu.Unlock()
+	m.engines = engines
+	if m.runCtx != nil {
+		for _, e := range engines {
+			if m.pollers[e.ID] == nil {
+				m.start(m.runCtx, e)
+			}
+		}
+	}
+}
+
+// samePolling reports whether two versions of an engine are polled the same way.
+func samePolling(a, b plan.Engine) bool {
+	return a.ID == b.ID && a.URL == b.URL && a.DPSize == b.DPSize && a.Load == b.Load
+}
+
+// start begins polling e under ctx. The caller holds setMu.
+func (m *Monitor) start(ctx context.Context, e plan.Engine) {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &poller{engine: e, cancel: cancel}
+	p.wg.Go(func() { m.healthLoop(ctx, e) })
+	if e.Load.Source != "none" {
+		p.wg.Go(func() { m.loadLoop(ctx, e) })
+	}
+	m.pollers[e.ID] = p
+}
+
 // CheckAll runs one health check of every engine at once and applies the results
 // directly, without thresholds. serve calls it before it starts listening, so the first
 // requests do not go to engines that are down.
 func (m *Monitor) CheckAll(ctx context.Context) {
-	var wg sync.WaitGroup
-	m.mu.Lock()
+	m.setMu.Lock()
 	engines := m.engines
-	m.mu.Unlock()
+	m.setMu.Unlock()
+	var wg sync.WaitGroup
 	for _, e := range engines {
 		wg.Go(func() {
 			err := m.checkHealth(ctx, e)
@@ -86,57 +156,22 @@ func (m *Monitor) CheckAll(ctx context.Context) {
 	wg.Wait()
 }
 
-// Run polls every engine until ctx is done, following SetEngines.
+// Run polls every engine until ctx is done, and returns when every loop has ended.
 func (m *Monitor) Run(ctx context.Context) {
-	m.mu.Lock()
-	m.runCtx, m.pollers = ctx, map[string]*poller{}
+	m.setMu.Lock()
+	m.runCtx = ctx
 	for _, e := range m.engines {
-		m.startLocked(e)
+		m.start(ctx, e)
 	}
-	m.mu.Unlock()
+	m.setMu.Unlock()
 	<-ctx.Done()
-	m.wg.Wait()
-}
-
-// startLocked starts an engine's loops under Run's context; call with m.mu held.
-func (m *Monitor) startLocked(e plan.Engine) {
-	ctx, stop := context.WithCancel(m.runCtx)
-	m.pollers[e.ID] = &poller{engine: e, stop: stop}
-	m.wg.Go(func() { m.healthLoop(ctx, e) })
-	if e.Load.Source != "none" {
-		m.wg.Go(func() { m.loadLoop(ctx, e) })
+	m.setMu.Lock()
+	defer m.setMu.Unlock()
+	for id, p := range m.pollers {
+		p.stop()
+		delete(m.pollers, id)
 	}
-}
-
-// SetEngines makes engines the set the monitor polls: an engine kept with the same
-// configuration keeps its loops and status, a new or changed one starts afresh (healthy
-// until its checks say otherwise, like every engine at startup), and one no longer listed
-// stops being polled and loses its status.
-func (m *Monitor) SetEngines(engines []plan.Engine) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	want := make(map[string]plan.Engine, len(engines))
-	for _, e := range engines {
-		want[e.ID] = e
-	}
-	for _, e := range m.engines {
-		if n, ok := want[e.ID]; !ok || !reflect.DeepEqual(n, e) {
-			delete(m.status, e.ID)
-			if p := m.pollers[e.ID]; p != nil {
-				p.stop()
-				delete(m.pollers, e.ID)
-			}
-		}
-	}
-	for _, e := range engines {
-		if m.status[e.ID] == nil {
-			m.status[e.ID] = &Status{Healthy: true}
-			if m.runCtx != nil && m.runCtx.Err() == nil {
-				m.startLocked(e)
-			}
-		}
-	}
-	m.engines = slices.Clone(engines)
+	m.runCtx = nil
 }
 
 // Status returns a copy of what the monitor last saw of each engine.
@@ -157,11 +192,7 @@ func (m *Monitor) healthLoop(ctx context.Context, e plan.Engine) {
 			return
 		}
 		m.mu.Lock()
-		s := m.status[e.ID]
-		if s == nil { // removed while the check ran
-			m.mu.Unlock()
-			return
-		}
+		s := m.status[e.ID] // there while the loop runs: SetEngines stops it first
 		if err == nil {
 			s.Successes, s.Failures = s.Successes+1, 0
 		} else {
@@ -182,7 +213,7 @@ func (m *Monitor) healthLoop(ctx context.Context, e plan.Engine) {
 func (m *Monitor) setHealth(id string, healthy bool, err error) {
 	m.mu.Lock()
 	s := m.status[id]
-	if s == nil { // removed while the check ran
+	if s == nil { // a CheckAll result for an engine SetEngines removed meanwhile
 		m.mu.Unlock()
 		return
 	}
@@ -220,9 +251,6 @@ func (m *Monitor) loadLoop(ctx context.Context, e plan.Engine) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		s := m.status[e.ID]
-		if s == nil { // removed while the poll ran
-			return
-		}
 		s.LoadError = errString(err)
 		if err == nil {
 			s.LastLoadAt = m.now()

@@ -21,7 +21,11 @@ type fakeEngine struct {
 	healthStatus atomic.Int32
 	loadBody     atomic.Value // string
 	healthChecks atomic.Int32
+	loadPolls    atomic.Int32
 }
+
+// polls counts every request the engine answered.
+func (f *fakeEngine) polls() int32 { return f.healthChecks.Load() + f.loadPolls.Load() }
 
 func (f *fakeEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
@@ -29,6 +33,7 @@ func (f *fakeEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.healthChecks.Add(1)
 		w.WriteHeader(int(f.healthStatus.Load()))
 	case "/v1/loads":
+		f.loadPolls.Add(1)
 		io.WriteString(w, f.loadBody.Load().(string))
 	default:
 		http.NotFound(w, r)

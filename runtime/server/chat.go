@@ -22,7 +22,7 @@ func (s *Server) routed(prepare preparer) http.HandlerFunc {
 func (s *Server) serveRouted(w http.ResponseWriter, r *http.Request, prepare preparer) {
 	rec := &recorder{ResponseWriter: w, start: time.Now(), reqID: requestID(r)}
 	w.Header().Set("X-Request-Id", rec.reqID)
-	d := &Decision{Time: rec.start, RequestID: rec.reqID}
+	d := &Decision{Time: rec.start, RequestID: rec.reqID, Generation: s.generation}
 	defer s.finish(rec, d)
 	if !s.active.enter() {
 		d.Error = codeOverCapacity
@@ -147,6 +147,8 @@ type Decision struct {
 	Status       int               `json:"status"`
 	Error        string            `json:"error,omitempty"`
 	DurationMS   float64           `json:"duration_ms"`
+	// Generation is the plan the request ran on (see State.Generation).
+	Generation uint64 `json:"generation,omitempty"`
 }
 
 func (d *Decision) fromSelection(t *decision.Trace, sel bucket.Selection, err error) {

@@ -39,8 +39,9 @@ type Membership interface {
 	Add(e plan.Engine) error
 	// Drain stops new picks of the engine; what it is serving finishes.
 	Drain(id string) error
-	// Remove drains the engine and forgets it: its load, breaker, prefix index entries,
-	// bindings and metric series go once the requests it is serving have finished.
+	// Remove takes the engine out: no new picks, and its load slot, prefix index
+	// entries, bindings, monitoring and KV-event subscription go at once; the requests
+	// it is serving finish, then its metric series are deleted.
 	Remove(id string) error
 }
 
@@ -194,10 +195,7 @@ func checkEngine(p *plan.Plan, members map[string]*member, e plan.Engine) error 
 	if u, err := url.Parse(e.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return bad(400, "engine %q: url %q is not an absolute http:// or https:// URL", e.ID, e.URL)
 	}
-	if m := members[e.ID]; m != nil {
-		if m.leaving {
-			return bad(409, "engine %q is still finishing %d requests after its removal: add it again once it is gone from /admin/state", e.ID, m.worker.Inflight())
-		}
+	if m := members[e.ID]; m != nil && !m.leaving {
 		return bad(409, "engine id %q is already a member (%s, from %s): choose another id, or remove it first", e.ID, m.engine.URL, m.origin)
 	}
 	for _, m := range members {
@@ -253,6 +251,15 @@ func (c *core) join(g *Server, e plan.Engine, origin string) *member {
 	w.SetBreaker(newBreaker(g.plan.Breaker, c.opts.Clock))
 	g.deps.AddEngine(e)
 	m := &member{engine: e, worker: w, origin: origin}
+	// A replaced engine, still finishing its requests, hands its id's series over.
+	for _, old := range c.fleet.members {
+		if old.leaving && old.engine.ID == e.ID {
+			for _, col := range old.collectors {
+				c.metrics.reg.Unregister(col)
+			}
+			old.collectors = nil
+		}
+	}
 	c.metrics.registerEngine(c, m)
 	c.fleet.members[e.ID] = m
 	if !slices.Contains(c.fleet.order, e.ID) {
@@ -262,9 +269,10 @@ func (c *core) join(g *Server, e plan.Engine, origin string) *member {
 }
 
 // leave takes members out of service: out of the registry (no new picks), their
-// monitoring and KV-event subscriptions stopped and their state in the policy indexes,
-// the load table and the bindings dropped. Each is listed as leaving until the requests
-// it serves finish, then forgotten with its metric series. Call with f.mu held.
+// KV-event subscriptions stopped and their state in the policy indexes, the load table
+// and the bindings dropped (their monitoring stops with the caller's publish or
+// SetEngines). Each is listed as leaving until the requests it serves finish, then
+// forgotten with its metric series. Call with f.mu held.
 func (c *core) leave(g *Server, ms []*member) {
 	if len(ms) == 0 {
 		return
@@ -303,13 +311,13 @@ func leavingKey(m *member) string { return fmt.Sprintf("%s (leaving %p)", m.engi
 func (c *core) forgetWhenIdle(m *member) {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
+wait:
 	for m.worker.Inflight() > 0 {
 		select {
 		case <-c.hardStop.Done():
+			break wait
 		case <-t.C:
-			continue
 		}
-		break
 	}
 	c.fleet.mu.Lock()
 	defer c.fleet.mu.Unlock()
@@ -317,12 +325,8 @@ func (c *core) forgetWhenIdle(m *member) {
 	if c.fleet.members[m.engine.ID] == nil {
 		c.fleet.order = slices.DeleteFunc(c.fleet.order, func(id string) bool { return id == m.engine.ID })
 		c.metrics.forgetEngine(m)
-	} else {
-		// The id is back with another worker, whose series share the labels: keep them.
-		for _, col := range m.collectors {
-			c.metrics.reg.Unregister(col)
-		}
 	}
+	// Otherwise the id is back with another worker, which took over its series.
 	c.log.Info("engine forgotten", "engine", m.engine.ID, "origin", m.origin)
 }
 
@@ -375,37 +379,36 @@ func (f *fleet) memberOf(id string) (*member, error) {
 	return nil, &MembershipError{Status: 404, Msg: fmt.Sprintf("no engine %q is a member (members: %s): see GET /admin/state", id, strings.Join(ids, ", "))}
 }
 
-func (c *core) drainEngine(id, origin string) error {
+// withMember runs change on the serving or draining member with the id, under f.mu.
+func (c *core) withMember(id string, change func(*member)) error {
 	f := &c.fleet
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	m, err := f.memberOf(id)
-	if err != nil {
-		return err
+	if err == nil {
+		change(m)
 	}
-	if m.worker.Draining() {
-		return nil
-	}
-	m.worker.Drain()
-	f.changes.WithLabelValues("drained", origin).Inc()
-	c.log.Info("engine draining", "engine", id, "inflight", m.worker.Inflight(), "origin", origin)
-	return nil
+	return err
+}
+
+func (c *core) drainEngine(id, origin string) error {
+	return c.withMember(id, func(m *member) {
+		if m.worker.Draining() {
+			return
+		}
+		m.worker.Drain()
+		c.fleet.changes.WithLabelValues("drained", origin).Inc()
+		c.log.Info("engine draining", "engine", id, "inflight", m.worker.Inflight(), "origin", origin)
+	})
 }
 
 func (c *core) removeEngine(id, origin string) error {
-	f := &c.fleet
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	m, err := f.memberOf(id)
-	if err != nil {
-		return err
-	}
-	g := c.current()
-	c.leave(g, []*member{m})
-	ng := c.publish()
-	f.changes.WithLabelValues("removed", origin).Inc()
-	c.log.Info("engine removed", "engine", id, "inflight", m.worker.Inflight(), "origin", origin, "generation", ng.generation)
-	return nil
+	return c.withMember(id, func(m *member) {
+		c.leave(c.current(), []*member{m})
+		ng := c.publish()
+		c.fleet.changes.WithLabelValues("removed", origin).Inc()
+		c.log.Info("engine removed", "engine", id, "inflight", m.worker.Inflight(), "origin", origin, "generation", ng.generation)
+	})
 }
 
 func (c *core) logErrs(what string, errs []error) {

@@ -151,6 +151,9 @@ func TestReloadKeepsStateOfEnginesThatStay(t *testing.T) {
 		t.Errorf("router_reloads_total{result=\"applied\"} = %v", v)
 	}
 	st := fc.state(t)
+	if d := st.Decisions[0]; d.Generation != 2 || st.Decisions[len(st.Decisions)-1].Generation != 1 {
+		t.Errorf("decisions do not name the plans they ran on: newest %d, oldest %d", d.Generation, st.Decisions[len(st.Decisions)-1].Generation)
+	}
 	if st.Generation != 2 || st.engine("E3").Origin != OriginConfig || st.engine("E1").State != "serving" || st.engine("E2").ID != "" {
 		t.Errorf("state after the reload: generation %d, engines %+v", st.Generation, st.Engines)
 	}
@@ -309,7 +312,7 @@ func TestAdminAddDrainRemove(t *testing.T) {
 		status             int
 		want               string
 	}{
-		"duplicate id":   {http.MethodPost, "/admin/engines", fmt.Sprintf(`{"id": "E2", "url": "http://127.0.0.1:1", "model": "m", "role": "plain"}`), 400, `duplicate engine id \"E2\"`},
+		"duplicate id":   {http.MethodPost, "/admin/engines", `{"id": "E2", "url": "http://127.0.0.1:1", "model": "m", "role": "plain"}`, 400, `duplicate engine id \"E2\"`},
 		"unknown model":  {http.MethodPost, "/admin/engines", `{"id": "E9", "url": "http://127.0.0.1:1", "model": "n", "role": "plain"}`, 400, `serves model \"n\"`},
 		"not json":       {http.MethodPost, "/admin/engines", `id: E9`, 400, "engine refused"},
 		"drain unknown":  {http.MethodPost, "/admin/engines/E9/drain", "", 404, `no engine \"E9\" is a member (members: E1, E2)`},
@@ -412,5 +415,35 @@ func TestRuntimeEnginesSurviveAReload(t *testing.T) {
 	e3.URL = fc.srv.reg.Get("E1").URL() + "/"
 	if err := fc.srv.Membership(OriginDNS).Add(e3); !errors.As(err, &me) || me.Status != 409 || !strings.Contains(me.Msg, `same url as member "E1"`) {
 		t.Errorf("adding a second engine at E1's url: %v", err)
+	}
+}
+
+// TestReloadReplacesAChangedEngine: an engine whose identity changed (here its url) is a
+// new engine: a fresh worker and breaker, traffic to the new url, none to the old.
+func TestReloadReplacesAChangedEngine(t *testing.T) {
+	p := reloadPlan(plainEngine("E1"))
+	var next *plan.Plan
+	fc := startFleetWith(t, p, 0, Options{Reload: func() (*plan.Plan, error) { return next, nil }})
+	w1 := fc.srv.reg.Get("E1")
+	next = clone(p)
+	next.Engines = []plan.Engine{startSimEngine(t, p, plainEngine("E1"), 0)}
+	res, err := fc.srv.ReloadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Replaced, []string{"E1"}) || len(res.Added)+len(res.Removed) != 0 {
+		t.Errorf("reload result %+v", res)
+	}
+	if w := fc.srv.reg.Get("E1"); w == w1 || w.Breaker() == w1.Breaker() || w.URL() != next.Engines[0].URL {
+		t.Error("the changed engine kept its old worker")
+	}
+	if status, _, body := fc.post(t, chat("m", "to the new E1", `, "max_tokens": 2`)); status != 200 {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	if len(fc.sent.bodies(next.Engines[0].URL)) != 1 || len(fc.sent.bodies(p.Engines[0].URL)) != 0 {
+		t.Error("the request did not go to the new url")
+	}
+	if _, ok := fc.metricValue(t, `router_engine_inflight{engine="E1"}`); !ok {
+		t.Error("the replaced engine has no in-flight series")
 	}
 }

@@ -205,23 +205,7 @@ func (ix *Index) AddEngine(e plan.Engine) {
 // DropEngine forgets an engine entirely: the blocks it holds and its place in the index,
 // which a later engine reuses. Stop the engine's subscription first: a feed still running
 // would write to the reused place.
-func (ix *Index) DropEngine(engineID string) {
-	info := ix.m().engines[engineID]
-	if info == nil {
-		return
-	}
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	for _, o := range info.ranks {
-		ix.clear(o)
-		ix.ownerOf[o], ix.ranks[o] = nil, nil
-		ix.free = append(ix.free, o)
-	}
-	next := &members{engines: maps.Clone(ix.m().engines)}
-	delete(next.engines, engineID)
-	next.sizes = sizesOf(next.engines)
-	ix.members.Store(next)
-}
+func (ix *Index) DropEngine(engineID string) { ix.forget(engineID, true) }
 
 // sizesOf lists each model's distinct block sizes, in engine id order so that a lookup's
 // order does not depend on map iteration.
@@ -269,7 +253,11 @@ func (ix *Index) ClearRank(engineID string, rank int) {
 }
 
 // RemoveEngine forgets everything the engine holds, for a worker that left the registry.
-func (ix *Index) RemoveEngine(engineID string) {
+func (ix *Index) RemoveEngine(engineID string) { ix.forget(engineID, false) }
+
+// forget clears the engine's blocks and, with drop, frees its owners and takes it out of
+// the index's members.
+func (ix *Index) forget(engineID string, drop bool) {
 	info := ix.m().engines[engineID]
 	if info == nil {
 		return
@@ -277,9 +265,20 @@ func (ix *Index) RemoveEngine(engineID string) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	for _, o := range info.ranks {
-		if ix.owns(o, engineID) {
-			ix.clear(o)
+		if !ix.owns(o, engineID) {
+			continue
 		}
+		ix.clear(o)
+		if drop {
+			ix.ownerOf[o], ix.ranks[o] = nil, nil
+			ix.free = append(ix.free, o)
+		}
+	}
+	if drop {
+		next := &members{engines: maps.Clone(ix.m().engines)}
+		delete(next.engines, engineID)
+		next.sizes = sizesOf(next.engines)
+		ix.members.Store(next)
 	}
 }
 
