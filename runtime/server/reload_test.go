@@ -130,6 +130,9 @@ func TestReloadKeepsStateOfEnginesThatStay(t *testing.T) {
 	if fc.srv.reg.Get("E2") != nil {
 		t.Error("E2 is still in the registry")
 	}
+	if ids := fc.srv.fleet.subs.Engines(); !slices.Equal(ids, []string{"E1"}) {
+		t.Errorf("KV-event subscriptions after the reload: %v, want E1's", ids)
+	}
 	if g := fc.srv.current(); g.maxAttempts != 3 || g.generation != 2 {
 		t.Errorf("the new plan is not current: max attempts %d, generation %d", g.maxAttempts, g.generation)
 	}
@@ -445,5 +448,66 @@ func TestReloadReplacesAChangedEngine(t *testing.T) {
 	}
 	if _, ok := fc.metricValue(t, `router_engine_inflight{engine="E1"}`); !ok {
 		t.Error("the replaced engine has no in-flight series")
+	}
+}
+
+// TestReloadDropsARemovedEnginesIndex: a KV-event engine that a reload removes loses its
+// index entries and its KV series at once, and its subscription stops.
+func TestReloadDropsARemovedEnginesIndex(t *testing.T) {
+	p := reloadPlan(kvEngine("E1"), plainEngine("E2"))
+	var next *plan.Plan
+	fc := startFleetWith(t, p, 0, Options{Reload: func() (*plan.Plan, error) { return next, nil }})
+	fc.warmKV(t)
+	if _, ok := fc.metricValue(t, `router_kv_blocks{engine="E1"}`); !ok {
+		t.Fatal("no KV series for E1 before the reload")
+	}
+	next = clone(p)
+	next.Engines = next.Engines[1:]
+	if _, err := fc.srv.ReloadConfig(); err != nil {
+		t.Fatal(err)
+	}
+	if n := fc.srv.deps.KV.Blocks("E1"); n != 0 {
+		t.Errorf("the removed engine holds %d blocks", n)
+	}
+	if _, ok := fc.metricValue(t, `router_kv_blocks{engine="E1"}`); ok {
+		t.Error("the removed engine's KV series is still exported")
+	}
+	if ids := fc.srv.fleet.subs.Engines(); len(ids) != 0 {
+		t.Errorf("KV-event subscriptions after the reload: %v, want none", ids)
+	}
+}
+
+// TestEngineChurnKeepsStateBounded: an engine added, picked and removed again and again
+// leaves /metrics, the load table and the fleet as they were.
+func TestEngineChurnKeepsStateBounded(t *testing.T) {
+	p := reloadPlan(plainEngine("E1"))
+	fc := startFleet(t, p)
+	e2 := startSimEngine(t, p, plainEngine("E2"), 0)
+	series := func() int { return strings.Count(fc.metricsText(t), "\nrouter_") }
+	before := series()
+	for i := range 20 {
+		e := e2
+		e.ID = fmt.Sprintf("churn-%d", i)
+		if err := fc.srv.Membership(OriginDNS).Add(e); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if status, _, body := fc.post(t, chat("m", "churn", `, "max_tokens": 1`)); status != 200 {
+				t.Fatalf("status %d: %s", status, body)
+			}
+		}
+		if err := fc.srv.Membership(OriginDNS).Remove(e.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the churned engines forgotten", func() bool { return len(fc.srv.memberList()) == 1 })
+	if after := series(); after != before {
+		t.Errorf("/metrics has %d router series after 20 engines came and went, had %d", after, before)
+	}
+	if n := fc.srv.table.Slots(); n != 2 {
+		t.Errorf("the load table has %d slots, want 2 (E1 and one reused)", n)
+	}
+	if v, _ := fc.metricValue(t, `router_engine_membership_changes_total{change="removed",origin="dns"}`); v != 20 {
+		t.Errorf("removed by dns: %v", v)
 	}
 }

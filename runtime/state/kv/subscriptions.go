@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -90,4 +91,19 @@ func (s *Subscriptions) Wait() {
 	for _, u := range s.units {
 		u.sub.Wait()
 	}
+}
+
+// Engines lists the ids of the engines subscribed to, sorted, for the admin state and
+// tests.
+func (s *Subscriptions) Engines() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []string
+	for _, u := range s.units {
+		for _, e := range u.engines {
+			ids = append(ids, e.ID)
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }

@@ -188,6 +188,9 @@ func (t *Table) Remove(engineID string) {
 // Len returns how many engines have a slot.
 func (t *Table) Len() int { return len(t.members.Load().byID) }
 
+// Slots returns how many slots the table has, used or free: its largest membership.
+func (t *Table) Slots() int { return len(t.members.Load().byIndex) }
+
 // slotOf returns w's slot: by slot number when the worker has one that names the same
 // engine (no hashing on the pick path), else by id.
 func (t *Table) slotOf(w *engine.Worker) *slot {

@@ -237,7 +237,7 @@ func TestAddRemoveReusesSlots(t *testing.T) {
 			t.Fatal("a removed engine still has a load slot")
 		}
 	}
-	if tb.Len() != 1 || len(tb.members.Load().byIndex) != 2 {
-		t.Errorf("table of %d engines has %d slots", tb.Len(), len(tb.members.Load().byIndex))
+	if tb.Len() != 1 || tb.Slots() != 2 {
+		t.Errorf("table of %d engines has %d slots", tb.Len(), tb.Slots())
 	}
 }
