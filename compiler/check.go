@@ -25,6 +25,7 @@ func check(p *plan.Plan, user cue.Value, errs *errorList) {
 	c.checkListen()
 	c.checkBindings()
 	c.checkEngines()
+	c.checkDNSSources()
 	c.checkKVEvents()
 	if len(p.Models) == 0 {
 		c.at(sel("models"), "the configuration serves no model: add models: NAME: {buckets: [...]}")
@@ -94,7 +95,7 @@ func (c *checker) checkEngines() {
 func (c *checker) checkModel(m *plan.Model) {
 	at := sel("models", m.Name)
 	var plain, pd []string
-	for _, e := range c.p.Engines {
+	for _, e := range c.fleet() {
 		if e.Model != m.Name {
 			continue
 		}
@@ -108,7 +109,7 @@ func (c *checker) checkModel(m *plan.Model) {
 	case len(plain) > 0 && len(pd) > 0:
 		c.at(at, "model %q mixes plain engines (%s) with prefill/decode engines (%s): a model's engines are all plain or all prefill/decode; move one kind to another model", m.Name, strings.Join(plain, ", "), strings.Join(pd, ", "))
 	case len(plain) == 0 && len(pd) == 0:
-		c.at(at, "model %q has no engines: add engines with model: %q", m.Name, m.Name)
+		c.at(at, "model %q has no engines: add engines with model: %q, or an engines_from_dns entry that finds them", m.Name, m.Name)
 	}
 	c.checkPDProtocols(m)
 	if len(m.Buckets) == 0 {
@@ -163,6 +164,8 @@ func (c *checker) checkGroup(m *plan.Model, g *plan.Group, role plan.Role, at []
 		switch {
 		case seen[id]:
 			c.at(wat, "engine %q is listed twice in worker_ids: list each engine once", id)
+		case !ok && c.dnsSourceOf(id) != nil:
+			c.at(wat, "engine %q would be found by engines_from_dns %q, and worker_ids can name only engines declared under engines: discovered engines come and go, so omit worker_ids to use every %s engine of model %q", id, c.dnsSourceOf(id).ID, role, m.Name)
 		case !ok:
 			c.at(wat, "unknown engine %q: worker_ids must name engines declared under engines (%s engines of model %q: %s)", id, role, m.Name, c.known(m.Name, role))
 		case e.Model != m.Name:
@@ -193,7 +196,7 @@ func (c *checker) checkGroup(m *plan.Model, g *plan.Group, role plan.Role, at []
 // known lists the engine ids a group of role in model could name.
 func (c *checker) known(model string, role plan.Role) string {
 	var ids []string
-	for _, e := range c.p.Engines {
+	for _, e := range c.fleet() {
 		if e.Model == model && e.Role == role {
 			ids = append(ids, e.ID)
 		}

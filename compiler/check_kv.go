@@ -53,7 +53,7 @@ func (c *checker) checkKVEvents() {
 func (c *checker) checkPDProtocols(m *plan.Model) {
 	first := map[string]string{} // protocol -> first engine id
 	var order []string
-	for _, e := range c.p.Engines {
+	for _, e := range c.fleet() {
 		if e.Model != m.Name || e.Role == plan.RolePlain {
 			continue
 		}

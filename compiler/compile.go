@@ -123,6 +123,7 @@ type file struct {
 	Health            plan.Health           `json:"health"`
 	ShutdownGraceSecs int                   `json:"shutdown_grace_secs"`
 	Engines           []plan.Engine         `json:"engines"`
+	EnginesFromDNS    []plan.DNSSource      `json:"engines_from_dns"`
 	Models            map[string]plan.Model `json:"models"`
 	Timeouts          plan.Timeouts         `json:"timeouts"`
 	Limits            plan.ServerLimits     `json:"limits"`
@@ -140,6 +141,13 @@ func (f *file) plan() *plan.Plan {
 		Headers: f.Headers, State: f.State, Bindings: f.Bindings}
 	if p.Engines == nil {
 		p.Engines = []plan.Engine{}
+	}
+	for _, s := range f.EnginesFromDNS {
+		s.Engine.Model, s.Engine.Role = s.Model, s.Role
+		if s.ID == "" {
+			s.ID = defaultSourceID(s)
+		}
+		p.EnginesFromDNS = append(p.EnginesFromDNS, s)
 	}
 	names := make([]string, 0, len(f.Models))
 	for name := range f.Models {

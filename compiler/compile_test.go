@@ -129,3 +129,35 @@ func FuzzCompile(f *testing.F) {
 		}
 	})
 }
+
+// A DNS source compiles with its defaults, a derived id and a template that carries the
+// source's model and role, and a model may have no written engines when one supplies them.
+func TestEnginesFromDNS(t *testing.T) {
+	p, err := CompileSources([]Source{{Name: "c.yaml", Data: []byte(`
+engines_from_dns:
+  - {srv: _sglang._tcp.prefill.ns.svc.cluster.local., model: m, role: prefill}
+  - {id: dec, name: decode.ns.svc, port: 8000, scheme: https, model: m, role: decode,
+     interval_secs: 2, max_engines: 8, empty_grace: 0, engine: {dp_size: 2}}
+models:
+  m: {buckets: [{id: a, groups: {pd: {prefill: {}, decode: {}}}}]}
+`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Engines) != 0 || len(p.EnginesFromDNS) != 2 {
+		t.Fatalf("want no written engines and two sources, got %d and %d", len(p.Engines), len(p.EnginesFromDNS))
+	}
+	pre, dec := p.EnginesFromDNS[0], p.EnginesFromDNS[1]
+	if pre.ID != "prefill.ns.svc.cluster.local" || pre.Scheme != "http" || pre.IntervalSecs != 10 || pre.MaxEngines != 64 || pre.EmptyGrace != 3 || pre.TimeoutMS != 2000 {
+		t.Errorf("prefill source defaults: %+v", pre)
+	}
+	if e := pre.Engine; e.Model != "m" || e.Role != plan.RolePrefill || e.BootstrapPort != 8998 || e.Kind != plan.KindSGLang || e.Load.Source != "loads" || e.ID != "" || e.URL != "" {
+		t.Errorf("prefill template: %+v", e)
+	}
+	if dec.ID != "dec" || dec.Port != 8000 || dec.Scheme != "https" || dec.IntervalSecs != 2 || dec.MaxEngines != 8 || dec.EmptyGrace != 0 {
+		t.Errorf("decode source: %+v", dec)
+	}
+	if e := dec.Engine; e.Role != plan.RoleDecode || e.BootstrapPort != 0 || e.DPSize != 2 || e.PDProtocol != plan.PDBootstrap {
+		t.Errorf("decode template: %+v", e)
+	}
+}

@@ -77,7 +77,7 @@ func fileExists(path string) bool {
 // engineKind is the kind of the model's engines, or false when they are of both kinds.
 func (c *checker) engineKind(model string) (plan.Kind, bool) {
 	kind := plan.Kind("")
-	for _, e := range c.p.Engines {
+	for _, e := range c.fleet() {
 		switch {
 		case e.Model != model:
 		case kind == "":

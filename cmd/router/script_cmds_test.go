@@ -15,11 +15,13 @@ import (
 
 // scriptCmds are the custom commands available to testdata/script/*.txtar.
 var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
-	"exitcode": cmdExitCode,
-	"http":     cmdHTTP,
-	"freeport": cmdFreePort,
-	"waitfor":  cmdWaitFor,
-	"envsubst": cmdEnvSubst,
+	"exitcode":  cmdExitCode,
+	"http":      cmdHTTP,
+	"freeport":  cmdFreePort,
+	"waitfor":   cmdWaitFor,
+	"envsubst":  cmdEnvSubst,
+	"dns":       cmdDNS,
+	"waitmatch": cmdWaitMatch,
 }
 
 // cmdExitCode runs a program and checks its exact exit status:

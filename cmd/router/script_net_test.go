@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -106,4 +108,37 @@ func cmdEnvSubst(ts *testscript.TestScript, neg bool, args []string) {
 		data := os.Expand(ts.ReadFile(name), ts.Getenv)
 		ts.Check(os.WriteFile(ts.MkAbs(name), []byte(data), 0o644))
 	}
+}
+
+// cmdWaitMatch polls a URL until its body matches a regular expression, for at most a
+// minute, so a script can wait for a state the router reaches on its own (an engine found
+// in DNS, a drained one gone) without sleeping; with ! it waits until the body no longer
+// matches:
+//
+//	waitmatch http://127.0.0.1:$R/admin/state '"id": *"pods:127\.0\.0\.1:'
+func cmdWaitMatch(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: [!] waitmatch URL REGEXP")
+	}
+	re, err := regexp.Compile(args[1])
+	ts.Check(err)
+	ctx, cancel := context.WithTimeout(context.Background(), waitForLimit)
+	defer cancel()
+	var body []byte
+	for ctx.Err() == nil {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, args[0], nil)
+		ts.Check(err)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			body, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if re.Match(body) != neg {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	ts.Fatalf("waitmatch %s: body still %s %q after %v:\n%s", args[0], map[bool]string{false: "does not match", true: "matches"}[neg], args[1], waitForLimit, body)
 }

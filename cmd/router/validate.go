@@ -89,9 +89,20 @@ func summary(p *plan.Plan, m *plan.Model) string {
 			counts[e.Role]++
 		}
 	}
+	plain := false
+	var dns []string
+	for _, s := range p.EnginesFromDNS {
+		if s.Model == m.Name {
+			plain = plain || s.Role == plan.RolePlain
+			dns = append(dns, fmt.Sprintf("%s from DNS %s", s.Role, s.ID))
+		}
+	}
 	engines := fmt.Sprintf("%d plain engines", counts[plan.RolePlain])
-	if counts[plan.RolePlain] == 0 {
+	if counts[plan.RolePlain] == 0 && !plain {
 		engines = fmt.Sprintf("%d prefill + %d decode engines", counts[plan.RolePrefill], counts[plan.RoleDecode])
+	}
+	if len(dns) > 0 {
+		engines += " + " + strings.Join(dns, ", ")
 	}
 	return fmt.Sprintf("model %s: ok, %d buckets (%s), %s", m.Name, len(m.Buckets), strings.Join(ids, ", "), engines)
 }

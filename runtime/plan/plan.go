@@ -42,6 +42,8 @@ type Plan struct {
 	ShutdownGraceSecs int `json:"shutdown_grace_secs"`
 	// Engines lists every engine the router may dispatch to, in configuration order.
 	Engines []Engine `json:"engines"`
+	// EnginesFromDNS lists the DNS names whose records add engines at run time.
+	EnginesFromDNS []DNSSource `json:"engines_from_dns,omitempty"`
 	// Models lists the served models sorted by name.
 	Models []Model `json:"models"`
 	// Data-plane hardening: see resilience.go.
@@ -88,9 +90,10 @@ const (
 
 // Engine is one SGLang- or vLLM-compatible engine endpoint.
 type Engine struct {
-	Kind  Kind   `json:"kind"`
-	ID    string `json:"id"`
-	URL   string `json:"url"`
+	Kind Kind `json:"kind"`
+	// ID and URL are empty only in a DNS source's template.
+	ID    string `json:"id,omitempty"`
+	URL   string `json:"url,omitempty"`
 	Model string `json:"model"`
 	Role  Role   `json:"role"`
 	// BootstrapPort is the prefill engine's KV bootstrap port, injected into PD requests.
@@ -313,3 +316,35 @@ type Bindings struct {
 	// RetryMS is how often a router whose store is down checks whether it is back.
 	RetryMS int `json:"retry_ms"`
 }
+
+// DNSSource is a DNS name whose records are the engines of one model and role, re-resolved
+// while the router runs (the Kubernetes headless-service pattern). Exactly one of Name
+// (A/AAAA records, with Port) and SRV (SRV records, whose targets are resolved to
+// addresses) is set.
+type DNSSource struct {
+	// ID starts every discovered engine's id, as ID:IP:PORT; the compiler derives it from
+	// the name when the config leaves it out.
+	ID     string `json:"id"`
+	Name   string `json:"name,omitempty"`
+	SRV    string `json:"srv,omitempty"`
+	Port   int    `json:"port,omitempty"`
+	Scheme string `json:"scheme"`
+	Model  string `json:"model"`
+	Role   Role   `json:"role"`
+	// Engine holds every other field of the engines found; its Model and Role are the
+	// source's, its ID and URL are empty, and in KVEvents the text HostPlaceholder stands
+	// for each engine's address.
+	Engine       Engine `json:"engine"`
+	IntervalSecs int    `json:"interval_secs"`
+	TimeoutMS    int    `json:"timeout_ms"`
+	// Resolver is the HOST:PORT of the DNS server to ask; empty means the system's.
+	Resolver   string `json:"resolver,omitempty"`
+	MaxEngines int    `json:"max_engines"`
+	// EmptyGrace is how many consecutive "no such name" answers keep the last set before
+	// its engines are drained.
+	EmptyGrace int `json:"empty_grace"`
+}
+
+// HostPlaceholder, in a DNS source's kv_events endpoint, replay endpoint or topic, is
+// replaced by each discovered engine's address.
+const HostPlaceholder = "{host}"

@@ -16,6 +16,7 @@ import (
 
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/decision"
+	"github.com/routerkit/router/runtime/discovery"
 	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
@@ -61,6 +62,8 @@ type State struct {
 	Decisions  []Decision    `json:"decisions"`
 	// Bindings is where session and sticky bindings live and whether that store is up.
 	Bindings affinity.Status `json:"bindings"`
+	// DNS is each engines_from_dns source: what its last lookup found or why it failed.
+	DNS []discovery.Status `json:"dns,omitempty"`
 }
 
 // EngineState is one engine as the router sees it.
@@ -111,7 +114,7 @@ func (s *Server) state(w http.ResponseWriter, _ *http.Request) {
 	}
 	now := time.Now()
 	st := State{Time: now, UptimeS: now.Sub(s.started).Seconds(), Draining: s.draining.Load(), Decisions: s.recent.list(),
-		Bindings: s.deps.Affinity.Status(), Generation: s.generation}
+		Bindings: s.deps.Affinity.Status(), Generation: s.generation, DNS: s.dnsStatus()}
 	status := s.monitor.Status()
 	groups := s.engineGroups()
 	picks := sumBy(byName["router_picks_total"], "engine")

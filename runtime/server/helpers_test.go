@@ -47,6 +47,23 @@ func startScaledFleet(t testing.TB, p *plan.Plan, timeScale float64) *fleetCase 
 // the helper's).
 func startFleetWith(t testing.TB, p *plan.Plan, timeScale float64, opts Options) *fleetCase {
 	t.Helper()
+	fleet := startSims(t, p, timeScale)
+	for i := range p.Engines {
+		e := fleet.Engine(p.Engines[i].ID)
+		p.Engines[i].URL = e.URL()
+		if kv := p.Engines[i].KVEvents; kv != nil {
+			kv.Endpoint = e.KVEndpoints()[0]
+		}
+	}
+	fc := serveRouter(t, p, opts)
+	fc.fleet = fleet
+	return fc
+}
+
+// startSims starts one simulated engine per plan engine on free ports, stopped when the
+// test ends.
+func startSims(t testing.TB, p *plan.Plan, timeScale float64) *sim.Fleet {
+	t.Helper()
 	cfg := sim.DefaultConfig()
 	cfg.TimeScale = timeScale
 	specs, err := sim.SpecsFromPlan(p, cfg)
@@ -64,16 +81,7 @@ func startFleetWith(t testing.TB, p *plan.Plan, timeScale float64, opts Options)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fleet.Close() })
-	for i := range p.Engines {
-		e := fleet.Engine(p.Engines[i].ID)
-		p.Engines[i].URL = e.URL()
-		if kv := p.Engines[i].KVEvents; kv != nil {
-			kv.Endpoint = e.KVEndpoints()[0]
-		}
-	}
-	fc := serveRouter(t, p, opts)
-	fc.fleet = fleet
-	return fc
+	return fleet
 }
 
 // serveRouter serves a router of p, whose engines already run, on a free port through a

@@ -495,9 +495,16 @@ func restartOnly(old, new *plan.Plan) []string {
 // time (admin, dns) stay unless the plan configures the same id, which then takes over,
 // or no longer serves their model and role. A plan changing a setting only a restart
 // applies is refused with *ReloadError, as is one that cannot be built.
-func (s *Server) Reload(p *plan.Plan) (ReloadResult, error) {
+func (s *Server) Reload(p *plan.Plan) (res ReloadResult, err error) {
 	c := s.core
 	f := &c.fleet
+	// Discovery follows changed engines_from_dns once the fleet is unlocked: its rounds
+	// change the fleet too.
+	defer func() {
+		if err == nil {
+			c.followDNS(p)
+		}
+	}()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	g := c.current()
@@ -515,7 +522,6 @@ func (s *Server) Reload(p *plan.Plan) (ReloadResult, error) {
 	for _, e := range p.Engines {
 		configured[e.ID] = true
 	}
-	var res ReloadResult
 	current := map[string]*member{}
 	for id, m := range f.members {
 		if !m.leaving {

@@ -85,6 +85,8 @@ type core struct {
 	gen atomic.Pointer[Server]
 	// fleet holds the engines' membership and serialises its changes and reloads.
 	fleet fleet
+	// dns runs the plan's engines_from_dns sources while the router serves.
+	dns dnsRunner
 }
 
 // Server is one generation of the router: the per-plan parts (models with their
@@ -171,7 +173,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		c.metrics.reg.MustRegister(s.deps.KV)
 	}
 	c.fleet.republish()
-	c.metrics.reg.MustRegister(c.fleet.reloads, c.fleet.changes, newMembershipCollector(c))
+	c.metrics.reg.MustRegister(c.fleet.reloads, c.fleet.changes, newMembershipCollector(c), dnsCollector{c})
 	c.gen.Store(s)
 	return s, nil
 }
@@ -267,6 +269,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	var bg sync.WaitGroup
 	bg.Go(func() { s.monitor.Run(monCtx) })
 	defer func() { stopMonitor(); bg.Wait(); s.waitFleet() }()
+	// Discovery finds its engines before the router accepts requests, and stops when
+	// shutdown starts: a draining router takes no new engines.
+	s.startDNS(monCtx, s.current().plan.EnginesFromDNS)
+	defer s.stopDNS()
 
 	srv := &http.Server{
 		Handler:           s.Handler(),
@@ -282,6 +288,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
 	}
+	s.stopDNS()
 	s.draining.Store(true)
 	grace := time.Duration(s.current().plan.ShutdownGraceSecs) * time.Second
 	s.log.Info("shutting down: draining in-flight requests", "grace", grace)
@@ -331,12 +338,18 @@ func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write([]byte("ready\n"))
 }
 
-// modelRoles lists the roles of a model's engines: plain, or prefill and decode.
+// modelRoles lists the roles of a model's engines, the ones DNS sources find included:
+// plain, or prefill and decode. A model whose sources have found nothing yet is not ready.
 func modelRoles(p *plan.Plan, model string) []plan.Role {
 	var roles []plan.Role
 	for _, e := range p.Engines {
 		if e.Model == model && !slices.Contains(roles, e.Role) {
 			roles = append(roles, e.Role)
+		}
+	}
+	for _, src := range p.EnginesFromDNS {
+		if src.Model == model && !slices.Contains(roles, src.Role) {
+			roles = append(roles, src.Role)
 		}
 	}
 	return roles
