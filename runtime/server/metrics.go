@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,7 +12,6 @@ import (
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/decision"
 	"github.com/routerkit/router/runtime/engine"
-	"github.com/routerkit/router/runtime/policy"
 )
 
 // metrics are the router's Prometheus series. They are also the source of the counters
@@ -32,6 +32,16 @@ type metrics struct {
 	streamFails  *prometheus.CounterVec
 	duration     *prometheus.HistogramVec
 	ttft         *prometheus.HistogramVec
+
+	// The series every request touches, found without WithLabelValues (see seriesCache).
+	byModel    map[string]modelSeries
+	requestsBy seriesCache[prometheus.Counter]
+	picksBy    seriesCache[prometheus.Counter]
+}
+
+// modelSeries are a model's latency histograms.
+type modelSeries struct {
+	duration, ttft prometheus.Observer
 }
 
 // unknownModel labels requests for a model the config does not serve.
@@ -65,8 +75,16 @@ func newMetrics(models []string) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 		}, []string{"model"}),
 	}
+	m.byModel = map[string]modelSeries{}
 	for _, name := range models {
 		m.models[name] = true
+		m.byModel[name] = modelSeries{duration: m.duration.WithLabelValues(name), ttft: m.ttft.WithLabelValues(name)}
+	}
+	m.requestsBy.create = func(k seriesKey) prometheus.Counter {
+		return m.requests.WithLabelValues(k.a, k.b, statusLabel(k.n))
+	}
+	m.picksBy.create = func(k seriesKey) prometheus.Counter {
+		return m.picks.WithLabelValues(k.a, k.b, k.c, k.d, k.e)
 	}
 	m.resilienceMetrics = newResilienceMetrics(m.reg)
 	m.reg.MustRegister(m.requests, m.picks, m.rejections, m.fallthroughs, m.streamFails, m.duration, m.ttft,
@@ -120,14 +138,18 @@ func (m *metrics) observeSelection(model string, t *decision.Trace, sel bucket.S
 		return
 	}
 	last := t.Attempts[len(t.Attempts)-1]
+	picks, n := selectionPicks(sel)
 	for _, g := range last.Groups {
-		if p, ok := picks(sel)[string(g.Stage)]; ok {
-			m.picks.WithLabelValues(model, last.Bucket, string(g.Stage), string(g.Policy), p.Engine.ID()).Inc()
+		for _, sp := range picks[:n] {
+			if sp.stage == g.Stage {
+				m.picksBy.get(seriesKey{a: model, b: last.Bucket, c: string(g.Stage), d: string(g.Policy), e: sp.pick.Engine.ID()}).Inc()
+			}
 		}
 	}
 }
 
-func (m *metrics) observeRequest(d *Decision, rec *recorder) {
+// observeRequest counts a finished request and its latency, elapsed since it arrived.
+func (m *metrics) observeRequest(d *Decision, rec *recorder, elapsed time.Duration) {
 	bucketLabel := d.Bucket
 	if bucketLabel == "" {
 		bucketLabel = "none"
@@ -136,25 +158,64 @@ func (m *metrics) observeRequest(d *Decision, rec *recorder) {
 	if !m.models[model] {
 		model = unknownModel
 	}
-	m.requests.WithLabelValues(model, bucketLabel, statusLabel(d.Status)).Inc()
+	m.requestsBy.get(seriesKey{a: model, b: bucketLabel, n: d.Status}).Inc()
 	if rec.failureCode != "" {
 		m.streamFails.WithLabelValues(model, bucketLabel, rec.failureCode).Inc()
 	}
-	m.duration.WithLabelValues(model).Observe(time.Since(rec.start).Seconds())
+	series, ok := m.byModel[model]
+	if !ok { // the unknown model's series appear with its first request
+		series = modelSeries{duration: m.duration.WithLabelValues(model), ttft: m.ttft.WithLabelValues(model)}
+	}
+	series.duration.Observe(elapsed.Seconds())
 	if d.Status == http.StatusOK && !rec.firstByte.IsZero() {
-		m.ttft.WithLabelValues(model).Observe(rec.firstByte.Sub(rec.start).Seconds())
+		series.ttft.Observe(rec.firstByte.Sub(rec.start).Seconds())
 	}
 }
 
-// picks returns a complete selection's picks by stage name.
-func picks(sel bucket.Selection) map[string]policy.Pick {
-	if sel.Bucket == nil {
-		return nil
+// seriesKey is a series' label values; n is a numeric label (the status), kept as a
+// number so that the key is built without formatting it.
+type seriesKey struct {
+	a, b, c, d, e string
+	n             int
+}
+
+// seriesCache keeps a vector's children by label values, so that the request path finds
+// its series with one map read, without WithLabelValues' hashing and the allocation of
+// its variadic arguments. Its keys are label values, which come from the config and
+// fixed sets, so it is bounded as the series are; forget empties it for a caller that
+// deletes series.
+type seriesCache[T any] struct {
+	mu     sync.RWMutex
+	m      map[seriesKey]T
+	create func(seriesKey) T
+}
+
+func (c *seriesCache[T]) get(k seriesKey) T {
+	c.mu.RLock()
+	v, ok := c.m[k]
+	c.mu.RUnlock()
+	if ok {
+		return v
 	}
-	if sel.Bucket.PD() {
-		return map[string]policy.Pick{"prefill": sel.Prefill, "decode": sel.Decode}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.m[k]; ok {
+		return v
 	}
-	return map[string]policy.Pick{"plain": sel.Plain}
+	if c.m == nil {
+		c.m = map[seriesKey]T{}
+	}
+	v = c.create(k)
+	c.m[k] = v
+	return v
+}
+
+// forget drops every cached child, so that a series deleted from its vector is not
+// counted through a stale child.
+func (c *seriesCache[T]) forget() {
+	c.mu.Lock()
+	c.m = nil
+	c.mu.Unlock()
 }
 
 // reportAge is the age of the engine's usable load report, or -1s when it has none.

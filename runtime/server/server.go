@@ -12,6 +12,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
 	"slices"
 	"strings"
@@ -65,6 +66,7 @@ type Server struct {
 	metrics   *metrics
 	recent    *recent
 	client    *http.Client
+	proxy     *httputil.ReverseProxy
 	log       *slog.Logger
 	started   time.Time
 	draining  atomic.Bool
@@ -119,6 +121,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		active:      newActiveSet(p.Limits.MaxConcurrentRequests),
 	}
 	s.hardStop, s.stopHard = context.WithCancel(context.Background())
+	s.proxy = s.newProxy()
 	for _, e := range p.Engines {
 		u, err := url.Parse(e.URL)
 		if err != nil {
