@@ -55,7 +55,7 @@ func (s *Server) serveRouted(w http.ResponseWriter, r *http.Request, prepare pre
 
 // route runs the selection pass and records it in metrics and the decision.
 func (s *Server) route(r *http.Request, p *prepared, d *Decision) (bucket.Selection, error) {
-	trace := &decision.Trace{}
+	trace := decision.NewSummary()
 	sel, err := p.resolver.Route(decision.NewContext(r.Context(), trace), &p.facts)
 	s.metrics.observeSelection(p.model.Name, trace, sel, err)
 	d.fromSelection(trace, sel, err)

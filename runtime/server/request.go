@@ -37,10 +37,13 @@ func (s *Server) finish(rec *recorder, d *Decision) {
 
 // logRequest writes the request's log line. The attributes are typed and the engines
 // are a group (engines.plain=E1, or "engines":{"plain":"E1"} in JSON) rather than a map,
-// which a handler would format by reflection on every request.
+// which a handler would format by reflection on every request. The record goes to the
+// handler directly: slog.Logger would also capture the caller's stack for a source
+// location the router never logs.
 func (s *Server) logRequest(d *Decision) {
 	ctx := context.Background()
-	if !s.log.Enabled(ctx, slog.LevelInfo) {
+	h := s.log.Handler()
+	if !h.Enabled(ctx, slog.LevelInfo) {
 		return
 	}
 	var engines [len(d.picked)]slog.Attr
@@ -49,17 +52,15 @@ func (s *Server) logRequest(d *Decision) {
 		engines[n] = slog.String(p.stage, p.engine)
 		n++
 	}
-	attrs := [...]slog.Attr{
-		slog.String("model", d.Model), slog.String("bucket", d.Bucket),
-		{Key: "engines", Value: slog.GroupValue(engines[:n]...)},
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
+	r.AddAttrs(slog.String("model", d.Model), slog.String("bucket", d.Bucket),
+		slog.Attr{Key: "engines", Value: slog.GroupValue(engines[:n]...)},
 		slog.Int("status", d.Status), slog.Float64("duration_ms", d.DurationMS),
-		slog.Int64("input_tokens", d.InputTokens), slog.String("error", d.Error),
+		slog.Int64("input_tokens", d.InputTokens))
+	if d.Error != "" {
+		r.AddAttrs(slog.String("error", d.Error))
 	}
-	last := len(attrs)
-	if d.Error == "" {
-		last--
-	}
-	s.log.LogAttrs(ctx, slog.LevelInfo, "request", attrs[:last]...)
+	_ = h.Handle(ctx, r)
 }
 
 // statusClientClosed is logged when the client went away before any response (nginx's
