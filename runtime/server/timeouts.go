@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/routerkit/router/runtime/engine"
@@ -55,14 +56,21 @@ type deadlines struct {
 	armed   bool // phase runs the first-byte deadline (a PD decode half's waits for its prefill)
 	idle    bool // phase runs the stream-idle deadline
 	fired   bool // the first-byte deadline passed as the headers arrived
-	cancel  context.CancelCauseFunc
-	w       *engine.Worker
-	stage   plan.Role
-	first   time.Duration
-	idleFor time.Duration
-	totalIn time.Duration
-	phase   *time.Timer
-	total   *time.Timer
+	stopped bool // the dispatch is over: the timers must not be re-armed
+	// lastRead is when the stream last delivered data, in nanoseconds since base. Reads
+	// only store it; the idle timer, when it fires, re-arms itself for the rest of the
+	// idle time if data came meanwhile, so a stream of many small chunks does not reset
+	// a timer for each.
+	lastRead atomic.Int64
+	base     time.Time
+	cancel   context.CancelCauseFunc
+	w        *engine.Worker
+	stage    plan.Role
+	first    time.Duration
+	idleFor  time.Duration
+	totalIn  time.Duration
+	phase    *time.Timer
+	total    *time.Timer
 }
 
 // startDeadlines starts a dispatch's timers. A PD decode half (pf set) waits for the KV
@@ -99,6 +107,13 @@ func (d *deadlines) phasePassed() {
 	phase, after := phaseFirstByte, d.first
 	if d.idle {
 		phase, after = phaseStreamIdle, d.idleFor
+		if quiet := time.Since(d.base) - time.Duration(d.lastRead.Load()); quiet < d.idleFor {
+			if !d.stopped {
+				d.phase.Reset(d.idleFor - quiet)
+			}
+			d.mu.Unlock()
+			return
+		}
 	}
 	d.mu.Unlock()
 	d.cancel(&dispatchError{kind: failTimeout, stage: d.stage, worker: d.w, phase: phase, after: after})
@@ -126,17 +141,21 @@ func (d *deadlines) headers() {
 		return
 	}
 	d.idle = true
+	d.base = time.Now()
 	d.phase.Reset(d.idleFor)
 }
 
-// progress restarts the idle timer after a chunk of the body arrived.
+// progress notes that a chunk of the body arrived, which restarts the idle time.
 func (d *deadlines) progress() {
 	if d.idle {
-		d.phase.Reset(d.idleFor)
+		d.lastRead.Store(int64(time.Since(d.base)))
 	}
 }
 
 func (d *deadlines) stop() {
+	d.mu.Lock()
+	d.stopped = true
+	d.mu.Unlock()
 	d.phase.Stop()
 	d.total.Stop()
 }
