@@ -49,6 +49,7 @@ type attempt struct {
 	w      *engine.Worker
 	stage  plan.Role
 	rec    *recorder
+	body   payload
 	client context.Context // the client's request context
 	ctx    context.Context
 	dl     *deadlines
@@ -111,13 +112,14 @@ func (s *Server) forward(rec *recorder, r *http.Request, body payload, w *engine
 		cancel(&dispatchError{kind: failShutdown, stage: stage, worker: w})
 	})
 	defer stopShutdown()
-	a := &attempt{Context: ctx, s: s, w: w, stage: stage, rec: rec, client: r.Context(), ctx: ctx, prefill: pf}
+	a := &attempt{Context: ctx, s: s, w: w, stage: stage, rec: rec, body: body, client: r.Context(), ctx: ctx, prefill: pf}
 	a.dl = s.startDeadlines(ctx, cancel, w, stage, pf)
 	defer a.dl.stop()
 
+	// The body is set by the proxy's Rewrite (see newProxy), so the client's body is
+	// not what ReverseProxy forwards.
 	out := r.WithContext(a)
-	out.Body, out.ContentLength = body.reader(), body.len()
-	out.GetBody = body.getBody
+	out.Body, out.ContentLength, out.GetBody = nil, 0, nil
 	out.Header = s.headers.outbound(r.Header, rec.reqID)
 	out.Header["Content-Length"] = []string{strconv.FormatInt(body.len(), 10)}
 	s.proxy.ServeHTTP(rec, out)
@@ -128,14 +130,28 @@ func (s *Server) forward(rec *recorder, r *http.Request, body payload, w *engine
 // newProxy is the server's one ReverseProxy. Its hooks read the dispatch from the
 // outgoing request's context (see attempt), and its copy buffers come from a pool, so a
 // request allocates neither a proxy nor its hooks nor a 32 KiB buffer.
+//
+// Rewrite gives the outgoing request its body, the payload in memory. A body passed
+// through ReverseProxy instead is wrapped in a reader the transport does not know to be
+// in memory, so the transport writes the request headers and the body in two write
+// calls, two TCP segments for the engine to wake up to; an in-memory body goes out with
+// its headers in one.
+//
+// FlushInterval is zero: a stream (text/event-stream) is still flushed after every
+// write, which ReverseProxy does for streams whatever the setting, while a
+// non-streamed answer, which modifyResponse has read whole and given its length,
+// goes out in one write when the handler returns. Flushing it too would start a timer
+// per request that flushes the headers on their own, racing the body's write.
 func (s *Server) newProxy() *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(s.targets[attemptOf(pr.In).w.ID()])
+			a := attemptOf(pr.In)
+			pr.SetURL(s.targets[a.w.ID()])
 			pr.SetXForwarded()
+			pr.Out.Body, pr.Out.ContentLength, pr.Out.GetBody = a.body.reader(), a.body.len(), a.body.getBody
 		},
 		Transport:     s.client.Transport,
-		FlushInterval: -1,
+		FlushInterval: 0,
 		BufferPool:    copyBuffers{},
 		ModifyResponse: func(resp *http.Response) error {
 			return attemptOf(resp.Request).modifyResponse(resp)

@@ -103,6 +103,13 @@ func (r *recorder) Write(b []byte) (int, error) {
 	return r.ResponseWriter.Write(b)
 }
 
+// flush sends what the handler buffered to the client.
+func (r *recorder) flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
 // Unwrap lets http.ResponseController reach the connection, so streams flush at once.
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
