@@ -103,6 +103,16 @@ func (r *recorder) Write(b []byte) (int, error) {
 	return r.ResponseWriter.Write(b)
 }
 
+// Flush sends what is buffered to the client once the body has started. A flush of the
+// headers alone, which ReverseProxy asks for from a timer at the start of every stream,
+// is skipped: modifyResponse has already read the stream's first bytes, which follow at
+// once and carry the headers in the same write instead of a write of their own.
+func (r *recorder) Flush() {
+	if !r.firstByte.IsZero() {
+		r.flush()
+	}
+}
+
 // flush sends what the handler buffered to the client.
 func (r *recorder) flush() {
 	if f, ok := r.ResponseWriter.(http.Flusher); ok {
