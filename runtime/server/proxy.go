@@ -147,7 +147,7 @@ func (s *Server) newProxy() *httputil.ReverseProxy {
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			a := attemptOf(pr.In)
 			pr.SetURL(s.targets[a.w.ID()])
-			pr.SetXForwarded()
+			setForwarded(pr.Out.Header, pr.In)
 			pr.Out.Body, pr.Out.ContentLength, pr.Out.GetBody = a.body.reader(), a.body.len(), a.body.getBody
 		},
 		Transport:     s.client.Transport,
