@@ -182,8 +182,8 @@ type seriesKey struct {
 // seriesCache keeps a vector's children by label values, so that the request path finds
 // its series with one map read, without WithLabelValues' hashing and the allocation of
 // its variadic arguments. Its keys are label values, which come from the config and
-// fixed sets, so it is bounded as the series are; forget empties it for a caller that
-// deletes series.
+// fixed sets, so it is bounded as the series are. A child deleted from its vector would
+// stay here and count into nothing: code that deletes series must drop the cache too.
 type seriesCache[T any] struct {
 	mu     sync.RWMutex
 	m      map[seriesKey]T
@@ -208,14 +208,6 @@ func (c *seriesCache[T]) get(k seriesKey) T {
 	v = c.create(k)
 	c.m[k] = v
 	return v
-}
-
-// forget drops every cached child, so that a series deleted from its vector is not
-// counted through a stale child.
-func (c *seriesCache[T]) forget() {
-	c.mu.Lock()
-	c.m = nil
-	c.mu.Unlock()
 }
 
 // reportAge is the age of the engine's usable load report, or -1s when it has none.
