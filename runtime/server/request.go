@@ -52,6 +52,9 @@ func (s *Server) logRequest(d *Decision) {
 		engines[n] = slog.String(p.stage, p.engine)
 		n++
 	}
+	if n == 2 && engines[0].Key > engines[1].Key { // stages by name, as a map's keys were
+		engines[0], engines[1] = engines[1], engines[0]
+	}
 	r := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
 	r.AddAttrs(slog.String("model", d.Model), slog.String("bucket", d.Bucket),
 		slog.Attr{Key: "engines", Value: slog.GroupValue(engines[:n]...)},
