@@ -56,7 +56,7 @@ func (r *Resolver) Route(ctx context.Context, facts *policy.Facts) (Selection, e
 	if err := validate(facts.InputTokens, facts.ExpectedPeak, facts.PeakKnown); err != nil {
 		return Selection{}, classify(err)
 	}
-	if rec != nil {
+	if rec.Detailed() {
 		r.record(rec, facts)
 	}
 	need := contextNeed(facts.InputTokens, facts.ExpectedPeak, facts.PeakKnown)

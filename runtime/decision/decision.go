@@ -26,7 +26,21 @@ type Trace struct {
 	Excluded []Exclusion `json:"excluded"`
 	// Attempts lists the buckets tried, in order.
 	Attempts []Attempt `json:"attempts"`
+
+	// summary marks a trace from NewSummary.
+	summary bool
 }
+
+// NewSummary returns a trace that records only what serving a request needs for its
+// metrics and its decision record: the attempts with their errors, each group's stage,
+// policy, pick or error, and the admission rejections. Resolution, candidates, observed
+// loads, prefix lookups, admitted verdicts and notes are what explain shows; leaving them
+// out keeps their cost off the request path.
+func NewSummary() *Trace { return &Trace{summary: true} }
+
+// Detailed reports whether t records everything, as explain's trace does. A policy
+// builds a note's text only when it is, since a summary drops it.
+func (t *Trace) Detailed() bool { return t != nil && !t.summary }
 
 // Exclusion is a bucket that cannot take the request and why.
 type Exclusion struct {
@@ -133,14 +147,14 @@ func FromContext(ctx context.Context) *Trace {
 
 // Compatible records a bucket that resolution kept, in try order.
 func (t *Trace) Compatible(bucket string) {
-	if t != nil {
+	if t.Detailed() {
 		t.Resolved = append(t.Resolved, bucket)
 	}
 }
 
 // Exclude records a bucket that resolution dropped.
 func (t *Trace) Exclude(bucket, reason string) {
-	if t != nil {
+	if t.Detailed() {
 		t.Excluded = append(t.Excluded, Exclusion{Bucket: bucket, Reason: reason})
 	}
 }
@@ -165,7 +179,12 @@ func (t *Trace) BeginGroup(stage plan.Role, policy plan.PolicyType, candidates [
 	if a == nil {
 		return
 	}
-	g := Group{Stage: stage, Policy: policy, Candidates: make([]Candidate, len(candidates))}
+	g := Group{Stage: stage, Policy: policy}
+	if t.summary {
+		a.Groups = append(a.Groups, g)
+		return
+	}
+	g.Candidates = make([]Candidate, len(candidates))
 	for i, w := range candidates {
 		g.Candidates[i] = Candidate{ID: w.ID(), Inflight: w.Inflight()}
 	}
@@ -177,7 +196,7 @@ func (t *Trace) BeginGroup(stage plan.Role, policy plan.PolicyType, candidates [
 // looks at every candidate, adds nothing and is not recorded twice.
 func (t *Trace) Observe(w *engine.Worker, r *load.Report) {
 	g := t.group()
-	if g == nil {
+	if g == nil || t.summary {
 		return
 	}
 	for _, o := range g.Observed {
@@ -191,23 +210,23 @@ func (t *Trace) Observe(w *engine.Worker, r *load.Report) {
 // Admit records an admission verdict for w. For a rejection, limit names the cap and
 // value is the engine's metric.
 func (t *Trace) Admit(w *engine.Worker, admitted bool, limit string, value, limitCap int64) {
-	if g := t.group(); g != nil {
+	if g := t.group(); g != nil && (!admitted || !t.summary) {
 		g.Admission = append(g.Admission, Verdict{Engine: w.ID(), Admitted: admitted, Limit: limit, Value: value, Cap: limitCap})
 	}
 }
 
 // PrefixLookup records the current group's prefix lookup.
 func (t *Trace) PrefixLookup(p Prefix) {
-	if g := t.group(); g != nil {
+	if g := t.group(); g != nil && !t.summary {
 		rec := p // copied here so that p does not escape, and a nil trace costs nothing
 		g.Prefix = &rec
 	}
 }
 
 // Note records an intermediate decision of the current group's policy. Build the message
-// only when the trace is not nil, so selection without a trace does not format strings.
+// only when the trace is Detailed, so selection without one does not format strings.
 func (t *Trace) Note(msg string) {
-	if g := t.group(); g != nil {
+	if g := t.group(); g != nil && !t.summary {
 		g.Notes = append(g.Notes, msg)
 	}
 }

@@ -81,3 +81,39 @@ func TestTraceNestsRecordsUnderTheOpenGroup(t *testing.T) {
 		t.Errorf("successful attempt = %+v", ok)
 	}
 }
+
+func TestSummaryKeepsOnlyWhatServingCounts(t *testing.T) {
+	tr := NewSummary()
+	if tr.Detailed() || !(&Trace{}).Detailed() || (*Trace)(nil).Detailed() {
+		t.Fatal("only a full trace is detailed")
+	}
+	a, b := engine.New(plan.Engine{ID: "A"}), engine.New(plan.Engine{ID: "B"})
+	tr.Compatible("small")
+	tr.Exclude("huge", "too small")
+	tr.BeginAttempt("small")
+	tr.BeginGroup(plan.RolePlain, plan.CacheAware, []*engine.Worker{a, b})
+	tr.Observe(a, nil)
+	tr.Admit(a, true, "", 0, 0)
+	tr.Admit(b, false, "max_inflight_requests", 2, 2)
+	tr.PrefixLookup(Prefix{Source: "local_index", Outcome: PrefixMiss})
+	tr.Note("dropped")
+	tr.EndGroup(a, "least loaded", nil)
+	tr.EndAttempt(nil)
+
+	if tr.Resolved != nil || tr.Excluded != nil {
+		t.Errorf("resolution recorded: %+v %+v", tr.Resolved, tr.Excluded)
+	}
+	if len(tr.Attempts) != 1 || len(tr.Attempts[0].Groups) != 1 {
+		t.Fatalf("attempts = %+v", tr.Attempts)
+	}
+	g := tr.Attempts[0].Groups[0]
+	if g.Stage != plan.RolePlain || g.Policy != plan.CacheAware || g.Pick != "A" || g.Reason != "least loaded" {
+		t.Errorf("group = %+v", g)
+	}
+	if g.Candidates != nil || g.Observed != nil || g.Prefix != nil || g.Notes != nil {
+		t.Errorf("explain-only records kept: %+v", g)
+	}
+	if len(g.Admission) != 1 || g.Admission[0].Engine != "B" || g.Admission[0].Admitted {
+		t.Errorf("admission = %+v, want only B's rejection", g.Admission)
+	}
+}

@@ -90,3 +90,7 @@ func (d Deps) RecordDispatch(engineID string, h *BlockHashes) {
 		}
 	}
 }
+
+// Learns reports whether any prefix index learns from dispatches (RecordSpeculative,
+// RecordDispatch), so that a router without one does not hash prompts for nothing.
+func (d Deps) Learns() bool { return len(d.Approx) > 0 || len(d.speculative) > 0 }

@@ -73,7 +73,7 @@ func (b *binder) Pick(ctx context.Context, engines []*engine.Worker, req *Reques
 			}
 			return Pick{Engine: w, Reason: b.reasons.reused}, nil
 		}
-		if rec != nil {
+		if rec.Detailed() {
 			rec.Note("bound engine " + old + " is not a candidate; choosing a new one")
 		}
 	}
@@ -94,7 +94,7 @@ func (b *binder) Pick(ctx context.Context, engines []*engine.Worker, req *Reques
 			return Pick{Engine: w, Reason: b.reasons.bound}, nil
 		}
 		if cw := candidate(engines, cur); cw != nil {
-			if rec != nil {
+			if rec.Detailed() {
 				rec.Note("a concurrent pick bound " + cur + " first")
 			}
 			if cw == w {
@@ -127,7 +127,7 @@ func (b *binder) fallbackPick(ctx context.Context, rec *decision.Trace, engines 
 	if candidate(engines, p.Engine.ID()) != p.Engine {
 		return nil, &OutsideCandidates{Stage: req.Stage, Engine: p.Engine}
 	}
-	if rec != nil {
+	if rec.Detailed() {
 		rec.Note("fallback chose " + p.Engine.ID() + ": " + p.Reason)
 	}
 	if rej := b.check(rec, p.Engine, req); rej != nil {

@@ -156,7 +156,7 @@ func (p *CacheAware) Pick(ctx context.Context, engines []*engine.Worker, req *Re
 // by prefix length, pressure and id, with their loads. It appends to dst.
 func (p *CacheAware) holders(ctx context.Context, rec *decision.Trace, engines []*engine.Worker, req *Request, now load.Instant, dst []obs) ([]obs, error) {
 	if len(req.TokenIDs) == 0 {
-		if rec != nil {
+		if rec.Detailed() {
 			rec.PrefixLookup(decision.Prefix{Source: p.source.Name(), Outcome: decision.PrefixNoTokens})
 		}
 		return nil, nil
@@ -171,7 +171,7 @@ func (p *CacheAware) holders(ctx context.Context, rec *decision.Trace, engines [
 		}
 	}
 	slices.SortFunc(dst, func(a, b obs) int { return cmp.Compare(a.w.ID(), b.w.ID()) }) // map order is random
-	if rec != nil {
+	if rec.Detailed() {
 		rec.PrefixLookup(prefixRecord(p.source.Name(), &res, dst))
 	}
 
@@ -181,7 +181,7 @@ func (p *CacheAware) holders(ctx context.Context, rec *decision.Trace, engines [
 			kept = append(kept, o)
 		}
 	}
-	if rec != nil && len(kept) < len(dst) {
+	if rec.Detailed() && len(kept) < len(dst) {
 		rec.Note(fmt.Sprintf("hit gate: %d of %d prefix holders below min_matched_tokens %d or the match ratio",
 			len(dst)-len(kept), len(dst), p.tune.minMatched))
 	}
@@ -198,7 +198,7 @@ func (p *CacheAware) holders(ctx context.Context, rec *decision.Trace, engines [
 		return cmp.Or(cmp.Compare(b.matched, a.matched), lv.compare(&a, &b), cmp.Compare(a.w.ID(), b.w.ID()))
 	})
 	if k := p.candidateBound(len(engines)); len(kept) > k {
-		if rec != nil {
+		if rec.Detailed() {
 			rec.Note(fmt.Sprintf("candidate bound: kept %d of %d prefix holders", k, len(kept)))
 		}
 		kept = kept[:k]
@@ -236,7 +236,7 @@ func (p *CacheAware) queueGate(rec *decision.Trace, holders []obs, engines []*en
 	for i := range holders {
 		if !overQueue(&holders[i], p.tune.queueLimit) {
 			usable = append(usable, holders[i])
-		} else if rec != nil {
+		} else if rec.Detailed() {
 			rec.Note(fmt.Sprintf("queue gate: %s has %d waiting requests (worker_queue_limit %d); it cannot win on affinity",
 				holders[i].w.ID(), holders[i].r.Waiting, p.tune.queueLimit))
 		}
@@ -251,7 +251,7 @@ func (p *CacheAware) queueGate(rec *decision.Trace, holders []obs, engines []*en
 			pin = o
 		}
 	}
-	if rec != nil {
+	if rec.Detailed() {
 		rec.Note(fmt.Sprintf("saturation: no candidate has a fresh queue below %d; pinned %s", p.tune.satFloor, pin.w.ID()))
 	}
 	return []obs{*pin}, true
@@ -319,7 +319,7 @@ func (p *CacheAware) choose(rec *decision.Trace, admitted []obs, input int64) (*
 	if alt == best || pb-pa <= abs || pb <= g.RelThreshold*pa {
 		return best.w, reasonLongestPrefix
 	}
-	if rec != nil {
+	if rec.Detailed() {
 		unit := " tokens"
 		if useMS {
 			unit = " ms"

@@ -68,12 +68,12 @@ func (p *CacheAware) gatePool(rec *decision.Trace, engines []*engine.Worker, now
 		}
 	}
 	if len(pool) > 0 {
-		if rec != nil && len(pool) < len(all) {
+		if rec.Detailed() && len(pool) < len(all) {
 			rec.Note(fmt.Sprintf("load fallback: %d of %d candidates are under worker_queue_limit", len(pool), len(all)))
 		}
 		return pool
 	}
-	if rec != nil {
+	if rec.Detailed() {
 		rec.Note("load fallback: every candidate is at worker_queue_limit or over; choosing among all")
 	}
 	return all

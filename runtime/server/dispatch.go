@@ -14,6 +14,11 @@ import (
 // retries.max_attempts; every other failure is answered (see dispatchError.retriable for
 // why). A dispatch failure does not otherwise restart selection.
 func (s *Server) dispatch(rec *recorder, r *http.Request, p *prepared, sel bucket.Selection, d *Decision) {
+	// Every way out has answered the client. A non-streamed answer is buffered whole
+	// (see newProxy): it goes out now, in one write, before the request is logged and
+	// counted, and before shutdown, which waits for the active requests, may close the
+	// connection.
+	defer rec.flush()
 	for attempt := 1; ; attempt++ {
 		err := s.dispatchOnce(rec, r, p, sel)
 		if err == nil {

@@ -63,24 +63,28 @@ func (hp headerPolicy) outbound(in http.Header, reqID string) http.Header {
 		}
 		out[k] = v
 	}
-	out.Set("Content-Type", "application/json")
-	out.Set("X-Request-Id", reqID)
+	vals := []string{"application/json", reqID} // one allocation for both values
+	out["Content-Type"], out["X-Request-Id"] = vals[0:1:1], vals[1:2:2]
 	return out
 }
 
 // setForwarded adds the X-Forwarded-For, -Host and -Proto headers for in, as
-// httputil.ProxyRequest.SetXForwarded does for the proxied half, so both PD halves see
-// the same request.
+// httputil.ProxyRequest.SetXForwarded does for a request without forwarding headers of
+// its own (the client's are never forwarded), so both PD halves and plain engines see
+// the same request. The three values share one allocation.
 func setForwarded(h http.Header, in *http.Request) {
+	vals := make([]string, 3)
 	if ip, _, err := net.SplitHostPort(in.RemoteAddr); err == nil {
-		h.Set("X-Forwarded-For", ip)
+		vals[0] = ip
+		h["X-Forwarded-For"] = vals[0:1:1]
 	}
-	h.Set("X-Forwarded-Host", in.Host)
-	proto := "http"
+	vals[1] = in.Host
+	h["X-Forwarded-Host"] = vals[1:2:2]
+	vals[2] = "http"
 	if in.TLS != nil {
-		proto = "https"
+		vals[2] = "https"
 	}
-	h.Set("X-Forwarded-Proto", proto)
+	h["X-Forwarded-Proto"] = vals[2:3:3]
 }
 
 // clientResponseHeaders are the engine response headers a client gets. Anything else

@@ -28,7 +28,7 @@ func (s *Server) learnPrefix(p *prepared, sel bucket.Selection, rec *recorder) f
 	if sel.Bucket.PD() {
 		pick = sel.Prefill
 	}
-	if pick.Engine == nil {
+	if pick.Engine == nil || !s.deps.Learns() {
 		return func() {}
 	}
 	id, hashes := pick.Engine.ID(), policy.NewBlockHashes(p.facts.TokenIDs) // hashed once for both steps

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,7 +13,6 @@ import (
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/decision"
 	"github.com/routerkit/router/runtime/engine"
-	"github.com/routerkit/router/runtime/policy"
 )
 
 // metrics are the router's Prometheus series. They are also the source of the counters
@@ -34,6 +34,16 @@ type metrics struct {
 	streamFails  *prometheus.CounterVec
 	duration     *prometheus.HistogramVec
 	ttft         *prometheus.HistogramVec
+
+	// The series every request touches, found without WithLabelValues (see seriesCache).
+	byModel    atomic.Pointer[map[string]modelSeries] // replaced whole with models
+	requestsBy seriesCache[prometheus.Counter]
+	picksBy    seriesCache[prometheus.Counter]
+}
+
+// modelSeries are a model's latency histograms.
+type modelSeries struct {
+	duration, ttft prometheus.Observer
 }
 
 // unknownModel labels requests for a model the config does not serve.
@@ -66,6 +76,12 @@ func newMetrics(models []string) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 		}, []string{"model"}),
 	}
+	m.requestsBy.create = func(k seriesKey) prometheus.Counter {
+		return m.requests.WithLabelValues(k.a, k.b, statusLabel(k.n))
+	}
+	m.picksBy.create = func(k seriesKey) prometheus.Counter {
+		return m.picks.WithLabelValues(k.a, k.b, k.c, k.d, k.e)
+	}
 	m.setModels(models)
 	m.resilienceMetrics = newResilienceMetrics(m.reg)
 	m.reg.MustRegister(m.requests, m.picks, m.rejections, m.fallthroughs, m.streamFails, m.duration, m.ttft,
@@ -79,6 +95,11 @@ func (m *metrics) setModels(models []string) {
 	for _, name := range models {
 		set[name] = true
 	}
+	series := make(map[string]modelSeries, len(models))
+	for _, name := range models {
+		series[name] = modelSeries{duration: m.duration.WithLabelValues(name), ttft: m.ttft.WithLabelValues(name)}
+	}
+	m.byModel.Store(&series)
 	m.models.Store(&set)
 }
 
@@ -111,6 +132,7 @@ func (m *metrics) forgetEngine(mb *member) {
 	mb.collectors = nil
 	match := prometheus.Labels{"engine": mb.worker.ID()}
 	m.picks.DeletePartialMatch(match)
+	m.picksBy.reset()
 	m.rejections.DeletePartialMatch(match)
 }
 
@@ -122,6 +144,8 @@ func (m *metrics) forgetModel(model string) {
 	} {
 		v.DeletePartialMatch(match)
 	}
+	m.requestsBy.reset()
+	m.picksBy.reset()
 }
 
 func (m *metrics) handler() http.Handler {
@@ -150,14 +174,18 @@ func (m *metrics) observeSelection(model string, t *decision.Trace, sel bucket.S
 		return
 	}
 	last := t.Attempts[len(t.Attempts)-1]
+	picks, n := selectionPicks(sel)
 	for _, g := range last.Groups {
-		if p, ok := picks(sel)[string(g.Stage)]; ok {
-			m.picks.WithLabelValues(model, last.Bucket, string(g.Stage), string(g.Policy), p.Engine.ID()).Inc()
+		for _, sp := range picks[:n] {
+			if sp.stage == g.Stage {
+				m.picksBy.get(seriesKey{a: model, b: last.Bucket, c: string(g.Stage), d: string(g.Policy), e: sp.pick.Engine.ID()}).Inc()
+			}
 		}
 	}
 }
 
-func (m *metrics) observeRequest(d *Decision, rec *recorder) {
+// observeRequest counts a finished request and its latency, elapsed since it arrived.
+func (m *metrics) observeRequest(d *Decision, rec *recorder, elapsed time.Duration) {
 	bucketLabel := d.Bucket
 	if bucketLabel == "" {
 		bucketLabel = "none"
@@ -166,25 +194,63 @@ func (m *metrics) observeRequest(d *Decision, rec *recorder) {
 	if !(*m.models.Load())[model] {
 		model = unknownModel
 	}
-	m.requests.WithLabelValues(model, bucketLabel, statusLabel(d.Status)).Inc()
+	m.requestsBy.get(seriesKey{a: model, b: bucketLabel, n: d.Status}).Inc()
 	if rec.failureCode != "" {
 		m.streamFails.WithLabelValues(model, bucketLabel, rec.failureCode).Inc()
 	}
-	m.duration.WithLabelValues(model).Observe(time.Since(rec.start).Seconds())
+	series, ok := (*m.byModel.Load())[model]
+	if !ok { // the unknown model's series appear with its first request
+		series = modelSeries{duration: m.duration.WithLabelValues(model), ttft: m.ttft.WithLabelValues(model)}
+	}
+	series.duration.Observe(elapsed.Seconds())
 	if d.Status == http.StatusOK && !rec.firstByte.IsZero() {
-		m.ttft.WithLabelValues(model).Observe(rec.firstByte.Sub(rec.start).Seconds())
+		series.ttft.Observe(rec.firstByte.Sub(rec.start).Seconds())
 	}
 }
 
-// picks returns a complete selection's picks by stage name.
-func picks(sel bucket.Selection) map[string]policy.Pick {
-	if sel.Bucket == nil {
-		return nil
+// seriesKey is a series' label values; n is a numeric label (the status), kept as a
+// number so that the key is built without formatting it.
+type seriesKey struct {
+	a, b, c, d, e string
+	n             int
+}
+
+// seriesCache keeps a vector's children by label values, so that the request path finds
+// its series with one map read, without WithLabelValues' hashing and the allocation of
+// its variadic arguments. Its keys are label values, which come from the config and
+// fixed sets, so it is bounded as the series are. A child deleted from its vector would
+// stay here and count into nothing: code that deletes series must drop the cache too.
+type seriesCache[T any] struct {
+	mu     sync.RWMutex
+	m      map[seriesKey]T
+	create func(seriesKey) T
+}
+
+// reset drops every cached child, after series were deleted from the vector.
+func (c *seriesCache[T]) reset() {
+	c.mu.Lock()
+	c.m = nil
+	c.mu.Unlock()
+}
+
+func (c *seriesCache[T]) get(k seriesKey) T {
+	c.mu.RLock()
+	v, ok := c.m[k]
+	c.mu.RUnlock()
+	if ok {
+		return v
 	}
-	if sel.Bucket.PD() {
-		return map[string]policy.Pick{"prefill": sel.Prefill, "decode": sel.Decode}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.m[k]; ok {
+		return v
 	}
-	return map[string]policy.Pick{"plain": sel.Plain}
+	if c.m == nil {
+		c.m = map[seriesKey]T{}
+	}
+	v = c.create(k)
+	c.m[k] = v
+	return v
 }
 
 // reportAge is the age of the engine's usable load report, or -1s when it has none.

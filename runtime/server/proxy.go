@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
@@ -28,6 +30,8 @@ type payload struct {
 
 func (p payload) len() int64 { return int64(len(p.head) + len(p.tail)) }
 
+func (p payload) getBody() (io.ReadCloser, error) { return p.reader(), nil }
+
 func (p payload) reader() io.ReadCloser {
 	if p.tail == nil {
 		return io.NopCloser(bytes.NewReader(p.head))
@@ -35,12 +39,17 @@ func (p payload) reader() io.ReadCloser {
 	return io.NopCloser(io.MultiReader(bytes.NewReader(p.head), bytes.NewReader(p.tail)))
 }
 
-// attempt is one dispatch to one engine, passed explicitly to the proxy's hooks.
+// attempt is one dispatch to one engine. It is also the dispatch's context (the client's
+// context with the dispatch's cancellation), so the server's one ReverseProxy finds the
+// attempt in every hook through the request it is handed, with nothing allocated per
+// request for hooks.
 type attempt struct {
+	context.Context
 	s      *Server
 	w      *engine.Worker
 	stage  plan.Role
 	rec    *recorder
+	body   payload
 	client context.Context // the client's request context
 	ctx    context.Context
 	dl     *deadlines
@@ -49,6 +58,21 @@ type attempt struct {
 	prefill *prefillStatus
 	err     *dispatchError
 	judged  bool
+}
+
+// attemptKey finds the attempt in a context derived from it.
+type attemptKey struct{}
+
+// Value returns the attempt itself for attemptKey.
+func (a *attempt) Value(key any) any {
+	if key == (attemptKey{}) {
+		return a
+	}
+	return a.Context.Value(key)
+}
+
+func attemptOf(r *http.Request) *attempt {
+	return r.Context().Value(attemptKey{}).(*attempt)
 }
 
 // verdict reports the dispatch's outcome to the engine's breaker, once. A failure of
@@ -88,34 +112,76 @@ func (s *Server) forward(rec *recorder, r *http.Request, body payload, w *engine
 		cancel(&dispatchError{kind: failShutdown, stage: stage, worker: w})
 	})
 	defer stopShutdown()
-	a := &attempt{s: s, w: w, stage: stage, rec: rec, client: r.Context(), ctx: ctx, prefill: pf}
+	a := &attempt{Context: ctx, s: s, w: w, stage: stage, rec: rec, body: body, client: r.Context(), ctx: ctx, prefill: pf}
 	a.dl = s.startDeadlines(ctx, cancel, w, stage, pf)
 	defer a.dl.stop()
 
-	out := r.WithContext(ctx)
-	out.Body, out.ContentLength = body.reader(), body.len()
-	out.GetBody = func() (io.ReadCloser, error) { return body.reader(), nil }
+	// The body is set by the proxy's Rewrite (see newProxy), so the client's body is
+	// not what ReverseProxy forwards.
+	out := r.WithContext(a)
+	out.Body, out.ContentLength, out.GetBody = nil, 0, nil
 	out.Header = s.headers.outbound(r.Header, rec.reqID)
-	out.Header.Set("Content-Length", strconv.FormatInt(body.len(), 10))
-	proxy := &httputil.ReverseProxy{
+	out.Header["Content-Length"] = []string{strconv.FormatInt(body.len(), 10)}
+	s.proxy.ServeHTTP(rec, out)
+	a.verdict(a.err)
+	return a.err
+}
+
+// newProxy is the server's one ReverseProxy. Its hooks read the dispatch from the
+// outgoing request's context (see attempt), and its copy buffers come from a pool, so a
+// request allocates neither a proxy nor its hooks nor a 32 KiB buffer.
+//
+// Rewrite gives the outgoing request its body, the payload in memory. A body passed
+// through ReverseProxy instead is wrapped in a reader the transport does not know to be
+// in memory, so the transport writes the request headers and the body in two write
+// calls, two TCP segments for the engine to wake up to; an in-memory body goes out with
+// its headers in one.
+//
+// FlushInterval is zero: a stream (text/event-stream) is still flushed after every
+// write, which ReverseProxy does for streams whatever the setting, while a
+// non-streamed answer, which modifyResponse has read whole and given its length,
+// goes out in one write when the handler returns. Flushing it too would start a timer
+// per request that flushes the headers on their own, racing the body's write.
+func (s *Server) newProxy() *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(w.Target())
-			pr.SetXForwarded()
+			a := attemptOf(pr.In)
+			pr.SetURL(a.w.Target())
+			setForwarded(pr.Out.Header, pr.In)
+			pr.Out.Body, pr.Out.ContentLength, pr.Out.GetBody = a.body.reader(), a.body.len(), a.body.getBody
 		},
-		Transport:      s.client.Transport,
-		FlushInterval:  -1,
-		ModifyResponse: a.modifyResponse,
-		ErrorHandler: func(_ http.ResponseWriter, _ *http.Request, err error) {
-			a.err = classify(ctx, a.client, err, w, stage)
+		Transport:     s.client.Transport,
+		FlushInterval: 0,
+		BufferPool:    copyBuffers{},
+		ModifyResponse: func(resp *http.Response) error {
+			return attemptOf(resp.Request).modifyResponse(resp)
+		},
+		ErrorHandler: func(_ http.ResponseWriter, r *http.Request, err error) {
+			a := attemptOf(r)
+			a.err = classify(a.ctx, a.client, err, a.w, a.stage)
 			if a.err.kind == failTimeout && a.err.phase == phaseConnect {
 				a.err.after = s.timeouts.connect
 			}
 		},
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
-	proxy.ServeHTTP(rec, out)
-	a.verdict(a.err)
-	return a.err
+}
+
+// copyBufferSize is the size of the buffers that copy response bodies to clients, the
+// size ReverseProxy allocates when it has no pool.
+const copyBufferSize = 32 << 10
+
+var copyBufferPool = sync.Pool{New: func() any { return new([copyBufferSize]byte) }}
+
+// copyBuffers lends ReverseProxy its copy buffers from copyBufferPool.
+type copyBuffers struct{}
+
+func (copyBuffers) Get() []byte { return copyBufferPool.Get().(*[copyBufferSize]byte)[:] }
+
+func (copyBuffers) Put(b []byte) {
+	if len(b) == copyBufferSize {
+		copyBufferPool.Put((*[copyBufferSize]byte)(b))
+	}
 }
 
 // modifyResponse runs when the engine's response headers arrive, before anything
@@ -152,7 +218,8 @@ func (a *attempt) modifyResponse(resp *http.Response) error {
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		// The client's 200 goes out with the stream's first byte, so an engine that
 		// answers garbage is a 502 rather than a stream no client can parse.
-		br := bufio.NewReader(resp.Body)
+		br := streamReaders.Get().(*bufio.Reader)
+		br.Reset(resp.Body)
 		first, err := br.Peek(1)
 		switch {
 		case err != nil && err != io.EOF:
@@ -162,31 +229,60 @@ func (a *attempt) modifyResponse(resp *http.Response) error {
 			return fail(failMalformed, "event stream starts with "+strconv.Quote(string(first)))
 		}
 		a.verdict(nil)
-		resp.Body = &streamGuard{ReadCloser: readCloser{br, resp.Body}, a: a}
+		resp.Body = &streamGuard{body: resp.Body, br: br, a: a}
 		return nil
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	jb := jsonBodies.Get().(*jsonBody)
+	_, err := jb.buf.ReadFrom(io.LimitReader(resp.Body, maxResponseBytes+1))
 	resp.Body.Close()
+	body := jb.buf.Bytes()
 	switch {
 	case err != nil:
+		jb.Close()
 		return classify(a.ctx, a.client, err, a.w, a.stage)
 	case len(body) > maxResponseBytes:
+		jb.Close()
 		return fail(failMalformed, "answer over "+strconv.Itoa(maxResponseBytes)+" bytes")
 	case strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") && !json.Valid(body):
+		defer jb.Close()
 		return fail(failMalformed, "answer is not JSON: "+clipText(string(body), 200))
 	}
 	a.verdict(nil)
-	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-	resp.Header.Del("Content-Encoding")
-	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	jb.rd.Reset(body)
+	resp.Body, resp.ContentLength = jb, int64(len(body))
+	delete(resp.Header, "Content-Encoding")
+	resp.Header["Content-Length"] = []string{strconv.Itoa(len(body))}
 	return nil
 }
 
-// readCloser reads through a buffer and closes the underlying body.
-type readCloser struct {
-	io.Reader
-	io.Closer
+// jsonBody is a non-streamed answer read whole, lent from jsonBodies with its buffer and
+// returned when ReverseProxy closes it after copying it to the client.
+type jsonBody struct {
+	buf bytes.Buffer
+	rd  bytes.Reader
 }
+
+// maxPooledBody is the largest answer buffer kept for reuse; a larger one is left to the
+// garbage collector, so that a rare long answer does not stay in memory.
+const maxPooledBody = 1 << 20
+
+var jsonBodies = sync.Pool{New: func() any { return new(jsonBody) }}
+
+func (b *jsonBody) Read(p []byte) (int, error) { return b.rd.Read(p) }
+
+// Close returns the body to the pool. ReverseProxy closes a body once it is copied.
+func (b *jsonBody) Close() error {
+	b.rd.Reset(nil)
+	if b.buf.Cap() <= maxPooledBody {
+		b.buf.Reset()
+		jsonBodies.Put(b)
+	}
+	return nil
+}
+
+// streamReaders are the buffers that peek at the first byte of a stream, returned when
+// the stream is closed.
+var streamReaders = sync.Pool{New: func() any { return bufio.NewReader(nil) }}
 
 // engineMessage extracts the message of an OpenAI-shaped or SGLang-shaped error body, or
 // returns the body's text.
@@ -212,10 +308,22 @@ func engineMessage(raw []byte) string {
 // engine fails mid-stream, a deadline passes, the PD prefill half fails or shutdown
 // cuts it, instead of a silent cut, and records the failure for the log and metrics.
 type streamGuard struct {
-	io.ReadCloser
+	body    io.ReadCloser
+	br      *bufio.Reader // reads body; from streamReaders, nil once closed
 	a       *attempt
 	pending []byte
 	failed  bool
+}
+
+// Close closes the engine's stream and returns the reader to its pool. ReverseProxy
+// closes the stream once, when the copy is over.
+func (g *streamGuard) Close() error {
+	if g.br != nil {
+		g.br.Reset(nil)
+		streamReaders.Put(g.br)
+		g.br = nil
+	}
+	return g.body.Close()
 }
 
 func (g *streamGuard) Read(p []byte) (int, error) {
@@ -227,7 +335,10 @@ func (g *streamGuard) Read(p []byte) (int, error) {
 		g.pending = g.pending[n:]
 		return n, nil
 	}
-	n, err := g.ReadCloser.Read(p)
+	if g.br == nil {
+		return 0, net.ErrClosed
+	}
+	n, err := g.br.Read(p)
 	if err == nil || err == io.EOF {
 		return n, err
 	}

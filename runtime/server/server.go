@@ -12,6 +12,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"slices"
 	"strings"
 	"sync"
@@ -103,6 +104,9 @@ type Server struct {
 	generation uint64
 	// routes are this generation's HTTP routes; Handler serves the current generation's.
 	routes http.Handler
+	// proxy is the generation's one ReverseProxy (see newProxy): its error handler reads
+	// the generation's timeouts.
+	proxy *httputil.ReverseProxy
 
 	timeouts    timeouts
 	headers     headerPolicy
@@ -203,6 +207,7 @@ func (c *core) generation(p *plan.Plan, deps policy.Deps, n uint64) (*Server, er
 	}
 	s.modelList = strings.Join(names, ", ")
 	s.routes = s.buildRoutes()
+	s.proxy = s.newProxy()
 	return s, nil
 }
 

@@ -1,0 +1,125 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/sim"
+)
+
+// BenchmarkHotPath drives the router's real handler over loopback HTTP against one
+// simulated engine at time scale 0, beside a bare httputil.ReverseProxy to the same
+// engine in the same process, so a CPU profile or -benchmem shows what the router adds
+// per request. The router logs each request at info through a text handler to
+// io.Discard, as `router serve` does to a discarded stderr. Run it with
+//
+//	go test ./runtime/server -run '^$' -bench HotPath -benchmem -o /tmp/server.test -cpuprofile /tmp/cpu.out
+//
+// allocs/op counts the client's, the proxy's and the engine's allocations: the
+// difference between the router's and the bare proxy's is the router's own.
+func BenchmarkHotPath(b *testing.B) {
+	p := testPlan([]plan.Engine{plainEngine("E1")}, plan.Model{Name: "m", Buckets: []plan.Bucket{
+		{ID: "all", Groups: plan.Groups{Plain: ptr(group(plan.RoundRobin, plan.Admission{MaxInflightRequests: 1 << 20}))}},
+	}})
+	p.Engines[0].Load.IntervalMS = 1000
+	p.Health.IntervalMS = 1000
+	cfg := sim.DefaultConfig()
+	cfg.TimeScale = 0
+	specs, err := sim.SpecsFromPlan(p, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	specs[0].Addr = ""
+	fleet, err := sim.Start(context.Background(), specs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { fleet.Close() })
+	p.Engines[0].URL = fleet.Engine("E1").URL()
+
+	srv, err := New(p, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	routerURL := serveOn(b, func(ln net.Listener, ctx context.Context) error { return srv.Serve(ctx, ln) })
+	bareURL := serveOn(b, func(ln net.Listener, ctx context.Context) error { return serveBare(ctx, ln, p.Engines[0].URL) })
+
+	bodies := map[string]string{
+		"json":   `{"model":"m","messages":[{"role":"user","content":"Benchmark the router with a short prompt."}],"max_tokens":1}`,
+		"stream": `{"model":"m","messages":[{"role":"user","content":"Benchmark the router with a short prompt."}],"max_tokens":16,"stream":true}`,
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxIdleConns: 256}}
+	for _, kind := range []string{"json", "stream"} {
+		for _, target := range []struct{ name, url string }{{"bare", bareURL}, {"router", routerURL}} {
+			b.Run(fmt.Sprintf("%s/%s", kind, target.name), func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetParallelism(4)
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						resp, err := client.Post(target.url+"/v1/chat/completions", "application/json", strings.NewReader(bodies[kind]))
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						_, _ = io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+						if resp.StatusCode != http.StatusOK {
+							b.Errorf("status %d", resp.StatusCode)
+							return
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+// serveOn serves on a free loopback port until the benchmark ends and returns the URL.
+func serveOn(b *testing.B, serve func(net.Listener, context.Context) error) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = serve(ln, ctx) }()
+	b.Cleanup(func() { cancel(); ln.Close(); <-done })
+	return "http://" + ln.Addr().String()
+}
+
+// serveBare is bench/proxy's baseline: a bare ReverseProxy with a pooled transport that
+// reads each body whole before forwarding it.
+func serveBare(ctx context.Context, ln net.Listener, upstream string) error {
+	target, err := url.Parse(upstream)
+	if err != nil {
+		return err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 256
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }, Transport: tr, FlushInterval: -1}
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 32<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		rp.ServeHTTP(w, r)
+	})}
+	var wg sync.WaitGroup
+	wg.Go(func() { <-ctx.Done(); _ = hs.Close() })
+	err = hs.Serve(ln)
+	wg.Wait()
+	return err
+}
