@@ -23,17 +23,25 @@ func BenchmarkPrepareChat(b *testing.B) {
 	p := testPlan([]plan.Engine{plainEngine("E1")}, plan.Model{Name: "m", Buckets: []plan.Bucket{
 		{ID: "all", Groups: plan.Groups{Plain: ptr(group(plan.PowerOfTwo, plan.Admission{}))}},
 	}})
-	srv, err := New(p, Options{Logger: slog.New(slog.DiscardHandler)})
+	standin, err := New(p, Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	qwen, err := New(qwenPlan(), Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name string
+		srv  *Server
 		body []byte
 	}{
-		{"short", []byte(chat("m", "Benchmark the router with a short prompt.", `, "max_tokens": 1`))},
-		{"128k", longChat(128 << 10)},
+		{"short", standin, []byte(chat("m", "Benchmark the router with a short prompt.", `, "max_tokens": 1`))},
+		{"128k", standin, longChat(128 << 10)},
+		{"qwen3/short", qwen, []byte(chat("m", "Benchmark the router with a short prompt.", `, "max_tokens": 1`))},
+		{"qwen3/128k", qwen, longChat(128 << 10)},
 	} {
+		srv := tc.srv
 		b.Run(tc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(tc.body)))
 			b.ReportAllocs()

@@ -58,8 +58,22 @@ var ErrNoDecode = errors.New("this tokenizer cannot decode ids: configure the mo
 type Standin struct{}
 
 // Encode implements Tokenizer. The stand-in has no template tokens, so addSpecial is
-// ignored.
-func (Standin) Encode(text string, _ bool) []uint32 { return Encode(text) }
+// ignored. A long text is looked up in the stand-in's segment cache.
+func (Standin) Encode(text string, _ bool) []uint32 {
+	return standinSegments.Append(make([]uint32, 0, len(text)/5+1), text, AppendEncode)
+}
+
+// standinSegments is the stand-in's segment cache, shared by every model that uses the
+// stand-in (its ids depend on nothing but the text).
+var standinSegments = NewSegmentCache(DefaultSegmentBytes)
+
+// CacheStats returns the counters of the stand-in's segment cache.
+func (Standin) CacheStats() SegmentStats { return standinSegments.Stats() }
+
+// CacheStatser is a tokenizer that keeps a segment cache.
+type CacheStatser interface {
+	CacheStats() SegmentStats
+}
 
 // EncodeChat implements Tokenizer with the ChatML-like template of EncodeChat; tools and
 // template arguments are not part of it.

@@ -26,6 +26,8 @@ import (
 	"sync"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/routerkit/router/runtime/token"
 )
 
 // ErrUnsupported is wrapped by the error [Load] returns for a tokenizer.json that uses a
@@ -43,6 +45,9 @@ type Tokenizer struct {
 	pre       preTokenizer
 	model     *model
 	cache     *cache // nil disables caching
+	// segments caches the ids of long texts between added tokens, each encoded on its
+	// own (see encodeSection); nil disables it.
+	segments *token.SegmentCache
 	prefix    []uint32
 	suffix    []uint32
 	dec       decoder
@@ -91,7 +96,9 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) []uint32 {
 			ids = append(ids, sec.id)
 			continue
 		}
-		ids = t.encodeSection(ids, s, sec.text)
+		ids = t.segments.Append(ids, sec.text, func(ids []uint32, text string) []uint32 {
+			return t.encodeSection(ids, s, text)
+		})
 	}
 	clear(s.sections) // the pool must not keep text alive
 	if addSpecial {
@@ -100,7 +107,11 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) []uint32 {
 	return ids
 }
 
-// encodeSection appends the ids of a stretch of text that holds no raw added token.
+// encodeSection appends the ids of a stretch of text that holds no raw added token. They
+// depend on that text alone, as in the tokenizers crate, which splits the raw text on
+// added tokens before anything else and normalizes, pre-tokenizes and merges each
+// stretch separately (lstrip and rstrip have already widened the tokens' matches); this
+// is what makes the segment cache exact.
 func (t *Tokenizer) encodeSection(ids []uint32, s *scratch, text string) []uint32 {
 	if t.nfc {
 		text = norm.NFC.String(text)
@@ -162,6 +173,14 @@ func (t *Tokenizer) encodePiece(ids []uint32, s *scratch, p string) []uint32 {
 func (t *Tokenizer) TokenID(content string) (uint32, bool) {
 	id, ok := t.dec.addedIDs[content]
 	return id, ok
+}
+
+// CacheStats returns the counters of the tokenizer's segment cache.
+func (t *Tokenizer) CacheStats() token.SegmentStats {
+	if t.segments == nil {
+		return token.SegmentStats{}
+	}
+	return t.segments.Stats()
 }
 
 // VocabSize returns the number of ids Decode accepts: the model's vocabulary and the added
