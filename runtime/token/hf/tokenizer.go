@@ -48,10 +48,10 @@ type Tokenizer struct {
 	// segments caches the ids of long texts between added tokens, each encoded on its
 	// own (see encodeSection); nil disables it.
 	segments *token.SegmentCache
-	prefix    []uint32
-	suffix    []uint32
-	dec       decoder
-	scratch   sync.Pool // *scratch
+	prefix   []uint32
+	suffix   []uint32
+	dec      decoder
+	scratch  sync.Pool // *scratch
 }
 
 // maxPooledText is the longest text whose scratch buffers go back to the pool: the
