@@ -1,7 +1,6 @@
 package strictjson
 
 import (
-	"bytes"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -18,7 +17,10 @@ type node struct {
 
 // field returns the node for key's value in an object read as n, or a KeyError without
 // its path when key would be matched to a struct field only by case folding.
-func (n *node) field(key []byte) (*node, *KeyError) {
+func (n *node) field(key []byte) (*node, *KeyError) { return fieldOf(n, key) }
+
+// fieldOf is node.field for a key of either representation.
+func fieldOf[K string | []byte](n *node, key K) (*node, *KeyError) {
 	if n == nil {
 		return nil, nil
 	}
@@ -29,7 +31,7 @@ func (n *node) field(key []byte) (*node, *KeyError) {
 		return child, nil
 	}
 	for _, name := range n.names {
-		if bytes.EqualFold(key, []byte(name)) {
+		if strings.EqualFold(string(key), name) {
 			return nil, &KeyError{Key: string(key), Field: name}
 		}
 	}

@@ -148,3 +148,15 @@ func TestTopLevelKey(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkParse is BenchmarkUnmarshal's body read by Parse, without the typed decode.
+func BenchmarkParse(b *testing.B) {
+	body := []byte(`{"model":"m","messages":[` + strings.Repeat(`{"role":"user","content":"`+strings.Repeat("word ", 200)+`\n"},`, 50) + `{"role":"user","content":"x"}],"max_tokens":10}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(body, (*request)(nil)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
