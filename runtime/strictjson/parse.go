@@ -2,6 +2,7 @@ package strictjson
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -88,6 +89,14 @@ func Parse(data []byte, v any) (Value, error) {
 	}
 	// Not reached for documents encoding/json accepts: the parser follows its grammar.
 	return Value{}, errNotFast
+}
+
+// KeysMatch reports whether no object key in v is a case variant of a field that v's
+// place in a document of schema's type (a pointer) would fill: the check Parse makes of
+// a whole document, for a part of one read as another type.
+func (v *Value) KeysMatch(schema any) bool {
+	n := schemaOf(schema)
+	return n == nil || foldFree(v, n)
 }
 
 // foldFree reports whether no object key in v is a case variant of a field that n
@@ -254,6 +263,18 @@ func (p *parser) str() (string, error) {
 	i := start
 	ascii := true
 	for {
+		// Eight bytes at a time while none is a quote, a backslash or a control
+		// character; multi-byte characters are checked once the string ends.
+		for i+8 <= len(d) {
+			x := binary.LittleEndian.Uint64(d[i:])
+			if special8(x) {
+				break
+			}
+			if x&hi8 != 0 {
+				ascii = false
+			}
+			i += 8
+		}
 		for i < len(d) && strClass[d[i]] == 0 {
 			i++
 		}
@@ -279,12 +300,29 @@ func (p *parser) str() (string, error) {
 	}
 }
 
+// Byte-parallel tests over eight bytes (Hacker's Delight, "Find first 0-byte").
+const (
+	lo8 = 0x0101010101010101
+	hi8 = 0x8080808080808080
+)
+
+// special8 reports whether any byte of x is a quote, a backslash or below 0x20. Bytes of
+// 0x80 and above are not special, so the subtractions cannot make a false negative, and
+// a false positive only sends the caller to its byte loop.
+func special8(x uint64) bool {
+	zero := func(v uint64) uint64 { return (v - lo8) & ^v & hi8 }
+	return zero(x^(lo8*'"'))|zero(x^(lo8*'\\'))|((x-lo8*0x20)&^x&hi8) != 0
+}
+
 // escaped finishes reading a string holding an escape (the first at esc) and returns its
 // decoded text.
 func (p *parser) escaped(start, esc int) (string, error) {
 	d := p.data
 	i := esc
 	for i < len(d) {
+		for i+8 <= len(d) && !special8(binary.LittleEndian.Uint64(d[i:])) {
+			i += 8
+		}
 		for i < len(d) && strClass[d[i]] != 1 {
 			i++
 		}

@@ -78,31 +78,49 @@ func NewSegmentCache(maxBytes int) *SegmentCache {
 // otherwise encode's, which must append the ids of text alone to its argument and
 // return the extended slice. Texts shorter than MinSegment bypass the cache.
 func (c *SegmentCache) Append(dst []uint32, text string, encode func(dst []uint32, text string) []uint32) []uint32 {
+	if ids, ok := c.Get(text); ok {
+		return append(dst, ids...)
+	}
+	n := len(dst)
+	dst = encode(dst, text)
+	c.Put(text, dst[n:])
+	return dst
+}
+
+// Get returns the cached ids of text, which the caller must not modify. Texts shorter
+// than MinSegment are never cached.
+func (c *SegmentCache) Get(text string) ([]uint32, bool) {
 	if c == nil || len(text) < MinSegment {
-		return encode(dst, text)
+		return nil, false
 	}
 	h := maphash.String(c.seed, text)
 	sh := &c.shards[h%segShards]
 	sh.mu.Lock()
-	var hit []uint32
+	var ids []uint32
 	found := false
 	if i, ok := sh.index[h]; ok {
 		e := &sh.slots[i]
 		if e.text == text {
 			e.used = true
-			hit, found = e.ids, true
+			ids, found = e.ids, true
 		}
 	}
 	sh.mu.Unlock()
 	if found {
 		c.hits.Add(1)
-		return append(dst, hit...)
+	} else {
+		c.misses.Add(1)
 	}
-	c.misses.Add(1)
-	n := len(dst)
-	dst = encode(dst, text)
-	c.put(sh, h, text, dst[n:])
-	return dst
+	return ids, found
+}
+
+// Put caches copies of text and of its ids, as the tokenizer computed them alone.
+func (c *SegmentCache) Put(text string, ids []uint32) {
+	if c == nil || len(text) < MinSegment {
+		return
+	}
+	h := maphash.String(c.seed, text)
+	c.put(&c.shards[h%segShards], h, text, ids)
 }
 
 // put stores copies of text and ids under h, replacing a different text of the same hash.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/routerkit/router/runtime/strictjson"
 )
 
 // Tokenizer computes, for a model, the token ids its engines compute for a prompt.
@@ -43,6 +45,15 @@ type Chat struct {
 	// validate them). A tokenizer that reads only roles and text uses it instead of
 	// decoding the messages again: on a long conversation that pass is the cost.
 	Decoded []Message
+	// Parsed, when not nil, holds Messages, Tools and Kwargs already parsed (the router
+	// parses a chat body in one pass): a renderer builds its values from them instead of
+	// parsing the JSON again. A nil field is an absent one.
+	Parsed *ParsedChat
+}
+
+// ParsedChat is the parsed form of a Chat's JSON fields, as strictjson.Parse reads them.
+type ParsedChat struct {
+	Messages, Tools, Kwargs *strictjson.Value
 }
 
 // ErrUnpredictable is wrapped by EncodeChat's error for a request whose prompt the engine

@@ -63,6 +63,7 @@ const maxPooledText = 256 << 10
 // so that pooled buffers do not keep texts alive.
 type scratch struct {
 	sections []section
+	hits     [][]uint32 // per section, its cached ids or nil
 	inner    []section
 	pieces   []string
 	tmp      []string
@@ -86,21 +87,44 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) []uint32 {
 		defer t.scratch.Put(s)
 	}
 
-	ids := make([]uint32, 0, len(text)/3+len(t.prefix)+len(t.suffix)+1)
+	s.sections = t.added.split(s.sections[:0], text)
+	// The cached sections first, so that the result is allocated once at its size
+	// when the text was seen before.
+	n, uncached := len(t.prefix)+len(t.suffix)+1, 0
+	s.hits = s.hits[:0]
+	for _, sec := range s.sections {
+		var hit []uint32
+		switch {
+		case sec.token:
+			n++
+		default:
+			var ok bool
+			if hit, ok = t.segments.Get(sec.text); ok {
+				n += len(hit)
+			} else {
+				uncached += len(sec.text)
+			}
+		}
+		s.hits = append(s.hits, hit)
+	}
+	ids := make([]uint32, 0, n+uncached/3)
 	if addSpecial {
 		ids = append(ids, t.prefix...)
 	}
-	s.sections = t.added.split(s.sections[:0], text)
-	for _, sec := range s.sections {
-		if sec.token {
+	for i, sec := range s.sections {
+		switch {
+		case sec.token:
 			ids = append(ids, sec.id)
-			continue
+		case s.hits[i] != nil:
+			ids = append(ids, s.hits[i]...)
+		default:
+			start := len(ids)
+			ids = t.encodeSection(ids, s, sec.text)
+			t.segments.Put(sec.text, ids[start:])
 		}
-		ids = t.segments.Append(ids, sec.text, func(ids []uint32, text string) []uint32 {
-			return t.encodeSection(ids, s, text)
-		})
 	}
 	clear(s.sections) // the pool must not keep text alive
+	clear(s.hits)
 	if addSpecial {
 		ids = append(ids, t.suffix...)
 	}
