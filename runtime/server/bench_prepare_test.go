@@ -35,17 +35,23 @@ func BenchmarkPrepareChat(b *testing.B) {
 		name string
 		srv  *Server
 		body []byte
+		cold bool
 	}{
-		{"short", standin, []byte(chat("m", "Benchmark the router with a short prompt.", `, "max_tokens": 1`))},
-		{"128k", standin, longChat(128 << 10)},
-		{"qwen3/short", qwen, []byte(chat("m", "Benchmark the router with a short prompt.", `, "max_tokens": 1`))},
-		{"qwen3/128k", qwen, longChat(128 << 10)},
+		{"short", standin, []byte(chat("m", "Benchmark the router with a short prompt.", `, "max_tokens": 1`)), false},
+		{"128k", standin, longChat(128 << 10), false},
+		{"128k/cold", standin, longChat(128 << 10), true},
+		{"qwen3/short", qwen, []byte(chat("m", "Benchmark the router with a short prompt.", `, "max_tokens": 1`)), false},
+		{"qwen3/128k", qwen, longChat(128 << 10), false},
+		{"qwen3/128k/cold", qwen, longChat(128 << 10), true},
 	} {
 		srv := tc.srv
 		b.Run(tc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(tc.body)))
 			b.ReportAllocs()
-			for b.Loop() {
+			for i := 0; b.Loop(); i++ {
+				if tc.cold {
+					unseen(tc.body, i)
+				}
 				r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(tc.body))
 				w := httptest.NewRecorder()
 				if _, herr := srv.prepareChat(w, r); herr != nil {
@@ -53,6 +59,24 @@ func BenchmarkPrepareChat(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// seenMark starts every turn of longChat; unseen overwrites it.
+const seenMark = "turn00000000 "
+
+// unseen makes every turn of a longChat body new to the token cache by writing n into
+// each turn's mark: the cold path.
+func unseen(body []byte, n int) {
+	mark := fmt.Appendf(nil, "turn%08d ", n%100000000)
+	for i := 0; ; {
+		j := bytes.Index(body[i:], []byte("turn"))
+		if j < 0 {
+			return
+		}
+		i += j
+		copy(body[i:], mark)
+		i += len(mark)
 	}
 }
 
@@ -67,6 +91,7 @@ func longChat(words int) []byte {
 	w := 0
 	for i := 0; w < words; i++ {
 		var s strings.Builder
+		s.WriteString(seenMark)
 		for j := range 500 {
 			fmt.Fprintf(&s, "w%d%d ", i%97, j)
 		}
