@@ -150,6 +150,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 	s.modelList = strings.Join(names, ", ")
 	s.monitor = monitor.New(p, reg, s.table, s.client, s.log)
 	s.metrics.registerEngines(s)
+	s.metrics.reg.MustRegister(newTokenCacheCollector(s.models))
 	s.metrics.reg.MustRegister(s.deps.Affinity) // the binding store's health
 	s.deps.Affinity.SetLogger(s.log)
 	if s.deps.KV != nil {
