@@ -1,11 +1,14 @@
 package hf
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/token"
+	"github.com/routerkit/router/runtime/token/chattemplate"
 )
 
 // withFreshSegments returns a copy of t sharing everything but an empty segment cache,
@@ -116,4 +119,41 @@ func FuzzSegmentCache(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestModelChatCacheIsExact: a conversation over the golden texts, growing a turn at a
+// time as a client resends it, gets through Model.EncodeChat (template, then the segment
+// cache) the ids of its rendered prompt encoded without any cache.
+func TestModelChatCacheIsExact(t *testing.T) {
+	m, err := Open(plan.Tokenizer{Path: qwenPath, Config: "../../../testdata/tokenizers/qwen3/tokenizer_config.json", EngineKind: plan.KindSGLang})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.tok = withFreshSegments(m.tok)
+	plain := uncached(m.tok)
+	var msgs []map[string]string
+	for i, c := range loadGoldens(t) {
+		if i%25 != 0 || strings.Contains(c.Text, "<") {
+			continue
+		}
+		msgs = append(msgs, map[string]string{"role": []string{"user", "assistant"}[len(msgs)%2], "content": strings.Repeat(c.Text+"\n", 8)})
+		raw, err := json.Marshal(msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := token.Chat{Messages: raw}
+		prompt, err := m.tmpl.Render(c, chattemplate.Options{AddGenerationPrompt: true, Engine: m.engine})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := plain.Encode(prompt, false)
+		for range 2 {
+			if got, err := m.EncodeChat(c); err != nil || !slices.Equal(got, want) {
+				t.Fatalf("%d messages: cached chat ids differ from uncached ones (%v)", len(msgs), err)
+			}
+		}
+	}
+	if st := m.CacheStats(); len(msgs) < 10 || st.Hits < int64(len(msgs)) {
+		t.Fatalf("%d messages, cache stats %+v: the cache was not used", len(msgs), st)
+	}
 }
