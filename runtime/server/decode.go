@@ -78,7 +78,11 @@ func fillChat(req *chatRequest, v *strictjson.Value, body []byte) (*token.Parsed
 		ok := true
 		switch k {
 		case "model":
-			ok = setString(&req.Model, e)
+			// A copy: the name outlives the request in the recent decisions of an
+			// unknown model, and a substring would keep the whole body alive.
+			if ok = setString(&req.Model, e); ok && req.Model != nil {
+				req.Model = new(strings.Clone(*req.Model))
+			}
 		case "messages":
 			req.Messages, parsed.Messages = body[e.Start:e.End], e
 		case "tools":
