@@ -35,11 +35,13 @@ fuzz:
 	$(GO) test ./compiler/legacy -run '^$$' -fuzz '^FuzzMigrate$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./compiler/legacy -run '^$$' -fuzz '^FuzzBucketFile$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/strictjson -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/strictjson -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzDecodeChat$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzExplainRequest$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/monitor -run '^$$' -fuzz '^FuzzLoadReports$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/state/kv -run '^$$' -fuzz '^FuzzDecodeMessage$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzSegmentCache$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME)
 
 bench:

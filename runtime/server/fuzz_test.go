@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"testing"
 
 	"github.com/routerkit/router/runtime/engine"
@@ -17,6 +18,10 @@ var fuzzSeeds = []string{
 	`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"bootstrap_room":7}`,
 	`{ "model" : "m" , "messages" : [ ] }`, `{}`, `{"model":"m","max_tokens":1,"max_tokens":2}`,
 	`{"model":"m","messages":[{"role":"user","content":"\u00e9<&>"}],"stream":true,"n":2}`,
+	`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"},null,{"type":"image_url"},{"type":"text","text":null},{"text":"b"}]},{"role":"assistant","content":null,"tool_calls":[]}],"temperature":0.5,"top_p":1,"top_k":-1,"min_p":0,"frequency_penalty":-1.5e0,"presence_penalty":2,"repetition_penalty":1,"max_completion_tokens":9,"add_generation_prompt":false,"tools":[{"type":"function","function":{"name":"f"}}],"chat_template_kwargs":{"enable_thinking":false},"stream":null}`,
+	`{"model":null,"messages":[{"role":"user"}],"max_tokens":1.0}`, `{"model":"m","messages":[{"role":"user","Content":"x"}]}`,
+	`{"model":"m","messages":[{"role":1}]}`, `{"model":"m","Temperature":3,"messages":[{"role":"u"}]}`, `{"model":"m","messages":{}}`,
+	`{"model":"m","messages":[{"role":"user","content":5}]}`, `{"model":"m","messages":[{"role":"u","content":[{"type":1}]}]}`,
 }
 
 // FuzzDecodeChat feeds the chat request path: preparation never panics, and a body the
@@ -39,13 +44,15 @@ func FuzzDecodeChat(f *testing.F) {
 			t.Fatalf("negative input tokens: %+v", p.facts)
 		}
 		var req chatRequest
-		if decodeBody(body, &req) != nil {
+		herr := decodeBody(body, &req)
+		checkOnePass(t, body, req, herr)
+		if herr != nil {
 			return
 		}
-		_, _ = validate(&req)
+		_ = validate(&req)
 		var top map[string]json.RawMessage
-		if json.Unmarshal(body, &top) != nil {
-			return // a valid non-object (the router answers 400 on validation)
+		if json.Unmarshal(body, &top) != nil || top == nil {
+			return // a valid non-object or null (the router answers 400 on validation)
 		}
 		pl, err := withBootstrap(body, pre, 42, 0)
 		if err != nil {
@@ -71,6 +78,29 @@ func FuzzDecodeChat(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkOnePass checks decodeChat against the general strict decoder, whose result on
+// body is req and herr: the same error, and for a body decoded in one pass the same
+// fields and the messages validateMessages decodes.
+func checkOnePass(t *testing.T, body []byte, req chatRequest, herr *httpError) {
+	t.Helper()
+	fast, msgs, _, fastErr := decodeChat(body)
+	switch {
+	case (fastErr == nil) != (herr == nil):
+		t.Fatalf("one pass: error %v, strict decoder: %v", fastErr, herr)
+	case herr != nil && *fastErr != *herr:
+		t.Fatalf("one pass: error %+v, strict decoder: %+v", *fastErr, *herr)
+	case herr != nil || msgs == nil:
+		return
+	}
+	if !reflect.DeepEqual(fast, req) {
+		t.Fatalf("one pass decoded %+v, the strict decoder %+v", fast, req)
+	}
+	want, verr := validateMessages(req.Messages)
+	if verr != nil || !reflect.DeepEqual(msgs, want) {
+		t.Fatalf("one pass read messages %q, validateMessages %q (%v)", msgs, want, verr)
+	}
 }
 
 // FuzzExplainRequest feeds the /admin/explain decoder: it never panics.

@@ -62,21 +62,28 @@ type preparer func(w http.ResponseWriter, r *http.Request) (*prepared, *httpErro
 // model's resolver, the input token count and ids, the expected peak, and the session and
 // routing keys from the model's configured headers.
 func (s *Server) prepareChat(w http.ResponseWriter, r *http.Request) (*prepared, *httpError) {
-	var req chatRequest
-	body, herr := s.readRequest(w, r, &req)
+	body, herr := s.readBody(w, r)
 	if herr != nil {
 		return nil, herr
 	}
-	msgs, herr := validate(&req)
+	req, msgs, parsed, herr := decodeChat(body)
 	if herr != nil {
 		return nil, herr
+	}
+	if herr := validate(&req); herr != nil {
+		return nil, herr
+	}
+	if msgs == nil {
+		if msgs, herr = validateMessages(req.Messages); herr != nil {
+			return nil, herr
+		}
 	}
 	m, herr := s.modelNamed(*req.Model)
 	if herr != nil {
 		return nil, herr
 	}
 	c := req.chat()
-	c.Decoded = msgs
+	c.Decoded, c.Parsed = msgs, parsed
 	ids, err := m.tok.EncodeChat(c)
 	exact := true
 	switch {
@@ -136,24 +143,21 @@ func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, v any) ([]b
 	return body, nil
 }
 
-// validate checks the fields the router understands, with SGLang's sampling ranges. The
-// message names the field so a client can fix its request. It returns the messages,
-// decoded once for the checks and the tokenizer.
-func validate(req *chatRequest) ([]token.Message, *httpError) {
+// validate checks the fields the router understands besides the messages (checked after
+// them, by validateMessages or in decodeChat), with SGLang's sampling ranges. The message
+// names the field so a client can fix its request.
+func validate(req *chatRequest) *httpError {
 	switch {
 	case req.Model == nil || *req.Model == "":
-		return nil, badRequest("model: required")
+		return badRequest("model: required")
 	case req.MaxTokens != nil && *req.MaxTokens < 0:
-		return nil, badRequest("max_tokens: must be at least 0, got %d", *req.MaxTokens)
+		return badRequest("max_tokens: must be at least 0, got %d", *req.MaxTokens)
 	case req.MaxCompletionTokens != nil && *req.MaxCompletionTokens < 0:
-		return nil, badRequest("max_completion_tokens: must be at least 0, got %d", *req.MaxCompletionTokens)
+		return badRequest("max_completion_tokens: must be at least 0, got %d", *req.MaxCompletionTokens)
 	case req.N != nil && *req.N < 1:
-		return nil, badRequest("n: must be at least 1, got %d", *req.N)
+		return badRequest("n: must be at least 1, got %d", *req.N)
 	}
-	if herr := req.sampling.validate(""); herr != nil {
-		return nil, herr
-	}
-	return validateMessages(req.Messages)
+	return req.sampling.validate("")
 }
 
 // validate checks the sampling ranges SGLang enforces; prefix names the object holding

@@ -170,7 +170,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		c.metrics.registerEngine(c, c.fleet.members[e.ID])
 	}
 	c.metrics.zeroSeries(p)
-	c.metrics.reg.MustRegister(newBindingsCollector(c)) // the binding store's health
+	c.metrics.reg.MustRegister(newBindingsCollector(c), &tokenCacheCollector{core: c}) // the binding store's health and the token caches
 	s.deps.Affinity.SetLogger(c.log)
 	if s.deps.KV != nil {
 		// The prefix index counts what it could not use of the engines' KV events.

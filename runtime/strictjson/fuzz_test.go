@@ -98,3 +98,71 @@ func markValue(stack []*frame) {
 		stack[len(stack)-1].expect = true
 	}
 }
+
+// FuzzParse checks Parse against encoding/json and Check: it never panics, refuses
+// exactly what Check refuses (with the same error), and its tree holds what
+// encoding/json decodes, every value locating its own bytes.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"a","messages":[{"role":"user","content":"hi"}],"max_tokens":3}`,
+		`{"model":"a","Model":"b"}`, `{"a":1,"a":2}`, `{"mod\u0065l":"x"}`, `[{"a":{"b":[1,2,{"c":null}]}}]`,
+		`{"extra":{"Model":1}}`, `{"raw":{"x":"\"}"}}`, `"str"`, `12e3`, `{"by_name":{"k":{"Role":"x"}}}`,
+		`"\ud800\udc00 \ud800x \udc00 \u00e9 é \xff\xfe"`, `[-0.5e+7, 0, -0, 1E2, true, false, null]`, " \t\n[1 , 2 ]\r\n",
+		`{"messages":[{"ROLE":"x"}]}`, `[1,]`, `{"a":1,}`, `01`, `1.`, `"\x01"`, `"\q"`, `tru`, `{"a" 1}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := Parse(data, (*request)(nil))
+		want := Check(data, (*request)(nil))
+		if (err == nil) != (want == nil) || err != nil && err.Error() != want.Error() {
+			t.Fatalf("Parse error %v, Check error %v", err, want)
+		}
+		if err != nil {
+			return
+		}
+		checkTree(t, data, &v)
+	})
+}
+
+// checkTree checks that v is what encoding/json decodes from v's bytes in data, and so
+// on for every value inside it.
+func checkTree(t *testing.T, data []byte, v *Value) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(data[v.Start:v.End]))
+	dec.UseNumber()
+	var want any
+	if err := dec.Decode(&want); err != nil {
+		t.Fatalf("value bytes %q: %v", data[v.Start:v.End], err)
+	}
+	if got := asAny(v); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Parse gave %#v for %q, encoding/json %#v", got, data[v.Start:v.End], want)
+	}
+	for i := range v.Elems {
+		checkTree(t, data, &v.Elems[i])
+	}
+}
+
+func asAny(v *Value) any {
+	switch v.Kind {
+	case Bool:
+		return v.Bool
+	case Number:
+		return json.Number(v.Str)
+	case String:
+		return v.Str
+	case Array:
+		out := []any{}
+		for i := range v.Elems {
+			out = append(out, asAny(&v.Elems[i]))
+		}
+		return out
+	case Object:
+		out := map[string]any{}
+		for i, k := range v.Keys {
+			out[k] = asAny(&v.Elems[i])
+		}
+		return out
+	}
+	return nil
+}

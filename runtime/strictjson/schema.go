@@ -1,7 +1,6 @@
 package strictjson
 
 import (
-	"bytes"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -18,7 +17,10 @@ type node struct {
 
 // field returns the node for key's value in an object read as n, or a KeyError without
 // its path when key would be matched to a struct field only by case folding.
-func (n *node) field(key []byte) (*node, *KeyError) {
+func (n *node) field(key []byte) (*node, *KeyError) { return fieldOf(n, key) }
+
+// fieldOf is node.field for a key of either representation.
+func fieldOf[K string | []byte](n *node, key K) (*node, *KeyError) {
 	if n == nil {
 		return nil, nil
 	}
@@ -29,7 +31,7 @@ func (n *node) field(key []byte) (*node, *KeyError) {
 		return child, nil
 	}
 	for _, name := range n.names {
-		if bytes.EqualFold(key, []byte(name)) {
+		if strings.EqualFold(string(key), name) {
 			return nil, &KeyError{Key: string(key), Field: name}
 		}
 	}
@@ -49,6 +51,20 @@ func RegisterShape[T, Shape any]() {
 }
 
 var rawMessage = reflect.TypeFor[json.RawMessage]()
+
+// promoted reports whether encoding/json reads the fields of struct field f (with JSON
+// name name) as the outer struct's: an embedded struct, or pointer to one, without a name
+// in its tag.
+func promoted(f reflect.StructField, name string) bool {
+	if !f.Anonymous || name != "" || f.Tag.Get("json") == "-" {
+		return false
+	}
+	t := f.Type
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Kind() == reflect.Struct
+}
 
 func schemaOf(v any) *node {
 	t := reflect.TypeOf(v)
@@ -81,13 +97,17 @@ func build(t reflect.Type, seen map[reflect.Type]*node) *node {
 	case reflect.Struct:
 		n := &node{fields: map[string]*node{}}
 		seen[t] = n
+		var embedded []*node
 		for i := range t.NumField() {
 			f := t.Field(i)
-			if !f.IsExported() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if promoted(f, name) {
+				if e := build(f.Type, seen); e != nil && e.fields != nil {
+					embedded = append(embedded, e)
+				}
 				continue
 			}
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "-" {
+			if !f.IsExported() || name == "-" {
 				continue
 			}
 			if name == "" {
@@ -95,6 +115,16 @@ func build(t reflect.Type, seen map[reflect.Type]*node) *node {
 			}
 			n.fields[name] = build(f.Type, seen)
 			n.names = append(n.names, name)
+		}
+		// encoding/json fills the fields of an embedded struct as if they were the
+		// outer struct's (exported or not), unless the outer struct has the name.
+		for _, e := range embedded {
+			for _, name := range e.names {
+				if _, ok := n.fields[name]; !ok {
+					n.fields[name] = e.fields[name]
+					n.names = append(n.names, name)
+				}
+			}
 		}
 		return n
 	case reflect.Slice, reflect.Array:

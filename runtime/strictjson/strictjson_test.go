@@ -20,6 +20,12 @@ type request struct {
 	ByName    map[string]message `json:"by_name"`
 	Raw       json.RawMessage    `json:"raw"`
 	Ignored   string             `json:"-"`
+	embedded
+}
+
+// embedded's fields are read by encoding/json as request's own.
+type embedded struct {
+	Temperature *float64 `json:"temperature"`
 }
 
 func TestUnmarshalRejectsDifferentialKeys(t *testing.T) {
@@ -41,6 +47,8 @@ func TestUnmarshalRejectsDifferentialKeys(t *testing.T) {
 		{"raw message not schema-checked", `{"raw":{"Model":1}}`, ""},
 		{"raw message still duplicate-checked", `{"raw":{"a":1,"a":1}}`, `duplicate key "a" in raw`},
 		{"same key in sibling objects", `{"messages":[{"role":"a"},{"role":"b"}]}`, ""},
+		{"case variant of an embedded struct's field", `{"Temperature":1}`, `key "Temperature" in the top-level object: keys are case-sensitive, did you mean "temperature"?`},
+		{"embedded struct's field", `{"temperature":1}`, ""},
 		{"kelvin sign folds to k", `{"ma` + "\u212a" + `":1, "model":"a"}`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -145,6 +153,18 @@ func TestTopLevelKey(t *testing.T) {
 	} {
 		if got := TopLevelKey([]byte(body), isBoot); got != want {
 			t.Errorf("TopLevelKey(%s) = %v, want %v", body, got, want)
+		}
+	}
+}
+
+// BenchmarkParse is BenchmarkUnmarshal's body read by Parse, without the typed decode.
+func BenchmarkParse(b *testing.B) {
+	body := []byte(`{"model":"m","messages":[` + strings.Repeat(`{"role":"user","content":"`+strings.Repeat("word ", 200)+`\n"},`, 50) + `{"role":"user","content":"x"}],"max_tokens":10}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(body, (*request)(nil)); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

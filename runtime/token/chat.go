@@ -33,13 +33,22 @@ const perMessageSpecials = 3
 // Each message is encoded on its own and no generation prompt is appended, so the ids of a
 // conversation are a prefix of the ids of any conversation that continues it. That is the
 // property prefix caching relies on: a follow-up turn hits the blocks of the previous turn.
+//
+// A content's ids depend on the content alone, so long contents are looked up in the
+// stand-in's segment cache: a conversation that resends its history encodes only what is
+// new.
 func EncodeChat(msgs []Message) []uint32 {
-	ids := make([]uint32, 0, CountChat(msgs))
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Content)
+	}
+	// The stand-in makes about one id per five bytes of English; append grows the rest.
+	ids := make([]uint32, 0, n/5+perMessageSpecials*len(msgs)+8)
 	for _, m := range msgs {
 		ids = append(ids, imStart)
 		ids = AppendEncode(ids, m.Role)
 		ids = append(ids, newline)
-		ids = AppendEncode(ids, m.Content)
+		ids = standinSegments.Append(ids, m.Content, AppendEncode)
 		ids = append(ids, imEnd)
 	}
 	return ids

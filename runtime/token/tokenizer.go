@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/routerkit/router/runtime/strictjson"
 )
 
 // Tokenizer computes, for a model, the token ids its engines compute for a prompt.
@@ -43,6 +45,15 @@ type Chat struct {
 	// validate them). A tokenizer that reads only roles and text uses it instead of
 	// decoding the messages again: on a long conversation that pass is the cost.
 	Decoded []Message
+	// Parsed, when not nil, holds Messages, Tools and Kwargs already parsed (the router
+	// parses a chat body in one pass): a renderer builds its values from them instead of
+	// parsing the JSON again. A nil field is an absent one.
+	Parsed *ParsedChat
+}
+
+// ParsedChat is the parsed form of a Chat's JSON fields, as strictjson.Parse reads them.
+type ParsedChat struct {
+	Messages, Tools, Kwargs *strictjson.Value
 }
 
 // ErrUnpredictable is wrapped by EncodeChat's error for a request whose prompt the engine
@@ -58,8 +69,22 @@ var ErrNoDecode = errors.New("this tokenizer cannot decode ids: configure the mo
 type Standin struct{}
 
 // Encode implements Tokenizer. The stand-in has no template tokens, so addSpecial is
-// ignored.
-func (Standin) Encode(text string, _ bool) []uint32 { return Encode(text) }
+// ignored. A long text is looked up in the stand-in's segment cache.
+func (Standin) Encode(text string, _ bool) []uint32 {
+	return standinSegments.Append(make([]uint32, 0, len(text)/5+1), text, AppendEncode)
+}
+
+// standinSegments is the stand-in's segment cache, shared by every model that uses the
+// stand-in (its ids depend on nothing but the text).
+var standinSegments = NewSegmentCache(DefaultSegmentBytes)
+
+// CacheStats returns the counters of the stand-in's segment cache.
+func (Standin) CacheStats() SegmentStats { return standinSegments.Stats() }
+
+// CacheStatser is a tokenizer that keeps a segment cache.
+type CacheStatser interface {
+	CacheStats() SegmentStats
+}
 
 // EncodeChat implements Tokenizer with the ChatML-like template of EncodeChat; tools and
 // template arguments are not part of it.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/routerkit/router/runtime/strictjson"
 	"github.com/routerkit/router/runtime/token"
 )
 
@@ -93,24 +94,51 @@ func (g golden) chat() token.Chat {
 	return c
 }
 
-// TestGoldens renders every case and compares it byte for byte with Python's prompt.
+// parsed is c with its JSON fields parsed by strictjson.Parse, as the router hands a chat
+// over.
+func parsed(t testing.TB, c token.Chat) token.Chat {
+	t.Helper()
+	field := func(raw json.RawMessage) *strictjson.Value {
+		if len(raw) == 0 {
+			return nil
+		}
+		v, err := strictjson.Parse(raw, (*any)(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &v
+	}
+	c.Parsed = &token.ParsedChat{Messages: field(c.Messages), Tools: field(c.Tools), Kwargs: field(c.Kwargs)}
+	return c
+}
+
+// TestGoldens renders every case, from the raw JSON and from the parsed tree, and
+// compares it byte for byte with Python's prompt.
 func TestGoldens(t *testing.T) {
 	for _, g := range loadGoldens(t) {
 		t.Run(g.Name, func(t *testing.T) {
-			got, err := g.renderer(t)(g.chat(), g.options(t))
-			if g.Error != "" {
-				var raised *RaiseError
-				if !errors.As(err, &raised) || raised.Message != g.Error {
-					t.Fatalf("got error %v, want raise_exception %q", err, g.Error)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != g.Want {
-				t.Errorf("prompt differs from Python's\n got: %q\nwant: %q", got, g.Want)
+			render := g.renderer(t)
+			for _, c := range []token.Chat{g.chat(), parsed(t, g.chat())} {
+				got, err := render(c, g.options(t))
+				g.check(t, got, err)
 			}
 		})
+	}
+}
+
+func (g golden) check(t *testing.T, got string, err error) {
+	t.Helper()
+	if g.Error != "" {
+		var raised *RaiseError
+		if !errors.As(err, &raised) || raised.Message != g.Error {
+			t.Fatalf("got error %v, want raise_exception %q", err, g.Error)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != g.Want {
+		t.Errorf("prompt differs from Python's\n got: %q\nwant: %q", got, g.Want)
 	}
 }

@@ -97,25 +97,28 @@ func (t *Template) render(vars map[string]jinja.Value) (string, error) {
 // and SGLang passes its own. SGLang also always passes reasoning_effort (None unless the
 // kwargs hold one).
 func (t *Template) vars(c token.Chat, o Options) (map[string]jinja.Value, error) {
-	rawMsgs, err := decodeValue(c.Messages)
-	if err != nil {
-		return nil, fmt.Errorf("decode messages: %w", err)
+	var rawMsgs, rawTools, kwargs jinja.Value
+	if p := c.Parsed; p != nil {
+		rawMsgs, rawTools, kwargs = treeValue(p.Messages), treeValue(p.Tools), treeValue(p.Kwargs)
+	} else {
+		var err error
+		if rawMsgs, err = decodeValue(c.Messages); err != nil {
+			return nil, fmt.Errorf("decode messages: %w", err)
+		}
+		if rawTools, err = decodeValue(c.Tools); err != nil {
+			return nil, fmt.Errorf("decode tools: %w", err)
+		}
+		if kwargs, err = decodeValue(c.Kwargs); err != nil {
+			return nil, fmt.Errorf("decode chat_template_kwargs: %w", err)
+		}
 	}
 	msgs, err := o.Engine.messages(rawMsgs, t.openai(o.Engine))
 	if err != nil {
 		return nil, err
 	}
-	rawTools, err := decodeValue(c.Tools)
-	if err != nil {
-		return nil, fmt.Errorf("decode tools: %w", err)
-	}
 	tools, err := o.Engine.tools(rawTools)
 	if err != nil {
 		return nil, err
-	}
-	kwargs, err := decodeValue(c.Kwargs)
-	if err != nil {
-		return nil, fmt.Errorf("decode chat_template_kwargs: %w", err)
 	}
 	if !kwargs.IsUndefined() && !kwargs.IsNone() && !kwargs.IsDict() {
 		return nil, errors.New("chat_template_kwargs must be an object")

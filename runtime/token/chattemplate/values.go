@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"github.com/ardanlabs/jinja"
+
+	"github.com/routerkit/router/runtime/strictjson"
 )
 
 // decodeValue turns raw JSON into a template value the way Python's json.loads does, which
@@ -83,6 +85,44 @@ func decodeNext(dec *json.Decoder) (jinja.Value, error) {
 		return d, err
 	}
 	return jinja.Undefined(), fmt.Errorf("unexpected JSON token %v", tok)
+}
+
+// treeValue is decodeValue for JSON already parsed by strictjson.Parse (nil: absent), with
+// the same result: strings are shared with the parsed document, not copied.
+func treeValue(v *strictjson.Value) jinja.Value {
+	if v == nil {
+		return jinja.Undefined()
+	}
+	switch v.Kind {
+	case strictjson.Bool:
+		return jinja.NewBool(v.Bool)
+	case strictjson.Number:
+		n, err := numberValue(json.Number(v.Str))
+		if err != nil {
+			// Not reached: a literal of JSON's grammar always parses as a float.
+			return jinja.NewString(v.Str)
+		}
+		return n
+	case strictjson.String:
+		return jinja.NewString(v.Str)
+	case strictjson.Array:
+		var items []jinja.Value
+		if len(v.Elems) > 0 {
+			items = make([]jinja.Value, len(v.Elems))
+			for i := range v.Elems {
+				items[i] = treeValue(&v.Elems[i])
+			}
+		}
+		return jinja.NewList(items)
+	case strictjson.Object:
+		d := jinja.NewDict()
+		dict := d.AsDict()
+		for i, k := range v.Keys {
+			dict.Set(k, treeValue(&v.Elems[i]))
+		}
+		return d
+	}
+	return jinja.None()
 }
 
 // numberValue follows json.loads: an integer literal is an int, anything with a fraction or

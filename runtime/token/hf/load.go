@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/routerkit/router/runtime/token"
 )
 
 // maxID bounds the ids of a vocabulary, so that a corrupt file cannot make Load allocate
@@ -88,7 +90,7 @@ func build(f *fileJSON) (*Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tokenizer{cache: newCache()}
+	t := &Tokenizer{cache: newCache(), segments: token.NewSegmentCache(token.DefaultSegmentBytes)}
 	if t.nfc, err = parseNormalizer(f.Normalizer); err != nil {
 		return nil, err
 	}

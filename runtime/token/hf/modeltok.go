@@ -121,6 +121,9 @@ func Open(t plan.Tokenizer) (*Model, error) {
 // Encode implements token.Tokenizer.
 func (m *Model) Encode(text string, addSpecial bool) []uint32 { return m.tok.Encode(text, addSpecial) }
 
+// CacheStats returns the counters of the tokenizer's segment cache.
+func (m *Model) CacheStats() token.SegmentStats { return m.tok.CacheStats() }
+
 // Decode implements token.Tokenizer.
 func (m *Model) Decode(ids []uint32) (string, error) { return m.tok.Decode(ids) }
 

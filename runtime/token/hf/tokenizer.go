@@ -26,6 +26,8 @@ import (
 	"sync"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/routerkit/router/runtime/token"
 )
 
 // ErrUnsupported is wrapped by the error [Load] returns for a tokenizer.json that uses a
@@ -43,10 +45,13 @@ type Tokenizer struct {
 	pre       preTokenizer
 	model     *model
 	cache     *cache // nil disables caching
-	prefix    []uint32
-	suffix    []uint32
-	dec       decoder
-	scratch   sync.Pool // *scratch
+	// segments caches the ids of long texts between added tokens, each encoded on its
+	// own (see encodeSection); nil disables it.
+	segments *token.SegmentCache
+	prefix   []uint32
+	suffix   []uint32
+	dec      decoder
+	scratch  sync.Pool // *scratch
 }
 
 // maxPooledText is the longest text whose scratch buffers go back to the pool: the
@@ -58,6 +63,7 @@ const maxPooledText = 256 << 10
 // so that pooled buffers do not keep texts alive.
 type scratch struct {
 	sections []section
+	hits     [][]uint32 // per section, its cached ids or nil
 	inner    []section
 	pieces   []string
 	tmp      []string
@@ -81,26 +87,55 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) []uint32 {
 		defer t.scratch.Put(s)
 	}
 
-	ids := make([]uint32, 0, len(text)/3+len(t.prefix)+len(t.suffix)+1)
+	s.sections = t.added.split(s.sections[:0], text)
+	// The cached sections first, so that the result is allocated once at its size
+	// when the text was seen before.
+	n, uncached := len(t.prefix)+len(t.suffix)+1, 0
+	s.hits = s.hits[:0]
+	for _, sec := range s.sections {
+		var hit []uint32
+		switch {
+		case sec.token:
+			n++
+		default:
+			var ok bool
+			if hit, ok = t.segments.Get(sec.text); ok {
+				n += len(hit)
+			} else {
+				uncached += len(sec.text)
+			}
+		}
+		s.hits = append(s.hits, hit)
+	}
+	ids := make([]uint32, 0, n+uncached/3)
 	if addSpecial {
 		ids = append(ids, t.prefix...)
 	}
-	s.sections = t.added.split(s.sections[:0], text)
-	for _, sec := range s.sections {
-		if sec.token {
+	for i, sec := range s.sections {
+		switch {
+		case sec.token:
 			ids = append(ids, sec.id)
-			continue
+		case s.hits[i] != nil:
+			ids = append(ids, s.hits[i]...)
+		default:
+			start := len(ids)
+			ids = t.encodeSection(ids, s, sec.text)
+			t.segments.Put(sec.text, ids[start:])
 		}
-		ids = t.encodeSection(ids, s, sec.text)
 	}
 	clear(s.sections) // the pool must not keep text alive
+	clear(s.hits)
 	if addSpecial {
 		ids = append(ids, t.suffix...)
 	}
 	return ids
 }
 
-// encodeSection appends the ids of a stretch of text that holds no raw added token.
+// encodeSection appends the ids of a stretch of text that holds no raw added token. They
+// depend on that text alone, as in the tokenizers crate, which splits the raw text on
+// added tokens before anything else and normalizes, pre-tokenizes and merges each
+// stretch separately (lstrip and rstrip have already widened the tokens' matches); this
+// is what makes the segment cache exact.
 func (t *Tokenizer) encodeSection(ids []uint32, s *scratch, text string) []uint32 {
 	if t.nfc {
 		text = norm.NFC.String(text)
@@ -162,6 +197,14 @@ func (t *Tokenizer) encodePiece(ids []uint32, s *scratch, p string) []uint32 {
 func (t *Tokenizer) TokenID(content string) (uint32, bool) {
 	id, ok := t.dec.addedIDs[content]
 	return id, ok
+}
+
+// CacheStats returns the counters of the tokenizer's segment cache.
+func (t *Tokenizer) CacheStats() token.SegmentStats {
+	if t.segments == nil {
+		return token.SegmentStats{}
+	}
+	return t.segments.Stats()
 }
 
 // VocabSize returns the number of ids Decode accepts: the model's vocabulary and the added

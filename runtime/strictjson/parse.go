@@ -1,0 +1,565 @@
+package strictjson
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// Kind is the JSON type of a Value.
+type Kind uint8
+
+// The JSON types.
+const (
+	Null Kind = iota
+	Bool
+	Number
+	String
+	Array
+	Object
+)
+
+// Value is one JSON value of a document read by Parse.
+type Value struct {
+	Kind Kind
+	// Bool is a Bool's value.
+	Bool bool
+	// Str is a String's text, decoded as json.Unmarshal decodes it (invalid UTF-8 and
+	// lone surrogates become U+FFFD), or a Number's literal.
+	Str string
+	// Keys are an Object's keys, decoded, in document order; Elems are its values in the
+	// same order, or an Array's elements.
+	Keys  []string
+	Elems []Value
+	// Start and End delimit the value's bytes in the document.
+	Start, End int
+}
+
+// Get returns the value of an Object's key, or nil.
+func (v *Value) Get(key string) *Value {
+	for i, k := range v.Keys {
+		if k == key {
+			return &v.Elems[i]
+		}
+	}
+	return nil
+}
+
+// maxDepth is encoding/json's nesting limit; a deeper document is left to it to refuse.
+const maxDepth = 10000
+
+// errNotFast is the parser's internal failure: the document is then handed to
+// encoding/json and the key checker, whose errors Parse returns.
+var errNotFast = errors.New("strictjson: not parsed")
+
+// Parse reads data, one JSON value, in a single pass into a tree of Values, with the
+// checks Unmarshal(data, v) makes of syntax and keys: v (a pointer, never written) gives
+// the struct fields whose case variants are refused, at any depth; duplicate keys are
+// refused everywhere. Its errors are those Unmarshal would return for a document that
+// fails the checks (json's syntax error, or a *KeyError), but a type mismatch between
+// the tree and v is the caller's to find: it is not an error here.
+//
+// Strings without escapes are substrings of one copy of data, so a long body is copied
+// once however many strings it holds; Start and End locate every value in data for
+// callers that forward parts of it as json.RawMessage.
+func Parse(data []byte, v any) (Value, error) {
+	p := parser{data: data, src: string(data)}
+	val, err := p.parse()
+	if err == nil {
+		if n := schemaOf(v); n != nil && !foldFree(&val, n) {
+			err = errNotFast
+		}
+	}
+	if err == nil {
+		return val, nil
+	}
+	if !json.Valid(data) {
+		var x any
+		return Value{}, json.Unmarshal(data, &x)
+	}
+	if err := check(data, v); err != nil {
+		return Value{}, err
+	}
+	// Not reached for documents encoding/json accepts: the parser follows its grammar.
+	return Value{}, errNotFast
+}
+
+// KeysMatch reports whether no object key in v is a case variant of a field that v's
+// place in a document of schema's type (a pointer) would fill: the check Parse makes of
+// a whole document, for a part of one read as another type.
+func (v *Value) KeysMatch(schema any) bool {
+	n := schemaOf(schema)
+	return n == nil || foldFree(v, n)
+}
+
+// foldFree reports whether no object key in v is a case variant of a field that n
+// expects there.
+func foldFree(v *Value, n *node) bool {
+	switch v.Kind {
+	case Object:
+		for i, k := range v.Keys {
+			child, kerr := fieldOf(n, k)
+			if kerr != nil {
+				return false
+			}
+			if child != nil && !foldFree(&v.Elems[i], child) {
+				return false
+			}
+		}
+	case Array:
+		if n.elem == nil {
+			return true
+		}
+		for i := range v.Elems {
+			if !foldFree(&v.Elems[i], n.elem) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// parser reads a document by recursive descent. Children of open containers are kept on
+// shared stacks and copied out once a container closes, so each container costs one
+// allocation of its exact size.
+type parser struct {
+	data  []byte
+	src   string // data as a string: the backing of strings without escapes
+	i     int
+	depth int
+	vals  []Value
+	keys  []string
+}
+
+func (p *parser) parse() (Value, error) {
+	p.ws()
+	v, err := p.value()
+	if err != nil {
+		return Value{}, err
+	}
+	p.ws()
+	if p.i != len(p.data) {
+		return Value{}, errNotFast
+	}
+	return v, nil
+}
+
+func (p *parser) ws() {
+	for p.i < len(p.data) {
+		switch p.data[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *parser) value() (Value, error) {
+	if p.i >= len(p.data) {
+		return Value{}, errNotFast
+	}
+	start := p.i
+	switch c := p.data[p.i]; c {
+	case '{':
+		return p.object()
+	case '[':
+		return p.array()
+	case '"':
+		s, err := p.str()
+		return Value{Kind: String, Str: s, Start: start, End: p.i}, err
+	case 't':
+		return p.literal("true", Value{Kind: Bool, Bool: true})
+	case 'f':
+		return p.literal("false", Value{Kind: Bool})
+	case 'n':
+		return p.literal("null", Value{Kind: Null})
+	default:
+		if c == '-' || c >= '0' && c <= '9' {
+			return p.number()
+		}
+	}
+	return Value{}, errNotFast
+}
+
+func (p *parser) literal(word string, v Value) (Value, error) {
+	if len(p.src)-p.i < len(word) || p.src[p.i:p.i+len(word)] != word {
+		return Value{}, errNotFast
+	}
+	v.Start = p.i
+	p.i += len(word)
+	v.End = p.i
+	return v, nil
+}
+
+// number reads a number with JSON's grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+func (p *parser) number() (Value, error) {
+	start := p.i
+	d := p.data
+	if d[p.i] == '-' {
+		p.i++
+	}
+	switch {
+	case p.i < len(d) && d[p.i] == '0':
+		p.i++
+	case p.i < len(d) && d[p.i] >= '1' && d[p.i] <= '9':
+		p.digits()
+	default:
+		return Value{}, errNotFast
+	}
+	if p.i < len(d) && d[p.i] == '.' {
+		p.i++
+		if p.digits() == 0 {
+			return Value{}, errNotFast
+		}
+	}
+	if p.i < len(d) && (d[p.i] == 'e' || d[p.i] == 'E') {
+		p.i++
+		if p.i < len(d) && (d[p.i] == '+' || d[p.i] == '-') {
+			p.i++
+		}
+		if p.digits() == 0 {
+			return Value{}, errNotFast
+		}
+	}
+	return Value{Kind: Number, Str: p.src[start:p.i], Start: start, End: p.i}, nil
+}
+
+func (p *parser) digits() int {
+	n := 0
+	for p.i < len(p.data) && p.data[p.i] >= '0' && p.data[p.i] <= '9' {
+		p.i++
+		n++
+	}
+	return n
+}
+
+// strClass classifies a string's bytes: 0 plain ASCII, 1 the quote, backslash or a
+// control character (which a JSON string may not hold raw), 2 the start or continuation
+// of a multi-byte character.
+var strClass = func() (t [256]uint8) {
+	for c := range 256 {
+		switch {
+		case c < 0x20 || c == '"' || c == '\\':
+			t[c] = 1
+		case c >= utf8.RuneSelf:
+			t[c] = 2
+		}
+	}
+	return t
+}()
+
+// str reads a string at its opening quote and returns its text.
+func (p *parser) str() (string, error) {
+	d := p.data
+	start := p.i + 1
+	i := start
+	ascii := true
+	for {
+		// Eight bytes at a time while none is a quote, a backslash or a control
+		// character; multi-byte characters are checked once the string ends.
+		for i+8 <= len(d) {
+			x := binary.LittleEndian.Uint64(d[i:])
+			if special8(x) {
+				break
+			}
+			if x&hi8 != 0 {
+				ascii = false
+			}
+			i += 8
+		}
+		for i < len(d) && strClass[d[i]] == 0 {
+			i++
+		}
+		if i >= len(d) {
+			return "", errNotFast
+		}
+		switch c := d[i]; {
+		case c == '"':
+			p.i = i + 1
+			s := p.src[start:i]
+			if ascii || utf8.ValidString(s) {
+				return s, nil
+			}
+			return bytesString(unquote(make([]byte, 0, i-start+8), d[start:i])), nil
+		case c == '\\':
+			return p.escaped(start, i)
+		case c < 0x20:
+			return "", errNotFast
+		default:
+			ascii = false
+			i++
+		}
+	}
+}
+
+// Byte-parallel tests over eight bytes (Hacker's Delight, "Find first 0-byte").
+const (
+	lo8 = 0x0101010101010101
+	hi8 = 0x8080808080808080
+)
+
+// special8 reports whether any byte of x is a quote, a backslash or below 0x20. Bytes of
+// 0x80 and above are not special, so the subtractions cannot make a false negative, and
+// a false positive only sends the caller to its byte loop.
+func special8(x uint64) bool {
+	zero := func(v uint64) uint64 { return (v - lo8) & ^v & hi8 }
+	return zero(x^(lo8*'"'))|zero(x^(lo8*'\\'))|((x-lo8*0x20)&^x&hi8) != 0
+}
+
+// escaped finishes reading a string holding an escape (the first at esc) and returns its
+// decoded text.
+func (p *parser) escaped(start, esc int) (string, error) {
+	d := p.data
+	i := esc
+	for i < len(d) {
+		for i+8 <= len(d) && !special8(binary.LittleEndian.Uint64(d[i:])) {
+			i += 8
+		}
+		for i < len(d) && strClass[d[i]] != 1 {
+			i++
+		}
+		if i >= len(d) {
+			break
+		}
+		switch c := d[i]; {
+		case c == '"':
+			p.i = i + 1
+			return bytesString(unquote(make([]byte, 0, i-start), d[start:i])), nil
+		case c == '\\':
+			if i+1 >= len(d) {
+				return "", errNotFast
+			}
+			switch d[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if getu4(d[i:]) < 0 {
+					return "", errNotFast
+				}
+				i += 6
+			default:
+				return "", errNotFast
+			}
+		case c < 0x20:
+			return "", errNotFast
+		default:
+			i++
+		}
+	}
+	return "", errNotFast
+}
+
+// bytesString returns b as a string without copying it: b is never written again.
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// getu4 decodes \uXXXX from the beginning of s, returning the hex value, or -1.
+func getu4(s []byte) rune {
+	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
+		return -1
+	}
+	r, err := strconv.ParseUint(string(s[2:6]), 16, 32)
+	if err != nil {
+		return -1
+	}
+	return rune(r)
+}
+
+// unquote appends to b the text of a valid string literal's contents s, as
+// encoding/json decodes it: escapes resolved, a valid surrogate pair joined, a lone
+// surrogate and each invalid UTF-8 byte replaced by U+FFFD.
+func unquote(b, s []byte) []byte {
+	for r := 0; r < len(s); {
+		// Copy the run up to the next escape at once when it is valid UTF-8, as it
+		// nearly always is.
+		if j := bytes.IndexByte(s[r:], '\\'); j != 0 {
+			if j < 0 {
+				j = len(s) - r
+			}
+			b = appendValid(b, s[r:r+j])
+			r += j
+			continue
+		}
+		switch s[r+1] { // s[r] is a backslash
+		case 'b':
+			b = append(b, '\b')
+		case 'f':
+			b = append(b, '\f')
+		case 'n':
+			b = append(b, '\n')
+		case 'r':
+			b = append(b, '\r')
+		case 't':
+			b = append(b, '\t')
+		case 'u':
+			rr := getu4(s[r:])
+			r += 6
+			if utf16.IsSurrogate(rr) {
+				if dec := utf16.DecodeRune(rr, getu4(s[r:])); dec != unicode.ReplacementChar {
+					r += 6
+					b = utf8.AppendRune(b, dec)
+					continue
+				}
+				rr = unicode.ReplacementChar
+			}
+			b = utf8.AppendRune(b, rr)
+			continue
+		default: // " \ /
+			b = append(b, s[r+1])
+		}
+		r += 2
+	}
+	return b
+}
+
+// appendValid appends run, which holds no escape, replacing each byte of invalid UTF-8
+// by U+FFFD.
+func appendValid(b, run []byte) []byte {
+	if utf8.Valid(run) {
+		return append(b, run...)
+	}
+	for r := 0; r < len(run); {
+		rr, size := utf8.DecodeRune(run[r:])
+		if rr == utf8.RuneError && size == 1 {
+			b = utf8.AppendRune(b, unicode.ReplacementChar)
+		} else {
+			b = append(b, run[r:r+size]...)
+		}
+		r += size
+	}
+	return b
+}
+
+func (p *parser) enter() error {
+	p.depth++
+	if p.depth > maxDepth {
+		return errNotFast
+	}
+	return nil
+}
+
+func (p *parser) array() (Value, error) {
+	if err := p.enter(); err != nil {
+		return Value{}, err
+	}
+	start := p.i
+	p.i++ // [
+	base := len(p.vals)
+	defer func() { p.vals = p.vals[:base]; p.depth-- }()
+	p.ws()
+	if p.i < len(p.data) && p.data[p.i] == ']' {
+		p.i++
+		return Value{Kind: Array, Start: start, End: p.i}, nil
+	}
+	for {
+		p.ws()
+		v, err := p.value()
+		if err != nil {
+			return Value{}, err
+		}
+		p.vals = append(p.vals, v)
+		p.ws()
+		if p.i >= len(p.data) {
+			return Value{}, errNotFast
+		}
+		switch p.data[p.i] {
+		case ',':
+			p.i++
+		case ']':
+			p.i++
+			return Value{Kind: Array, Elems: slices.Clone(p.vals[base:]), Start: start, End: p.i}, nil
+		default:
+			return Value{}, errNotFast
+		}
+	}
+}
+
+func (p *parser) object() (Value, error) {
+	if err := p.enter(); err != nil {
+		return Value{}, err
+	}
+	start := p.i
+	p.i++ // {
+	base, kbase := len(p.vals), len(p.keys)
+	defer func() { p.vals, p.keys = p.vals[:base], p.keys[:kbase]; p.depth-- }()
+	p.ws()
+	if p.i < len(p.data) && p.data[p.i] == '}' {
+		p.i++
+		return Value{Kind: Object, Start: start, End: p.i}, nil
+	}
+	var set map[string]struct{}
+	for {
+		p.ws()
+		if p.i >= len(p.data) || p.data[p.i] != '"' {
+			return Value{}, errNotFast
+		}
+		key, err := p.str()
+		if err != nil {
+			return Value{}, err
+		}
+		if p.repeated(key, kbase, &set) {
+			return Value{}, errNotFast
+		}
+		p.ws()
+		if p.i >= len(p.data) || p.data[p.i] != ':' {
+			return Value{}, errNotFast
+		}
+		p.i++
+		p.ws()
+		v, err := p.value()
+		if err != nil {
+			return Value{}, err
+		}
+		p.vals = append(p.vals, v)
+		p.ws()
+		if p.i >= len(p.data) {
+			return Value{}, errNotFast
+		}
+		switch p.data[p.i] {
+		case ',':
+			p.i++
+		case '}':
+			p.i++
+			return Value{Kind: Object, Keys: slices.Clone(p.keys[kbase:]), Elems: slices.Clone(p.vals[base:]),
+				Start: start, End: p.i}, nil
+		default:
+			return Value{}, errNotFast
+		}
+	}
+}
+
+// repeated records key among the current object's keys (those from base on) and reports
+// whether it was there already.
+func (p *parser) repeated(key string, base int, set *map[string]struct{}) bool {
+	if *set != nil {
+		if _, dup := (*set)[key]; dup {
+			return true
+		}
+		(*set)[key] = struct{}{}
+		p.keys = append(p.keys, key)
+		return false
+	}
+	if slices.Contains(p.keys[base:], key) {
+		return true
+	}
+	p.keys = append(p.keys, key)
+	if len(p.keys)-base >= bigObject {
+		*set = make(map[string]struct{}, 2*bigObject)
+		for _, k := range p.keys[base:] {
+			(*set)[k] = struct{}{}
+		}
+	}
+	return false
+}
