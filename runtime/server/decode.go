@@ -80,7 +80,7 @@ func fillChat(req *chatRequest, v *strictjson.Value, body []byte) (*token.Parsed
 		case "model":
 			// A copy: the name outlives the request in the recent decisions of an
 			// unknown model, and a substring would keep the whole body alive.
-			if ok = setString(&req.Model, e); ok && req.Model != nil {
+			if ok = setPtr(&req.Model, e, strictjson.String, &e.Str); ok && req.Model != nil {
 				req.Model = new(strings.Clone(*req.Model))
 			}
 		case "messages":
@@ -90,7 +90,7 @@ func fillChat(req *chatRequest, v *strictjson.Value, body []byte) (*token.Parsed
 		case "chat_template_kwargs":
 			req.ChatTemplateKwargs, parsed.Kwargs = body[e.Start:e.End], e
 		case "add_generation_prompt":
-			ok = setBool(&req.AddGenerationPrompt, e)
+			ok = setPtr(&req.AddGenerationPrompt, e, strictjson.Bool, &e.Bool)
 		case "stream":
 			switch e.Kind {
 			case strictjson.Bool:
@@ -130,24 +130,13 @@ func fillChat(req *chatRequest, v *strictjson.Value, body []byte) (*token.Parsed
 // The setters follow encoding/json: null leaves a pointer nil, and a value of another
 // JSON type, or a number the field cannot hold, is refused.
 
-func setString(dst **string, v *strictjson.Value) bool {
+// setPtr points *dst at val when v is of the kind, and clears it when v is null.
+func setPtr[T any](dst **T, v *strictjson.Value, kind strictjson.Kind, val *T) bool {
 	switch v.Kind {
 	case strictjson.Null:
 		*dst = nil
-	case strictjson.String:
-		*dst = &v.Str
-	default:
-		return false
-	}
-	return true
-}
-
-func setBool(dst **bool, v *strictjson.Value) bool {
-	switch v.Kind {
-	case strictjson.Null:
-		*dst = nil
-	case strictjson.Bool:
-		*dst = &v.Bool
+	case kind:
+		*dst = val
 	default:
 		return false
 	}
