@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net/http"
 	"slices"
@@ -27,16 +26,7 @@ func BenchmarkLongPrompt(b *testing.B) {
 	}})
 	cfg := sim.DefaultConfig()
 	cfg.TimeScale, cfg.ContextLength, cfg.KVCapacityTokens = 0, 256<<10, 512<<10
-	specs, err := sim.SpecsFromPlan(p, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	specs[0].Addr = ""
-	fleet, err := sim.Start(context.Background(), specs)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { fleet.Close() })
+	fleet := startSimsWith(b, p, cfg)
 	p.Engines[0].URL = fleet.Engine("E1").URL()
 	fc := serveRouter(b, p, Options{})
 	body := longChat(128 << 10)

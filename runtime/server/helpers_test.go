@@ -66,6 +66,12 @@ func startSims(t testing.TB, p *plan.Plan, timeScale float64) *sim.Fleet {
 	t.Helper()
 	cfg := sim.DefaultConfig()
 	cfg.TimeScale = timeScale
+	return startSimsWith(t, p, cfg)
+}
+
+// startSimsWith is startSims with every engine on the given simulator config.
+func startSimsWith(t testing.TB, p *plan.Plan, cfg sim.Config) *sim.Fleet {
+	t.Helper()
 	specs, err := sim.SpecsFromPlan(p, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/routerkit/router/runtime/plan"
-	"github.com/routerkit/router/runtime/sim"
 )
 
 // BenchmarkHotPath drives the router's real handler over loopback HTTP against one
@@ -34,18 +33,7 @@ func BenchmarkHotPath(b *testing.B) {
 	}})
 	p.Engines[0].Load.IntervalMS = 1000
 	p.Health.IntervalMS = 1000
-	cfg := sim.DefaultConfig()
-	cfg.TimeScale = 0
-	specs, err := sim.SpecsFromPlan(p, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	specs[0].Addr = ""
-	fleet, err := sim.Start(context.Background(), specs)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { fleet.Close() })
+	fleet := startSims(b, p, 0)
 	p.Engines[0].URL = fleet.Engine("E1").URL()
 
 	srv, err := New(p, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
