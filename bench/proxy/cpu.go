@@ -18,10 +18,10 @@ import (
 // supports.
 const clockTick = 10 * time.Millisecond
 
-// ProcessCPU returns the user plus system CPU time used so far by process pid and its
-// live children (nginx's workers are children of its master).
+// ProcessCPU returns the CPU time used so far by process pid and its live children
+// (nginx's workers are children of its master).
 func ProcessCPU(pid int) (time.Duration, error) {
-	total, err := statCPU(pid)
+	total, err := processCPU(pid)
 	if err != nil {
 		return 0, err
 	}
@@ -30,11 +30,40 @@ func ProcessCPU(pid int) (time.Duration, error) {
 		return 0, err
 	}
 	for _, k := range kids {
-		if c, err := statCPU(k); err == nil {
+		if c, err := processCPU(k); err == nil {
 			total += c
 		}
 	}
 	return total, nil
+}
+
+// processCPU prefers the nanosecond run time of each thread (/proc/pid/task/*/schedstat)
+// to /proc/pid/stat's ticks: a trial of 3000 requests at 130 µs each is 39 ticks, so a
+// tick's truncation at each end moved a cell's ratio by up to 5%. Only live threads are
+// counted; Go's runtime and nginx's workers keep theirs for the process's lifetime, and a
+// kernel without schedstat falls back to ticks.
+func processCPU(pid int) (time.Duration, error) {
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	var total time.Duration
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue // the thread exited meanwhile
+		}
+		f := bytes.Fields(data)
+		if len(f) == 0 {
+			continue // the thread exited between open and read
+		}
+		ns, err := strconv.ParseInt(string(f[0]), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("cpu time of process %d: malformed %s", pid, f)
+		}
+		total += time.Duration(ns)
+	}
+	if total > 0 {
+		return total, nil
+	}
+	return statCPU(pid)
 }
 
 // statCPU reads utime and stime (fields 14 and 15) of /proc/pid/stat.

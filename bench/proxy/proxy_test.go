@@ -3,6 +3,7 @@ package proxy
 import (
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -23,8 +24,21 @@ func TestStatFields(t *testing.T) {
 }
 
 func TestProcessCPUOfThisProcess(t *testing.T) {
-	if _, err := ProcessCPU(os.Getpid()); err != nil {
+	burn := time.Now()
+	for time.Since(burn) < 30*time.Millisecond {
+	}
+	got, err := ProcessCPU(os.Getpid())
+	if err != nil {
 		t.Fatal(err)
+	}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	want := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	// getrusage also counts threads that have exited; a tick of rounding either way.
+	if got < 30*time.Millisecond || got > want+clockTick || got < want/2 {
+		t.Fatalf("ProcessCPU %v, getrusage %v", got, want)
 	}
 	if _, err := ProcessCPU(1 << 30); err == nil {
 		t.Fatal("no error for a process that does not exist")

@@ -12,24 +12,31 @@ import (
 	"github.com/routerkit/router/runtime/sim"
 )
 
-// BenchmarkLongPrompt sends a conversation of about 128k tokens (885 kB of body, the
-// stand-in vocabulary) straight to a simulated engine and through the router, one request
-// at a time, the same body every time: the history has been seen before, so the router
-// decodes it and looks its messages up in the token cache. The simulator does not sleep.
-// Each iteration sends one request each way; added-p50-ms is the median of the pairs'
-// differences, what the router adds. Run it with
+// BenchmarkLongPrompt sends a conversation of about 128k tokens straight to a simulated
+// engine and through the router, one request at a time, the same body every time: the
+// history has been seen before, so the router decodes it and looks its messages up in
+// the token cache. The simulator does not sleep. Each iteration sends one request each
+// way; added-p50-ms is the median of the pairs' differences, what the router adds.
+// `standin` counts tokens with the stand-in vocabulary (longChat, 885 kB); `qwen3`
+// renders Qwen3's chat template and tokenizes with its tokenizer (proseChat, 133k Qwen
+// tokens of English prose, 619 kB), as the engine does too. Run it with
 //
 //	go test ./runtime/server -run '^$' -bench LongPrompt -benchtime 200x
 func BenchmarkLongPrompt(b *testing.B) {
-	p := testPlan([]plan.Engine{plainEngine("E1")}, plan.Model{Name: "m", Buckets: []plan.Bucket{
+	b.Run("standin", func(b *testing.B) { benchLongPrompt(b, nil, longChat(128<<10)) })
+	b.Run("qwen3", func(b *testing.B) { benchLongPrompt(b, qwenPlan().Models[0].Tokenizer, proseChat(b, 128<<10)) })
+}
+
+// benchLongPrompt runs BenchmarkLongPrompt for a model with tok (nil: the stand-in).
+func benchLongPrompt(b *testing.B, tok *plan.Tokenizer, body []byte) {
+	p := testPlan([]plan.Engine{plainEngine("E1")}, plan.Model{Name: "m", Tokenizer: tok, Buckets: []plan.Bucket{
 		{ID: "all", Groups: plan.Groups{Plain: ptr(group(plan.PowerOfTwo, plan.Admission{}))}},
 	}})
 	cfg := sim.DefaultConfig()
 	cfg.TimeScale, cfg.ContextLength, cfg.KVCapacityTokens = 0, 256<<10, 512<<10
 	fleet := startSimsWith(b, p, cfg)
 	p.Engines[0].URL = fleet.Engine("E1").URL()
-	fc := serveRouter(b, p, Options{})
-	body := longChat(128 << 10)
+	fc := serveUnrecorded(b, p)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	send := func(url string) time.Duration {
 		t0 := time.Now()
@@ -37,10 +44,10 @@ func BenchmarkLongPrompt(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		_, _ = io.Copy(io.Discard, resp.Body)
+		msg, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			b.Fatalf("status %d", resp.StatusCode)
+			b.Fatalf("status %d: %s", resp.StatusCode, msg)
 		}
 		return time.Since(t0)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/decision"
+	"github.com/routerkit/router/runtime/token"
 )
 
 // routed serves an endpoint whose requests go to engines chosen by selection (chat,
@@ -36,6 +37,9 @@ func (s *Server) serveRouted(w http.ResponseWriter, r *http.Request, prepare pre
 		writeError(rec, herr.status, herr.code, herr.msg)
 		return
 	}
+	// The prompt's ids are read by selection and the prefix indexes' learning, all of
+	// which are over when dispatch returns.
+	defer token.Recycle(p.facts.TokenIDs)
 	d.Model, d.InputTokens = p.model.Name, p.facts.InputTokens
 	if p.facts.PeakKnown {
 		d.ExpectedPeak = p.facts.ExpectedPeak

@@ -96,7 +96,22 @@ func startSimsWith(t testing.TB, p *plan.Plan, cfg sim.Config) *sim.Fleet {
 func serveRouter(t testing.TB, p *plan.Plan, opts Options) *fleetCase {
 	t.Helper()
 	rec := &recordingTransport{next: http.DefaultTransport.(*http.Transport).Clone()}
-	opts.Transport, opts.Logger = rec, slog.New(slog.DiscardHandler)
+	opts.Transport = rec
+	return serveWith(t, p, opts, rec)
+}
+
+// serveUnrecorded serves a router of p as serveRouter does, with the router's own
+// transport: for benchmarks, which must not pay for copying and keeping every body.
+func serveUnrecorded(t testing.TB, p *plan.Plan) *fleetCase {
+	t.Helper()
+	return serveWith(t, p, Options{}, nil)
+}
+
+// serveWith serves a router of p built with opts (its logger discards) and waits until it
+// is ready; rec is what opts' transport records, if anything.
+func serveWith(t testing.TB, p *plan.Plan, opts Options, rec *recordingTransport) *fleetCase {
+	t.Helper()
+	opts.Logger = slog.New(slog.DiscardHandler)
 	srv, err := New(p, opts)
 	if err != nil {
 		t.Fatal(err)

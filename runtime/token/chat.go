@@ -43,7 +43,7 @@ func EncodeChat(msgs []Message) []uint32 {
 		n += len(m.Content)
 	}
 	// The stand-in makes about one id per five bytes of English; append grows the rest.
-	ids := make([]uint32, 0, n/5+perMessageSpecials*len(msgs)+8)
+	ids := IDs(n/5 + perMessageSpecials*len(msgs) + 8)
 	for _, m := range msgs {
 		ids = append(ids, imStart)
 		ids = AppendEncode(ids, m.Role)

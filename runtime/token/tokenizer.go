@@ -71,7 +71,7 @@ type Standin struct{}
 // Encode implements Tokenizer. The stand-in has no template tokens, so addSpecial is
 // ignored. A long text is looked up in the stand-in's segment cache.
 func (Standin) Encode(text string, _ bool) []uint32 {
-	return standinSegments.Append(make([]uint32, 0, len(text)/5+1), text, AppendEncode)
+	return standinSegments.Append(IDs(len(text)/5+1), text, AppendEncode)
 }
 
 // standinSegments is the stand-in's segment cache, shared by every model that uses the

@@ -99,15 +99,21 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) []uint32 {
 			n++
 		default:
 			var ok bool
-			if hit, ok = t.segments.Get(sec.text); ok {
+			switch hit, ok = t.segments.Get(sec.text); {
+			case ok:
 				n += len(hit)
-			} else {
+			case len(sec.text) < token.MinSegment:
+				// Never cached, and often a lone "\n" between two tokens: counted at
+				// its bound of an id a byte, or a conversation's hundreds of them would
+				// outgrow the estimate and copy the whole result once more.
+				n += len(sec.text)
+			default:
 				uncached += len(sec.text)
 			}
 		}
 		s.hits = append(s.hits, hit)
 	}
-	ids := make([]uint32, 0, n+uncached/3)
+	ids := token.IDs(n + uncached/3)
 	if addSpecial {
 		ids = append(ids, t.prefix...)
 	}
