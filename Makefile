@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin/router
 
-.PHONY: build run test lint fuzz bench bench-quality bench-proxy bench-polling update tidy redis
+.PHONY: build run test lint fuzz bench bench-quality bench-proxy bench-long bench-polling update tidy redis
 
 build:
 	$(GO) build -o $(BIN) ./cmd/router
@@ -59,6 +59,13 @@ bench-quality:
 # a quick look.
 bench-proxy: build
 	$(GO) run ./bench/cmd/proxy -router $(BIN) $(PROXY_FLAGS)
+
+# The same run with a conversation of about 128k tokens whose history the router has seen
+# (bench/proxy, docs/benchmarks.md): what a long prompt adds over direct, with the stand-in
+# vocabulary and with Qwen3's tokenizer and chat template, one client at a time.
+bench-long: build
+	$(GO) run ./bench/cmd/proxy -router $(BIN) -kinds long -concurrency 1 -requests 60 \
+		-policies power_of_two -tokenizers standin,testdata/tokenizers/qwen3 $(PROXY_FLAGS)
 
 # What an idle router spends polling health and load of 8, 64, 512 and 2048 simulated
 # engines, as CPU of its process (bench/cmd/polling).

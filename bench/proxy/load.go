@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,21 +24,51 @@ type Result struct {
 	Errors int
 }
 
-// Bodies of the two request kinds: a short chat answered with one token as JSON, and the
-// same chat streamed with 16 tokens.
+// Kind is a kind of request: its name in the report and its body.
+type Kind struct {
+	Name string
+	Body []byte
+}
+
+// The short request kinds: a short chat answered with one token as JSON, and the same chat
+// streamed with 16 tokens.
 var (
-	jsonBody   = []byte(`{"model":"m","messages":[{"role":"user","content":"Benchmark the router with a short prompt."}],"max_tokens":1}`)
-	streamBody = []byte(`{"model":"m","messages":[{"role":"user","content":"Benchmark the router with a short prompt."}],"max_tokens":16,"stream":true}`)
+	JSON   = Kind{"json", []byte(`{"model":"m","messages":[{"role":"user","content":"Benchmark the router with a short prompt."}],"max_tokens":1}`)}
+	Stream = Kind{"stream", []byte(`{"model":"m","messages":[{"role":"user","content":"Benchmark the router with a short prompt."}],"max_tokens":16,"stream":true}`)}
 )
+
+// Long returns the kind "long": a conversation of turns of prose, about bytes long in
+// all, answered with one token as JSON. Every request sends the same body, so a router
+// with a token cache has seen its history before, as it has a conversation's earlier
+// turns. English prose is about 4.7 bytes a token for Qwen3 and 5 for the stand-in
+// vocabulary, so 620 kB is about 128k tokens.
+func Long(prose []byte, bytes int) Kind {
+	type msg struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	var msgs []msg
+	for i, n := 0, 0; n < bytes; i++ {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		// Each turn differs, as a conversation's do, by its first words.
+		m := msg{role, fmt.Sprintf("Turn %d. %s", i, prose)}
+		msgs, n = append(msgs, m), n+len(m.Content)
+	}
+	if msgs[len(msgs)-1].Role != "user" {
+		msgs = append(msgs, msg{"user", "And now?"})
+	}
+	body, _ := json.Marshal(map[string]any{"model": "m", "messages": msgs, "max_tokens": 1})
+	return Kind{"long", body}
+}
 
 // Trial sends n requests to url from conc clients, stopping early after limit, and
 // returns their latencies. pid, when positive, is the process whose CPU is measured. A
 // failed request is counted and the trial goes on; more than 1% failures fail the trial.
-func Trial(client *http.Client, url string, stream bool, conc, n int, limit time.Duration, pid int) (Result, error) {
-	body := jsonBody
-	if stream {
-		body = streamBody
-	}
+func Trial(client *http.Client, url string, kind Kind, conc, n int, limit time.Duration, pid int) (Result, error) {
+	body := kind.Body
 	lat := make([]time.Duration, n)
 	var next atomic.Int64
 	var failed atomic.Pointer[error]

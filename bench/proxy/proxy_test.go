@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/json"
 	"os"
 	"strings"
 	"syscall"
@@ -57,7 +58,7 @@ func TestSummarize(t *testing.T) {
 func TestWriteReport(t *testing.T) {
 	tr := Trials{}
 	add := func(target string, p50 time.Duration, cpu time.Duration, reqs int) {
-		k := Cell{Conc: 8, Target: target}
+		k := Cell{Kind: "json", Conc: 8, Target: target}
 		tr[k] = append(tr[k], Result{Requests: reqs, Elapsed: time.Second, P50: p50, P99: 2 * p50, CPU: cpu})
 	}
 	add("direct", 100*time.Microsecond, 0, 4000)
@@ -65,7 +66,7 @@ func TestWriteReport(t *testing.T) {
 	add("router/round_robin", 400*time.Microsecond, 230*time.Millisecond, 1800)
 	add("nginx", 200*time.Microsecond, 100*time.Millisecond, 2500)
 	var b strings.Builder
-	WriteReport(&b, tr, []string{"direct", "bare_proxy", "router/round_robin", "nginx"}, []int{8})
+	WriteReport(&b, tr, []string{"json", "stream"}, []string{"direct", "bare_proxy", "router/round_robin", "nginx"}, []int{8})
 	for _, want := range []string{
 		"| json | 8 | direct | 4000 (4000–4000) | – | – | – |",
 		// 230 ms over 1800 requests is 128 µs; 100 µs per request for the bare proxy.
@@ -74,5 +75,28 @@ func TestWriteReport(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// TestLongBody: the long kind is a valid chat of about the asked size whose turns differ
+// and which ends with a user turn.
+func TestLongBody(t *testing.T) {
+	k := Long([]byte("Some prose, \"quoted\".\n"), 10_000)
+	var chat struct {
+		Messages []struct{ Role, Content string }
+	}
+	if err := json.Unmarshal(k.Body, &chat); err != nil {
+		t.Fatal(err)
+	}
+	n, seen := 0, map[string]bool{}
+	for _, m := range chat.Messages {
+		n += len(m.Content)
+		if seen[m.Content] {
+			t.Fatalf("turn %q repeated", m.Content)
+		}
+		seen[m.Content] = true
+	}
+	if k.Name != "long" || n < 10_000 || n > 10_100 || chat.Messages[len(chat.Messages)-1].Role != "user" {
+		t.Fatalf("kind %s, %d bytes of content, last role %s", k.Name, n, chat.Messages[len(chat.Messages)-1].Role)
 	}
 }

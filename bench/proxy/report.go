@@ -9,7 +9,7 @@ import (
 
 // Cell names one measured combination.
 type Cell struct {
-	Stream bool
+	Kind   string
 	Conc   int
 	Target string
 }
@@ -51,7 +51,7 @@ func (t Trials) cpu(c Cell) []float64 {
 
 // added returns, per round, the target's latency minus direct's in the same round.
 func (t Trials) added(c Cell, p99 bool) []float64 {
-	d := t[Cell{c.Stream, c.Conc, "direct"}]
+	d := t[Cell{c.Kind, c.Conc, "direct"}]
 	var v []float64
 	for i, r := range t[c] {
 		if i >= len(d) {
@@ -69,16 +69,12 @@ func (t Trials) added(c Cell, p99 bool) []float64 {
 // WriteReport prints one Markdown table: per request kind, concurrency and target, the
 // median and range over rounds of req/s, added p50/p99 latency against direct and CPU per
 // request, and the ratios of the medians against the bare proxy and nginx.
-func WriteReport(w io.Writer, t Trials, targets []string, concs []int) {
+func WriteReport(w io.Writer, t Trials, kinds, targets []string, concs []int) {
 	fmt.Fprintln(w, "| kind | c | target | req/s | added p50 µs | added p99 µs | CPU µs/req | CPU ÷ bare | CPU ÷ nginx | req/s ÷ bare | req/s ÷ nginx | failed |")
 	fmt.Fprintln(w, "|---|---:|---|---|---:|---:|---|---:|---:|---:|---:|---:|")
-	for _, stream := range []bool{false, true} {
-		kind := "json"
-		if stream {
-			kind = "stream"
-		}
+	for _, kind := range kinds {
 		for _, c := range concs {
-			cell := func(name string) Cell { return Cell{stream, c, name} }
+			cell := func(name string) Cell { return Cell{kind, c, name} }
 			bareCPU, bareRate := summarize(t.cpu(cell("bare_proxy"))), summarize(t.rates(cell("bare_proxy")))
 			ngxCPU, ngxRate := summarize(t.cpu(cell("nginx"))), summarize(t.rates(cell("nginx")))
 			for _, name := range targets {

@@ -76,13 +76,17 @@ func start(name, addr, readyPath string, cmd *exec.Cmd) (*Target, error) {
 	return nil, fmt.Errorf("%s not ready at %s after 15s", name, addr)
 }
 
-// StartRouter runs `router serve` over the engines with one policy. Its request log goes
-// to a discarded stderr, as it would to a log file: the record is still built and written.
-func StartRouter(bin, dir, policy string, engines []string, kvEndpoints []string) (*Target, error) {
+// StartRouter runs `router serve` over the engines with one policy and, when tokDir is
+// not empty, the HuggingFace tokenizer and chat template in that directory
+// (tokenizer.json.gz and tokenizer_config.json, as in testdata/tokenizers); the target is
+// then named after the directory too. Its request log goes to a discarded stderr, as it
+// would to a log file: the record is still built and written.
+func StartRouter(bin, dir, policy, tokDir string, engines []string, kvEndpoints []string) (*Target, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
+	name := "router/" + policy
 	var b strings.Builder
 	b.WriteString("engines:\n")
 	for i, u := range engines {
@@ -92,13 +96,22 @@ func StartRouter(bin, dir, policy string, engines []string, kvEndpoints []string
 		}
 		b.WriteString("}\n")
 	}
-	fmt.Fprintf(&b, "models:\n  m:\n    buckets:\n      - id: all\n        limits: {min: 0}\n        groups:\n          plain:\n            policy: {type: %s, admission: {max_inflight_requests: 100000}}\n", policy)
-	cfg := filepath.Join(dir, "router-"+policy+".yaml")
+	b.WriteString("models:\n  m:\n")
+	if tokDir != "" {
+		abs, err := filepath.Abs(tokDir)
+		if err != nil {
+			return nil, err
+		}
+		name += "/" + filepath.Base(abs)
+		fmt.Fprintf(&b, "    tokenizer: {path: %q, config: %q}\n", filepath.Join(abs, "tokenizer.json.gz"), filepath.Join(abs, "tokenizer_config.json"))
+	}
+	fmt.Fprintf(&b, "    buckets:\n      - id: all\n        limits: {min: 0}\n        groups:\n          plain:\n            policy: {type: %s, admission: {max_inflight_requests: 100000}}\n", policy)
+	cfg := filepath.Join(dir, strings.ReplaceAll(name, "/", "-")+".yaml")
 	if err := os.WriteFile(cfg, []byte(b.String()), 0o644); err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, "serve", "--config", cfg, "--listen", addr)
-	return start("router/"+policy, addr, "/readyz", cmd)
+	return start(name, addr, "/readyz", cmd)
 }
 
 // StartBare re-runs this program as the bare reverse proxy (see ServeBare).
@@ -113,8 +126,10 @@ func StartBare(self string, engines []string) (*Target, error) {
 }
 
 // StartNginx runs nginx with a round-robin upstream of the engines, keep-alive connections
-// to them, no response buffering (streams pass through) and a buffered access log, with
-// as many workers as cores. It returns nil, nil when nginx is not installed.
+// to them, no response buffering (streams pass through), request bodies of up to 2 MiB
+// kept in memory (a long prompt would otherwise go to a temporary file, which nginx's
+// unprivileged workers cannot write here) and a buffered access log, with as many workers
+// as cores. It returns nil, nil when nginx is not installed.
 func StartNginx(dir string, engines []string) (*Target, error) {
 	bin, err := exec.LookPath("nginx")
 	if errors.Is(err, exec.ErrNotFound) {
@@ -140,6 +155,8 @@ error_log %[1]s/error.log error;
 events { worker_connections 4096; }
 http {
   access_log %[1]s/access.log combined buffer=64k;
+  client_max_body_size 16m;
+  client_body_buffer_size 2m;
   client_body_temp_path %[1]s/body;
   proxy_temp_path %[1]s/proxy;
   fastcgi_temp_path %[1]s/fastcgi;

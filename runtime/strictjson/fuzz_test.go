@@ -109,6 +109,10 @@ func FuzzParse(f *testing.F) {
 		`{"extra":{"Model":1}}`, `{"raw":{"x":"\"}"}}`, `"str"`, `12e3`, `{"by_name":{"k":{"Role":"x"}}}`,
 		`"\ud800\udc00 \ud800x \udc00 \u00e9 é \xff\xfe"`, `[-0.5e+7, 0, -0, 1E2, true, false, null]`, " \t\n[1 , 2 ]\r\n",
 		`{"messages":[{"ROLE":"x"}]}`, `[1,]`, `{"a":1,}`, `01`, `1.`, `"\x01"`, `"\q"`, `tru`, `{"a" 1}`,
+		// After a first escape (escaped): escaped quotes and backslash runs before the
+		// closing quote, raw control characters, bytes of multi-byte and invalid UTF-8.
+		`["a\\", "\\\"", "x\"y\"", "\\\\\\"]`, "\"\\nabcdefgh\x01ijklmnop\"", "\"é\\n\x1f\"", "\"\\n\xff\xfe é\"",
+		`"\n\u00e9\ud83d\ude00\ud800\"`, `"\n\u12"`, `"\n\`, `"abc\"`,
 	} {
 		f.Add([]byte(s))
 	}

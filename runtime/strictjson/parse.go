@@ -7,6 +7,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -290,7 +291,7 @@ func (p *parser) str() (string, error) {
 			}
 			return bytesString(unquote(make([]byte, 0, i-start+8), d[start:i])), nil
 		case c == '\\':
-			return p.escaped(start, i)
+			return p.escaped(start, i, ascii)
 		case c < 0x20:
 			return "", errNotFast
 		default:
@@ -315,46 +316,132 @@ func special8(x uint64) bool {
 }
 
 // escaped finishes reading a string holding an escape (the first at esc) and returns its
-// decoded text.
-func (p *parser) escaped(start, esc int) (string, error) {
+// decoded text; str has checked the text before esc for control characters, and found it
+// ASCII when ascii is set. It finds the closing quote first, so that the text is allocated once at
+// its size without being zeroed, then decodes and checks the literal in one pass: runs
+// between escapes are found with IndexByte and checked eight bytes at a time for raw
+// control characters, and for UTF-8 only when they hold multi-byte characters.
+func (p *parser) escaped(start, esc int, ascii bool) (string, error) {
 	d := p.data
-	i := esc
-	for i < len(d) {
-		for i+8 <= len(d) && !special8(binary.LittleEndian.Uint64(d[i:])) {
-			i += 8
+	end := closingQuote(d, esc)
+	if end < 0 {
+		return "", errNotFast
+	}
+	var b strings.Builder
+	b.Grow(end - start)
+	s := d[start:end]
+	for r := 0; r < len(s); {
+		j := bytes.IndexByte(s[r:], '\\')
+		if j < 0 {
+			j = len(s) - r
 		}
-		for i < len(d) && strClass[d[i]] != 1 {
-			i++
-		}
-		if i >= len(d) {
-			break
-		}
-		switch c := d[i]; {
-		case c == '"':
-			p.i = i + 1
-			return bytesString(unquote(make([]byte, 0, i-start), d[start:i])), nil
-		case c == '\\':
-			if i+1 >= len(d) {
-				return "", errNotFast
+		if j > 0 {
+			run := s[r : r+j]
+			var ctl, multi bool
+			if r == 0 { // the text before esc
+				multi = !ascii
+			} else {
+				ctl, multi = runClass(run)
 			}
-			switch d[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if getu4(d[i:]) < 0 {
-					return "", errNotFast
-				}
-				i += 6
+			switch {
+			case ctl:
+				return "", errNotFast
+			case multi && !utf8.Valid(run):
+				// Replaced as encoding/json does; the text may outgrow its estimate.
+				b.Write(appendValid(nil, run))
 			default:
+				b.Write(run)
+			}
+			r += j
+			continue
+		}
+		if r+1 >= len(s) {
+			return "", errNotFast
+		}
+		switch c := s[r+1]; c {
+		case '"', '\\', '/':
+			b.WriteByte(c)
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'u':
+			rr := getu4(s[r:])
+			if rr < 0 {
 				return "", errNotFast
 			}
-		case c < 0x20:
-			return "", errNotFast
+			r += 6
+			if utf16.IsSurrogate(rr) {
+				if dec := utf16.DecodeRune(rr, getu4(s[r:])); dec != unicode.ReplacementChar {
+					r += 6
+					b.WriteRune(dec)
+					continue
+				}
+				rr = unicode.ReplacementChar
+			}
+			b.WriteRune(rr)
+			continue
 		default:
-			i++
+			return "", errNotFast
+		}
+		r += 2
+	}
+	p.i = end + 1
+	return b.String(), nil
+}
+
+// closingQuote returns the index of the quote that ends the string literal holding the
+// escape at esc (the first quote after it that an odd run of backslashes does not
+// escape), or -1 when the data ends first.
+func closingQuote(d []byte, esc int) int {
+	for i := esc; ; {
+		q := bytes.IndexByte(d[i:], '"')
+		if q < 0 {
+			return -1
+		}
+		q += i
+		n := 0
+		for k := q - 1; k >= esc && d[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q
+		}
+		i = q + 1
+	}
+}
+
+// runClass reports whether run, which holds no escape, has a raw control character (which
+// a JSON string may not hold) and whether it has bytes of multi-byte characters.
+func runClass(run []byte) (ctl, multi bool) {
+	var acc uint64
+	i := 0
+	for ; i+8 <= len(run); i += 8 {
+		x := binary.LittleEndian.Uint64(run[i:])
+		acc |= x
+		// A byte below 0x20 sets its high bit here; a false positive can only follow a
+		// true one, so the bytes are looked at one by one to be sure.
+		if (x-lo8*0x20)&^x&hi8 != 0 {
+			for _, c := range run[i : i+8] {
+				if c < 0x20 {
+					return true, false
+				}
+			}
 		}
 	}
-	return "", errNotFast
+	for _, c := range run[i:] {
+		if c < 0x20 {
+			return true, false
+		}
+		acc |= uint64(c)
+	}
+	return false, acc&hi8 != 0
 }
 
 // bytesString returns b as a string without copying it: b is never written again.

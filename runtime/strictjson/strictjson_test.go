@@ -3,6 +3,7 @@ package strictjson
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 )
@@ -157,14 +158,28 @@ func TestTopLevelKey(t *testing.T) {
 	}
 }
 
-// BenchmarkParse is BenchmarkUnmarshal's body read by Parse, without the typed decode.
+// BenchmarkParse is BenchmarkUnmarshal's body read by Parse, without the typed decode
+// (`words`, one escape a message), and a conversation of English prose, whose quotes and
+// line breaks are escapes every 70 bytes or so (`prose`).
 func BenchmarkParse(b *testing.B) {
-	body := []byte(`{"model":"m","messages":[` + strings.Repeat(`{"role":"user","content":"`+strings.Repeat("word ", 200)+`\n"},`, 50) + `{"role":"user","content":"x"}],"max_tokens":10}`)
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := Parse(body, (*request)(nil)); err != nil {
-			b.Fatal(err)
-		}
+	prose, err := os.ReadFile("../token/hf/testdata/text/prose.txt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	msg, _ := json.Marshal(map[string]string{"role": "user", "content": string(prose)})
+	for _, tc := range []struct{ name, body string }{
+		{"words", `{"model":"m","messages":[` + strings.Repeat(`{"role":"user","content":"`+strings.Repeat("word ", 200)+`\n"},`, 50) + `{"role":"user","content":"x"}],"max_tokens":10}`},
+		{"prose", `{"model":"m","messages":[` + strings.Repeat(string(msg)+",", 50) + `{"role":"user","content":"x"}],"max_tokens":10}`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			body := []byte(tc.body)
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Parse(body, (*request)(nil)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

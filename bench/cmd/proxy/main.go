@@ -36,6 +36,10 @@ func run() error {
 	concs := flag.String("concurrency", "1,8,64", "client concurrency levels")
 	engines := flag.Int("engines", 4, "simulated engines")
 	noNginx := flag.Bool("no-nginx", false, "leave nginx out even when installed")
+	kindList := flag.String("kinds", "json,stream", "request kinds: json, stream, long (a conversation of about -long-bytes of prose)")
+	longBytes := flag.Int("long-bytes", 620_000, "content bytes of the long kind's conversation")
+	prosePath := flag.String("prose", "runtime/token/hf/testdata/text/prose.txt", "the prose the long kind's turns repeat")
+	tokenizers := flag.String("tokenizers", "standin", "the routers' tokenizers: standin, or a directory with tokenizer.json.gz and tokenizer_config.json")
 	flag.Parse()
 	if *bare != "" {
 		ln, err := net.Listen("tcp", *bare)
@@ -53,9 +57,28 @@ func run() error {
 		cs = append(cs, c)
 	}
 
-	// Engines in this process, at time scale 0: they answer as fast as they can.
+	var kinds []proxy.Kind
+	for _, k := range strings.Split(*kindList, ",") {
+		switch k {
+		case "json":
+			kinds = append(kinds, proxy.JSON)
+		case "stream":
+			kinds = append(kinds, proxy.Stream)
+		case "long":
+			prose, err := os.ReadFile(*prosePath)
+			if err != nil {
+				return fmt.Errorf("the long kind's prose: %w (run from the repository's root or give -prose)", err)
+			}
+			kinds = append(kinds, proxy.Long(prose, *longBytes))
+		default:
+			return fmt.Errorf("unknown kind %q: json, stream or long", k)
+		}
+	}
+
+	// Engines in this process, at time scale 0: they answer as fast as they can. Their
+	// context holds the long kind's conversation.
 	cfg := sim.DefaultConfig()
-	cfg.TimeScale = 0
+	cfg.TimeScale, cfg.ContextLength, cfg.KVCapacityTokens = 0, 256<<10, 512<<10
 	var specs []sim.EngineSpec
 	for i := range *engines {
 		specs = append(specs, sim.EngineSpec{ID: fmt.Sprintf("E%d", i+1), Model: "m", Kind: plan.KindSGLang, Role: plan.RolePlain,
@@ -92,11 +115,16 @@ func run() error {
 	}
 	targets = append(targets, t)
 	for _, p := range strings.Split(*policies, ",") {
-		t, err := proxy.StartRouter(*routerBin, dir, p, urls, kvs)
-		if err != nil {
-			return err
+		for _, tok := range strings.Split(*tokenizers, ",") {
+			if tok == "standin" {
+				tok = ""
+			}
+			t, err := proxy.StartRouter(*routerBin, dir, p, tok, urls, kvs)
+			if err != nil {
+				return err
+			}
+			targets = append(targets, t)
 		}
-		targets = append(targets, t)
 	}
 	if !*noNginx {
 		t, err := proxy.StartNginx(dir, urls)
@@ -118,8 +146,8 @@ func run() error {
 	// of a single client process).
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 256}, Timeout: time.Minute}
 	for _, t := range targets { // warm up connections and caches
-		for _, stream := range []bool{false, true} {
-			if _, err := proxy.Trial(client, t.URL, stream, 8, 200, 30*time.Second, 0); err != nil {
+		for _, k := range kinds {
+			if _, err := proxy.Trial(client, t.URL, k, 8, min(200, *n), time.Minute, 0); err != nil {
 				return fmt.Errorf("warm-up of %s: %w", t.Name, err)
 			}
 		}
@@ -128,15 +156,15 @@ func run() error {
 	fmt.Fprintf(os.Stderr, "%d targets, %d rounds, %d requests per trial, GOMAXPROCS %d, load %s", len(targets), *rounds, *n, runtime.GOMAXPROCS(0), load)
 	trials := proxy.Trials{}
 	for r := range *rounds {
-		for _, stream := range []bool{false, true} {
+		for _, kind := range kinds {
 			for _, c := range cs {
 				for i := range targets {
 					t := targets[(i+r)%len(targets)]
-					res, err := proxy.Trial(client, t.URL, stream, c, *n, 20*time.Second, t.PID())
+					res, err := proxy.Trial(client, t.URL, kind, c, *n, time.Minute, t.PID())
 					if err != nil {
-						return fmt.Errorf("%s, stream %v, c=%d: %w", t.Name, stream, c, err)
+						return fmt.Errorf("%s, %s, c=%d: %w", t.Name, kind.Name, c, err)
 					}
-					k := proxy.Cell{Stream: stream, Conc: c, Target: t.Name}
+					k := proxy.Cell{Kind: kind.Name, Conc: c, Target: t.Name}
 					trials[k] = append(trials[k], res)
 				}
 			}
@@ -145,6 +173,10 @@ func run() error {
 	}
 	load, _ = os.ReadFile("/proc/loadavg")
 	fmt.Printf("load average after the run: %s\n", load)
-	proxy.WriteReport(os.Stdout, trials, names, cs)
+	var kindNames []string
+	for _, k := range kinds {
+		kindNames = append(kindNames, k.Name)
+	}
+	proxy.WriteReport(os.Stdout, trials, kindNames, names, cs)
 	return nil
 }
