@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -9,13 +10,17 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"sync/atomic"
+
+	"github.com/routerkit/router/runtime/gcpace"
 )
 
 // ServeBare runs the baseline: an httputil.ReverseProxy that sends requests round robin
 // to upstreams, with the transport a proxy would tune (idle connections per host) and
 // immediate flushing for streams. It is what any Go proxy pays before doing any work of
-// its own.
+// its own. Its garbage collector is paced as the router's is (runtime/gcpace), so that
+// the two compare request paths, not runtime settings.
 func ServeBare(ln net.Listener, upstreams []string) error {
+	gcpace.Start(context.Background())
 	targets := make([]*url.URL, len(upstreams))
 	for i, u := range upstreams {
 		t, err := url.Parse(u)

@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/routerkit/router/compiler"
+	"github.com/routerkit/router/runtime/gcpace"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/server"
 	"github.com/routerkit/router/runtime/sim"
@@ -67,6 +68,9 @@ func serve(c *cli.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if gcpace.Start(ctx) {
+		log.Debug("garbage collection paced for a small live heap; set GOGC to choose your own", "floor_bytes", gcpace.DefaultFloor)
+	}
 
 	var p *plan.Plan
 	if demo {

@@ -1,0 +1,98 @@
+package gcpace
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestPercent(t *testing.T) {
+	const mb = 1 << 20
+	for _, tc := range []struct {
+		live uint64
+		want int
+	}{
+		{0, MaxPercent},       // before the first collection
+		{10 * mb, MaxPercent}, // 1280% capped
+		{32 * mb, MaxPercent}, // exactly 400%
+		{40 * mb, 300},        // 320% rounded down
+		{64 * mb, 200},        // goal 192 MB: 128 above the live heap
+		{100 * mb, 125},       // 128%
+		{128 * mb, 100},       // the floor reached: Go's default
+		{1024 * mb, 100},      // never below the default
+	} {
+		if got := Percent(tc.live, DefaultFloor); got != tc.want {
+			t.Errorf("Percent(%d MB) = %d, want %d", tc.live/mb, got, tc.want)
+		}
+	}
+}
+
+// TestStepSetsOnlyChanges: the percentage follows the live heap, and an unchanged
+// percentage is not set again.
+func TestStepSetsOnlyChanges(t *testing.T) {
+	live := uint64(10 << 20)
+	var sets []int
+	p := &Pacer{Floor: DefaultFloor, Live: func() uint64 { return live }, Set: func(v int) int { sets = append(sets, v); return 100 }}
+	p.Step()
+	p.Step()
+	live = 64 << 20
+	p.Step()
+	live = 65 << 20 // still 196%: rounds to 175
+	p.Step()
+	live = 66 << 20
+	p.Step()
+	want := []int{400, 200, 175}
+	if len(sets) != len(want) {
+		t.Fatalf("sets %v, want %v", sets, want)
+	}
+	for i := range want {
+		if sets[i] != want[i] {
+			t.Fatalf("sets %v, want %v", sets, want)
+		}
+	}
+}
+
+// TestRunPacesAndRestores: Run sets the percentage at once, follows the live heap, and
+// restores the percentage the process had when it stops.
+func TestRunPacesAndRestores(t *testing.T) {
+	var mu sync.Mutex
+	live, cur := uint64(10<<20), 100
+	p := &Pacer{Floor: DefaultFloor,
+		Live: func() uint64 { mu.Lock(); defer mu.Unlock(); return live },
+		Set:  func(v int) int { mu.Lock(); defer mu.Unlock(); prev := cur; cur = v; return prev }}
+	read := func() int { mu.Lock(); defer mu.Unlock(); return cur }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx, time.Millisecond); close(done) }()
+	waitFor(t, func() bool { return read() == MaxPercent })
+	mu.Lock()
+	live = 64 << 20
+	mu.Unlock()
+	waitFor(t, func() bool { return read() == 200 })
+	cancel()
+	<-done
+	if got := read(); got != 100 {
+		t.Fatalf("percentage %d after the pacer stopped, want the previous 100", got)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within 5s")
+		}
+	}
+}
+
+// TestLiveHeapReadsTheRuntime: after a collection the runtime reports a live heap.
+func TestLiveHeapReadsTheRuntime(t *testing.T) {
+	keep := make([]byte, 1<<20)
+	runtime.GC()
+	if got := liveHeap(); got < 1<<20 {
+		t.Fatalf("live heap %d bytes, want at least the 1 MiB kept", got)
+	}
+	runtime.KeepAlive(keep)
+}
