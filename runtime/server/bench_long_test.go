@@ -2,12 +2,14 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/routerkit/router/runtime/gcpace"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/sim"
 )
@@ -23,6 +25,11 @@ import (
 //
 //	go test ./runtime/server -run '^$' -bench LongPrompt -benchtime 200x
 func BenchmarkLongPrompt(b *testing.B) {
+	// Collections paced as `router serve` paces them (the engines, in this process, are
+	// paced alike on both paths).
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go gcpace.New(gcpace.DefaultFloor).Run(ctx, gcpace.DefaultInterval)
 	b.Run("standin", func(b *testing.B) { benchLongPrompt(b, nil, longChat(128<<10)) })
 	b.Run("qwen3", func(b *testing.B) { benchLongPrompt(b, qwenPlan().Models[0].Tokenizer, proseChat(b, 128<<10)) })
 }

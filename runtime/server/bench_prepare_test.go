@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -60,10 +61,10 @@ func BenchmarkPrepareChat(b *testing.B) {
 			cpu0 := processCPU(b)
 			n := 0
 			defer func() { b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(n), "cpu-µs/op") }()
-			for i := 0; b.Loop(); i++ {
+			for b.Loop() {
 				n++
 				if tc.cold {
-					unseen(tc.body, i)
+					unseen(tc.body)
 				}
 				r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(tc.body))
 				w := httptest.NewRecorder()
@@ -91,11 +92,15 @@ func processCPU(b *testing.B) time.Duration {
 // seenMark starts every turn of longChat; unseen overwrites it.
 const seenMark = "turn00000000 "
 
+// unseenCount numbers the bodies unseen makes, across runs of a benchmark (-count): a
+// number that came back would find its turns in the cache.
+var unseenCount atomic.Int64
+
 // unseen makes every turn of a longChat or proseChat body new to the token cache by
-// writing n into each turn's mark: the cold path. Only marks are overwritten, not other
-// words that start with "turn".
-func unseen(body []byte, n int) {
-	mark := fmt.Appendf(nil, "turn%08d ", n%100000000)
+// writing a number never written before into each turn's mark: the cold path. Only marks
+// are overwritten, not other words that start with "turn".
+func unseen(body []byte) {
+	mark := fmt.Appendf(nil, "turn%08d ", unseenCount.Add(1)%100000000)
 	for i := 0; ; {
 		j := bytes.Index(body[i:], []byte("turn"))
 		if j < 0 {

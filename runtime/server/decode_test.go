@@ -61,7 +61,7 @@ func TestTokenCacheMetrics(t *testing.T) {
 		return hits, misses
 	}
 	body := longChat(2000)
-	unseen(body, 424242) // new to this process's stand-in cache
+	unseen(body) // new to this process's stand-in cache
 	hits0, misses0 := read()
 	for range 2 {
 		r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
