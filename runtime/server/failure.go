@@ -187,12 +187,21 @@ func failureResponse(err error) (status int, code, msg string) {
 	return http.StatusBadGateway, failed, who + " failed: connection error"
 }
 
+// errHardStop is the cause of the hard stop (Server.hardStop), which every request's
+// context inherits.
+var errHardStop = errors.New("the shutdown grace period ran out")
+
 // classify turns a transport error of a dispatch under ctx into a dispatchError. A
-// deadline or shutdown cause set on ctx wins; then the client's own cancellation.
+// deadline cause set on ctx wins, then the router's hard stop, then the client's own
+// cancellation.
 func classify(ctx, client context.Context, err error, w *engine.Worker, stage plan.Role) *dispatchError {
 	var de *dispatchError
-	if errors.As(context.Cause(ctx), &de) {
+	cause := context.Cause(ctx)
+	if errors.As(cause, &de) {
 		return de
+	}
+	if errors.Is(cause, errHardStop) {
+		return &dispatchError{kind: failShutdown, stage: stage, worker: w}
 	}
 	if errors.As(err, &de) {
 		return de

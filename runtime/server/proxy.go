@@ -108,10 +108,6 @@ func (s *Server) forward(rec *recorder, r *http.Request, body payload, w *engine
 	defer guard.Release()
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	stopShutdown := context.AfterFunc(s.hardStop, func() {
-		cancel(&dispatchError{kind: failShutdown, stage: stage, worker: w})
-	})
-	defer stopShutdown()
 	a := &attempt{Context: ctx, s: s, w: w, stage: stage, rec: rec, body: body, client: r.Context(), ctx: ctx, prefill: pf}
 	a.dl = s.startDeadlines(ctx, cancel, w, stage, pf)
 	defer a.dl.stop()

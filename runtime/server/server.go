@@ -77,10 +77,13 @@ type core struct {
 	// active caps concurrent chat requests (limits.max_concurrent_requests) and lets
 	// shutdown wait for their final words.
 	active *activeSet
-	// hardStop is cancelled when the shutdown grace period runs out: every dispatch
-	// still running ends, a stream with an error event.
+	// hardStop is cancelled, with errHardStop as its cause, when the shutdown grace
+	// period runs out: every dispatch still running ends, a stream with an error event.
+	// It is the base of every request's context (http.Server.BaseContext), so a
+	// dispatch learns of it from its own context, without registering on a context that
+	// all requests share.
 	hardStop context.Context
-	stopHard context.CancelFunc
+	stopHard context.CancelCauseFunc
 
 	// gen is the generation new requests are served by; each request loads it once.
 	gen atomic.Pointer[Server]
@@ -143,7 +146,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		started: time.Now(),
 		active:  newActiveSet(p.Limits.MaxConcurrentRequests),
 	}
-	c.hardStop, c.stopHard = context.WithCancel(context.Background())
+	c.hardStop, c.stopHard = context.WithCancelCause(context.Background())
 	c.fleet.init(p)
 	for _, e := range p.Engines {
 		if reg.Get(e.ID).Target() == nil {
@@ -281,6 +284,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 	srv := &http.Server{
 		Handler:           s.Handler(),
+		BaseContext:       func(net.Listener) context.Context { return s.hardStop },
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		// No WriteTimeout: it would cut long generation streams.
@@ -304,7 +308,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	shutCtx, cancel := context.WithTimeout(context.Background(), grace-final)
 	defer cancel()
 	if err := srv.Shutdown(shutCtx); err != nil {
-		s.stopHard()
+		s.stopHard(errHardStop)
 		s.active.waitIdle(final)
 		_ = srv.Close()
 		return fmt.Errorf("draining: %w", err)
