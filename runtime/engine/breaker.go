@@ -57,6 +57,15 @@ func NewBreaker(threshold int, openFor time.Duration, clock func() time.Time) *B
 	return &Breaker{threshold: max(threshold, 1), openFor: openFor, clock: clock}
 }
 
+// Configure changes the threshold and the open period, keeping the breaker's state: a
+// reload that changes the breaker settings applies them to engines that stay. A breaker
+// already open stays open until the end of the period it was opened for.
+func (b *Breaker) Configure(threshold int, openFor time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.threshold, b.openFor = max(threshold, 1), openFor
+}
+
 // State returns the current state; an open breaker whose period has passed reads as
 // half-open.
 func (b *Breaker) State() BreakerState {

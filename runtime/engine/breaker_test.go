@@ -71,3 +71,28 @@ func TestWorkerAvailableFollowsBreaker(t *testing.T) {
 		t.Fatal("an unhealthy worker is available")
 	}
 }
+
+// TestBreakerConfigureKeepsState: new settings apply to the failures already counted and
+// to the next opening, and an open breaker stays open for the period it was opened with.
+func TestBreakerConfigureKeepsState(t *testing.T) {
+	clk := &fakeClock{now: time.Unix(1000, 0)}
+	b := NewBreaker(3, time.Second, clk.Now)
+	b.Failure()
+	b.Configure(2, 5*time.Second)
+	if b.State() != BreakerClosed {
+		t.Fatal("configuring opened the breaker")
+	}
+	b.Failure() // the second consecutive failure meets the new threshold
+	if b.State() != BreakerOpen {
+		t.Fatalf("state %v after 2 failures with threshold 2", b.State())
+	}
+	clk.now = clk.now.Add(4 * time.Second)
+	if b.State() != BreakerOpen {
+		t.Fatal("open for less than the new 5s period")
+	}
+	b.Configure(2, time.Minute)
+	clk.now = clk.now.Add(2 * time.Second)
+	if b.State() != BreakerHalfOpen {
+		t.Fatalf("state %v after the 5s it was opened for, want half_open", b.State())
+	}
+}

@@ -490,7 +490,8 @@ func restartOnly(old, new *plan.Plan) []string {
 // Reload swaps in a plan compiled from the configuration files: requests in flight finish
 // on the generation they started with, and new ones use the new plan. Configured engines
 // that stay with the same identity (every engine field) keep their worker, load, health,
-// breaker, prefix index entries and bindings; changed ones are replaced with fresh state;
+// breaker (with the plan's new breaker settings), prefix index entries and bindings;
+// changed ones are replaced with fresh state;
 // configured engines no longer in the plan leave as Remove does. Engines added at run
 // time (admin, dns) stay unless the plan configures the same id, which then takes over,
 // or no longer serves their model and role. A plan changing a setting only a restart
@@ -576,6 +577,9 @@ func (s *Server) Reload(p *plan.Plan) (res ReloadResult, err error) {
 			res.Kept = append(res.Kept, id)
 			if configured[id] {
 				m.origin = OriginConfig // the config takes over a run-time engine
+			}
+			if b := m.worker.Breaker(); b != nil && merged.Breaker != g.plan.Breaker {
+				b.Configure(breakerSettings(merged.Breaker))
 			}
 		}
 	}

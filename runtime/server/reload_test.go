@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/routerkit/router/compiler"
+	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/sim"
 )
@@ -106,6 +107,7 @@ func TestReloadKeepsStateOfEnginesThatStay(t *testing.T) {
 	next = clone(p)
 	next.Engines = []plan.Engine{p.Engines[0], startSimEngine(t, p, plainEngine("E3"), 0)}
 	next.Retries.MaxAttempts = 3
+	next.Breaker = plan.Breaker{FailureThreshold: 1, OpenMS: 60_000}
 	status, body := fc.postJSON(t, "/admin/reload", "")
 	if status != http.StatusOK {
 		t.Fatalf("reload: %d %s", status, body)
@@ -159,6 +161,12 @@ func TestReloadKeepsStateOfEnginesThatStay(t *testing.T) {
 	}
 	if st.Generation != 2 || st.engine("E3").Origin != OriginConfig || st.engine("E1").State != "serving" || st.engine("E2").ID != "" {
 		t.Errorf("state after the reload: generation %d, engines %+v", st.Generation, st.Engines)
+	}
+	// The kept breaker follows the new settings: one failure opens it now (5 before).
+	if b := w1.Breaker(); !b.Acquire() {
+		t.Error("E1's breaker is not closed")
+	} else if b.Failure(); b.State() != engine.BreakerOpen {
+		t.Errorf("E1's breaker is %v after one failure, want open under the reloaded threshold of 1", b.State())
 	}
 }
 
