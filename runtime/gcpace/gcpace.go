@@ -65,14 +65,12 @@ func New(floor uint64) *Pacer {
 	return &Pacer{Floor: floor, Live: liveHeap, Set: debug.SetGCPercent}
 }
 
-// Step sets the percentage for the live heap now, when it changed, and returns it.
-func (p *Pacer) Step() int {
-	pct := Percent(p.Live(), p.Floor)
-	if pct != p.last {
+// Step sets the percentage for the live heap now, when it changed.
+func (p *Pacer) Step() {
+	if pct := Percent(p.Live(), p.Floor); pct != p.last {
 		p.Set(pct)
 		p.last = pct
 	}
-	return pct
 }
 
 // Run steps every interval until ctx is done, then restores the percentage the process
