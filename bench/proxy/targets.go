@@ -80,8 +80,9 @@ func start(name, addr, readyPath string, cmd *exec.Cmd) (*Target, error) {
 // not empty, the HuggingFace tokenizer and chat template in that directory
 // (tokenizer.json.gz and tokenizer_config.json, as in testdata/tokenizers); the target is
 // then named after the directory too. Its request log goes to a discarded stderr, as it
-// would to a log file: the record is still built and written.
-func StartRouter(bin, dir, policy, tokDir string, engines []string, kvEndpoints []string) (*Target, error) {
+// would to a log file: the record is still built and written. extra are more flags for
+// `router serve` (say --log-level warn, to see what the log line costs).
+func StartRouter(bin, dir, policy, tokDir string, engines []string, kvEndpoints []string, extra ...string) (*Target, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -110,7 +111,7 @@ func StartRouter(bin, dir, policy, tokDir string, engines []string, kvEndpoints 
 	if err := os.WriteFile(cfg, []byte(b.String()), 0o644); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "serve", "--config", cfg, "--listen", addr)
+	cmd := exec.Command(bin, append([]string{"serve", "--config", cfg, "--listen", addr}, extra...)...)
 	return start(name, addr, "/readyz", cmd)
 }
 

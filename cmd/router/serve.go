@@ -10,11 +10,14 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/routerkit/router/compiler"
 	"github.com/routerkit/router/runtime/gcpace"
+	"github.com/routerkit/router/runtime/logline"
+	"github.com/routerkit/router/runtime/logsink"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/server"
 	"github.com/routerkit/router/runtime/sim"
@@ -33,8 +36,8 @@ runs an embedded config against simulated engines started in-process. SIGINT or 
 stops accepting, drains in-flight requests within shutdown_grace_secs, and exits 0.
 --demo --print-config prints the demo config instead, a starting point for your own.
 Every flag can also be set in the environment: ROUTER_CONFIG (files separated by
-commas), ROUTER_LISTEN, ROUTER_DEMO, ROUTER_PRINT_CONFIG, ROUTER_LOG_FORMAT and
-ROUTER_LOG_LEVEL; a flag on the command line wins.`,
+commas), ROUTER_LISTEN, ROUTER_DEMO, ROUTER_PRINT_CONFIG, ROUTER_LOG_FORMAT,
+ROUTER_LOG_LEVEL and ROUTER_LOG_FLUSH; a flag on the command line wins.`,
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "config", Aliases: []string{"c"}, Usage: "config `FILE` (repeatable; files unify)", EnvVars: []string{"ROUTER_CONFIG"}},
 			&cli.StringFlag{Name: "listen", Usage: "address to listen on, overriding the config's listen (`HOST:PORT`)", EnvVars: []string{"ROUTER_LISTEN"}},
@@ -42,6 +45,7 @@ ROUTER_LOG_LEVEL; a flag on the command line wins.`,
 			&cli.BoolFlag{Name: "print-config", Usage: "with --demo: print the embedded demo config and exit, to start a config of your own from it", EnvVars: []string{"ROUTER_PRINT_CONFIG"}},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json", EnvVars: []string{"ROUTER_LOG_FORMAT"}},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log level: debug, info, warn or error", EnvVars: []string{"ROUTER_LOG_LEVEL"}},
+			&cli.DurationFlag{Name: "log-flush", Value: time.Second, Usage: "longest a request's log line waits in memory, batched with others (up to 64 KiB) into one write; 0 writes each line at once", EnvVars: []string{"ROUTER_LOG_FLUSH"}},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Bool("print-config") {
@@ -62,10 +66,12 @@ func serve(c *cli.Context) error {
 	if demo == (len(files) > 0) {
 		return usageError("serve needs either --config FILE... or --demo")
 	}
-	log, err := newLogger(c)
+	logs, err := newLogs(c)
 	if err != nil {
 		return err
 	}
+	defer logs.sink.Close()
+	log := logs.log
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if gcpace.Start(ctx) {
@@ -90,7 +96,7 @@ func serve(c *cli.Context) error {
 	if listen != "" {
 		p.Listen = listen
 	}
-	opts := server.Options{Logger: log, CompileEngine: compileEngine}
+	opts := server.Options{Logger: log, RequestLog: logs.requests, CompileEngine: compileEngine}
 	if !demo {
 		// A reload compiles the same files, with the same --listen, so that only what
 		// the files changed counts as a change.
@@ -172,18 +178,35 @@ func modelNames(p *plan.Plan) string {
 	return strings.Join(names, ", ")
 }
 
-func newLogger(c *cli.Context) (*slog.Logger, error) {
+// logs are serve's loggers: one for request lines, which the sink batches, and one for
+// everything else, written at once.
+type logs struct {
+	log, requests *slog.Logger
+	sink          *logsink.Sink
+}
+
+func newLogs(c *cli.Context) (logs, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
-		return nil, usageError("--log-level must be debug, info, warn or error, got %q", c.String("log-level"))
+		return logs{}, usageError("--log-level must be debug, info, warn or error, got %q", c.String("log-level"))
+	}
+	if c.Duration("log-flush") < 0 {
+		return logs{}, usageError("--log-flush must not be negative, got %s", c.Duration("log-flush"))
 	}
 	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: durationsAsStrings}
+	sink := logsink.New(c.App.ErrWriter, logsink.DefaultBatch, c.Duration("log-flush"))
+	l := logs{sink: sink}
 	switch c.String("log-format") {
 	case "text":
-		return asDefault(slog.New(slog.NewTextHandler(c.App.ErrWriter, opts))), nil
+		l.log = slog.New(slog.NewTextHandler(sink, opts))
 	case "json":
-		return asDefault(slog.New(slog.NewJSONHandler(c.App.ErrWriter, opts))), nil
+		l.log = slog.New(slog.NewJSONHandler(sink, opts))
 	default:
-		return nil, usageError("--log-format must be text or json, got %q", c.String("log-format"))
+		return logs{}, usageError("--log-format must be text or json, got %q", c.String("log-format"))
 	}
+	// The request lines, one per request, are formatted by logline: the same lines as
+	// slog's handlers write, for a fraction of the cost.
+	l.requests = slog.New(logline.New(sink.Batched(), c.String("log-format") == "json", opts))
+	asDefault(l.log)
+	return l, nil
 }

@@ -42,7 +42,7 @@ func (s *Server) finish(rec *recorder, d *Decision) {
 // location the router never logs.
 func (s *Server) logRequest(d *Decision) {
 	ctx := context.Background()
-	h := s.log.Handler()
+	h := s.reqLog
 	if !h.Enabled(ctx, slog.LevelInfo) {
 		return
 	}

@@ -35,6 +35,9 @@ type Options struct {
 	// router (many idle connections per engine).
 	Transport http.RoundTripper
 	Logger    *slog.Logger
+	// RequestLog writes the one line per request; nil uses Logger. `router serve` gives
+	// it a handler whose lines are batched (runtime/logsink).
+	RequestLog *slog.Logger
 	// Rand is the policies' randomness; nil uses a lock-free process-wide source.
 	Rand policy.Rand
 	// RecentDecisions is how many decisions /admin/state keeps (default 64).
@@ -71,6 +74,7 @@ type core struct {
 	recent   *recent
 	client   *http.Client
 	log      *slog.Logger
+	reqLog   slog.Handler
 	started  time.Time
 	draining atomic.Bool
 	opts     Options
@@ -121,6 +125,9 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.RequestLog == nil {
+		opts.RequestLog = opts.Logger
+	}
 	tos := timeoutsOf(p.Timeouts)
 	// Polling has connections of its own (monitor.New with a nil client) unless a
 	// test injects the transport, which then carries polls too.
@@ -136,7 +143,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("building worker registry: %w", err)
 	}
 	c := &core{
-		reg: reg, table: load.NewTable(p.Engines, nil), log: opts.Logger, opts: opts,
+		reg: reg, table: load.NewTable(p.Engines, nil), log: opts.Logger, reqLog: opts.RequestLog.Handler(), opts: opts,
 		// An engine's redirect is an answer to report, never to follow.
 		client: &http.Client{Transport: opts.Transport, CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse

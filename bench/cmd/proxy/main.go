@@ -40,6 +40,7 @@ func run() error {
 	longBytes := flag.Int("long-bytes", 620_000, "content bytes of the long kind's conversation")
 	prosePath := flag.String("prose", "runtime/token/hf/testdata/text/prose.txt", "the prose the long kind's turns repeat")
 	tokenizers := flag.String("tokenizers", "standin", "the routers' tokenizers: standin, or a directory with tokenizer.json.gz and tokenizer_config.json")
+	routerFlags := flag.String("router-flags", "", "more flags for `router serve`, space-separated (say \"--log-level warn\")")
 	flag.Parse()
 	if *bare != "" {
 		ln, err := net.Listen("tcp", *bare)
@@ -119,7 +120,7 @@ func run() error {
 			if tok == "standin" {
 				tok = ""
 			}
-			t, err := proxy.StartRouter(*routerBin, dir, p, tok, urls, kvs)
+			t, err := proxy.StartRouter(*routerBin, dir, p, tok, urls, kvs, strings.Fields(*routerFlags)...)
 			if err != nil {
 				return err
 			}
