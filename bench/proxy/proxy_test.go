@@ -61,16 +61,24 @@ func TestWriteReport(t *testing.T) {
 		k := Cell{Kind: "json", Conc: 8, Target: target}
 		tr[k] = append(tr[k], Result{Requests: reqs, Elapsed: time.Second, P50: p50, P99: 2 * p50, CPU: cpu})
 	}
+	// Round 1.
 	add("direct", 100*time.Microsecond, 0, 4000)
 	add("bare_proxy", 300*time.Microsecond, 200*time.Millisecond, 2000)
 	add("router/round_robin", 400*time.Microsecond, 230*time.Millisecond, 1800)
 	add("nginx", 200*time.Microsecond, 100*time.Millisecond, 2500)
+	// Round 2, a slow spell: everyone's CPU per request is higher.
+	add("direct", 100*time.Microsecond, 0, 4000)
+	add("bare_proxy", 300*time.Microsecond, 300*time.Millisecond, 2000)
+	add("router/round_robin", 400*time.Microsecond, 297*time.Millisecond, 1800)
+	add("nginx", 200*time.Microsecond, 125*time.Millisecond, 2500)
 	var b strings.Builder
 	WriteReport(&b, tr, []string{"json", "stream"}, []string{"direct", "bare_proxy", "router/round_robin", "nginx"}, []int{8})
 	for _, want := range []string{
 		"| json | 8 | direct | 4000 (4000–4000) | – | – | – |",
-		// 230 ms over 1800 requests is 128 µs; 100 µs per request for the bare proxy.
-		"| json | 8 | router/round_robin | 1800 (1800–1800) | 300 | 600 | 128 (128–128) | 1.28 | 3.19 | 0.90 | 0.72 | 0 |",
+		// Router: 230 ms over 1800 requests is 128 µs, then 165 µs; the bare proxy 100
+		// then 150 µs, so 1.28 and 1.10 in the rounds, 1.19 their median (where the
+		// ratio of the medians, 146 ÷ 125, would be 1.17). nginx: 40 then 50 µs.
+		"| json | 8 | router/round_robin | 1800 (1800–1800) | 300 | 600 | 146 (128–165) | 1.19 (1.10–1.28) | 3.25 (3.19–3.30) | 0.90 (0.90–0.90) | 0.72 (0.72–0.72) | 0 |",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())

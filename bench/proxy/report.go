@@ -66,31 +66,46 @@ func (t Trials) added(c Cell, p99 bool) []float64 {
 	return v
 }
 
+// paired returns, per round, the target's value over base's in the same round. A round
+// runs a cell's targets back to back, so a slow spell of a shared host weighs on both
+// sides of a ratio, where a ratio of medians over rounds would compare different spells.
+func paired(a, base []float64) []float64 {
+	var v []float64
+	for i := range min(len(a), len(base)) {
+		if base[i] > 0 {
+			v = append(v, a[i]/base[i])
+		}
+	}
+	return v
+}
+
 // WriteReport prints one Markdown table: per request kind, concurrency and target, the
 // median and range over rounds of req/s, added p50/p99 latency against direct and CPU per
-// request, and the ratios of the medians against the bare proxy and nginx.
+// request, and the median and range over rounds of the ratios against the bare proxy and
+// nginx in the same round.
 func WriteReport(w io.Writer, t Trials, kinds, targets []string, concs []int) {
 	fmt.Fprintln(w, "| kind | c | target | req/s | added p50 µs | added p99 µs | CPU µs/req | CPU ÷ bare | CPU ÷ nginx | req/s ÷ bare | req/s ÷ nginx | failed |")
-	fmt.Fprintln(w, "|---|---:|---|---|---:|---:|---|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "|---|---:|---|---|---:|---:|---|---|---|---|---|---:|")
 	for _, kind := range kinds {
 		for _, c := range concs {
 			cell := func(name string) Cell { return Cell{kind, c, name} }
-			bareCPU, bareRate := summarize(t.cpu(cell("bare_proxy"))), summarize(t.rates(cell("bare_proxy")))
-			ngxCPU, ngxRate := summarize(t.cpu(cell("nginx"))), summarize(t.rates(cell("nginx")))
+			bareCPU, bareRate := t.cpu(cell("bare_proxy")), t.rates(cell("bare_proxy"))
+			ngxCPU, ngxRate := t.cpu(cell("nginx")), t.rates(cell("nginx"))
 			for _, name := range targets {
 				k := cell(name)
 				if len(t[k]) == 0 {
 					continue
 				}
-				rate, cpu := summarize(t.rates(k)), summarize(t.cpu(k))
+				rates, cpus := t.rates(k), t.cpu(k)
+				rate, cpu := summarize(rates), summarize(cpus)
 				failed := 0
 				for _, r := range t[k] {
 					failed += r.Errors
 				}
 				fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", kind, c, name,
 					rng(rate, "%.0f"), added(t, k, false), added(t, k, true), cpuStat(name, cpu),
-					ratio(name, cpu.med, bareCPU.med), ratio(name, cpu.med, ngxCPU.med),
-					ratio(name, rate.med, bareRate.med), ratio(name, rate.med, ngxRate.med), failed)
+					ratio(name, paired(cpus, bareCPU)), ratio(name, paired(cpus, ngxCPU)),
+					ratio(name, paired(rates, bareRate)), ratio(name, paired(rates, ngxRate)), failed)
 			}
 		}
 	}
@@ -114,9 +129,10 @@ func cpuStat(name string, s stat) string {
 	return rng(s, "%.0f")
 }
 
-func ratio(name string, a, b float64) string {
-	if name == "direct" || b == 0 {
+// ratio shows the median and range of per-round ratios.
+func ratio(name string, v []float64) string {
+	if name == "direct" || len(v) == 0 {
 		return "–"
 	}
-	return fmt.Sprintf("%.2f", a/b)
+	return rng(summarize(v), "%.2f")
 }
