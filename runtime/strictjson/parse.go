@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -71,8 +72,10 @@ var errNotFast = errors.New("strictjson: not parsed")
 // once however many strings it holds; Start and End locate every value in data for
 // callers that forward parts of it as json.RawMessage.
 func Parse(data []byte, v any) (Value, error) {
-	p := parser{data: data, src: string(data)}
+	sc := scratches.Get().(*scratch)
+	p := parser{data: data, src: string(data), vals: sc.vals[:0], keys: sc.keys[:0]}
 	val, err := p.parse()
+	sc.put(p.vals[:p.high], p.keys[:p.highKeys])
 	if err == nil {
 		if n := schemaOf(v); n != nil && !foldFree(&val, n) {
 			err = errNotFast
@@ -130,6 +133,34 @@ func foldFree(v *Value, n *node) bool {
 // parser reads a document by recursive descent. Children of open containers are kept on
 // shared stacks and copied out once a container closes, so each container costs one
 // allocation of its exact size.
+// scratch is a parser's stacks of the values and keys of the objects and arrays it is
+// in, lent from scratches: a small document would otherwise grow both from nothing,
+// several allocations per request.
+type scratch struct {
+	vals []Value
+	keys []string
+}
+
+var scratches = sync.Pool{New: func() any {
+	return &scratch{vals: make([]Value, 0, 32), keys: make([]string, 0, 32)}
+}}
+
+// maxScratch is the most values a stack returned to scratches keeps: a huge document's
+// stacks are left to the collector.
+const maxScratch = 4096
+
+// put returns the stacks as the parser grew them, their used parts (vals and keys)
+// cleared of the strings they point into.
+func (sc *scratch) put(vals []Value, keys []string) {
+	if cap(vals) > maxScratch || cap(keys) > maxScratch {
+		return
+	}
+	clear(vals)
+	clear(keys)
+	sc.vals, sc.keys = vals[:0], keys[:0]
+	scratches.Put(sc)
+}
+
 type parser struct {
 	data  []byte
 	src   string // data as a string: the backing of strings without escapes
@@ -137,6 +168,9 @@ type parser struct {
 	depth int
 	vals  []Value
 	keys  []string
+	// high and highKeys are the most vals and keys held at once: what holds pointers
+	// when the stacks go back to scratches.
+	high, highKeys int
 }
 
 func (p *parser) parse() (Value, error) {
@@ -557,6 +591,7 @@ func (p *parser) array() (Value, error) {
 			return Value{}, err
 		}
 		p.vals = append(p.vals, v)
+		p.high = max(p.high, len(p.vals))
 		p.ws()
 		if p.i >= len(p.data) {
 			return Value{}, errNotFast
@@ -610,6 +645,7 @@ func (p *parser) object() (Value, error) {
 			return Value{}, err
 		}
 		p.vals = append(p.vals, v)
+		p.high = max(p.high, len(p.vals))
 		p.ws()
 		if p.i >= len(p.data) {
 			return Value{}, errNotFast
@@ -636,12 +672,14 @@ func (p *parser) repeated(key string, base int, set *map[string]struct{}) bool {
 		}
 		(*set)[key] = struct{}{}
 		p.keys = append(p.keys, key)
+		p.highKeys = max(p.highKeys, len(p.keys))
 		return false
 	}
 	if slices.Contains(p.keys[base:], key) {
 		return true
 	}
 	p.keys = append(p.keys, key)
+	p.highKeys = max(p.highKeys, len(p.keys))
 	if len(p.keys)-base >= bigObject {
 		*set = make(map[string]struct{}, 2*bigObject)
 		for _, k := range p.keys[base:] {
