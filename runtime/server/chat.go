@@ -21,7 +21,8 @@ func (s *Server) routed(prepare preparer) http.HandlerFunc {
 
 func (s *Server) serveRouted(w http.ResponseWriter, r *http.Request, prepare preparer) {
 	rec := &recorder{ResponseWriter: w, start: time.Now(), reqID: requestID(r)}
-	w.Header().Set("X-Request-Id", rec.reqID)
+	h := w.Header()
+	h["X-Request-Id"], h["Date"] = []string{rec.reqID}, responseDate.at(rec.start)
 	d := &Decision{Time: rec.start, RequestID: rec.reqID, Generation: s.generation}
 	defer s.finish(rec, d)
 	if !s.active.enter() {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/routerkit/router/runtime/plan"
 )
@@ -95,6 +96,12 @@ func TestEngineDetailsDoNotReachClients(t *testing.T) {
 			if strings.Contains(string(body), leak) {
 				t.Errorf("%s: the body leaks %q: %s", tc.content, leak, body)
 			}
+		}
+		// One Date, the router's (the engine's is not passed on), a current one.
+		if dates := resp.Header.Values("Date"); len(dates) != 1 {
+			t.Errorf("%s: Date headers %q", tc.content, dates)
+		} else if at, err := http.ParseTime(dates[0]); err != nil || time.Since(at) > time.Minute || time.Until(at) > time.Minute {
+			t.Errorf("%s: Date %q (%v)", tc.content, dates[0], err)
 		}
 		id := resp.Header.Get("X-Request-Id")
 		if id == "" || (tc.status != 200 && !strings.Contains(string(body), "request id "+id)) {

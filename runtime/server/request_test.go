@@ -11,14 +11,15 @@ import (
 // when there is one; /admin/state gets the engines and reasons as maps.
 func TestRequestLogRecord(t *testing.T) {
 	var buf bytes.Buffer
-	s := &Server{core: &core{log: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{
+	h := slog.NewTextHandler(&buf, &slog.HandlerOptions{
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 			if a.Key == slog.TimeKey {
 				return slog.Attr{}
 			}
 			return a
 		},
-	}))}}
+	})
+	s := &Server{core: &core{log: slog.New(h), reqLog: h}}
 	pd := &Decision{Model: "m", Bucket: "b", Status: 200, DurationMS: 1.5, InputTokens: 7, npicked: 2,
 		picked: [2]stagePick{{"prefill", "P1", "least loaded"}, {"decode", "D1", "only candidate"}}}
 	s.logRequest(pd)
