@@ -31,7 +31,7 @@ func run() error {
 	upstreams := flag.String("upstreams", "", "internal: the bare proxy's engines")
 	routerBin := flag.String("router", "bin/router", "router binary")
 	policies := flag.String("policies", "round_robin,power_of_two,cache_aware", "router policies")
-	rounds := flag.Int("rounds", 5, "rounds; each runs every target once per cell, in rotated order")
+	rounds := flag.Int("rounds", 7, "rounds; each runs every target once per cell, in rotated order")
 	n := flag.Int("requests", 3000, "requests per trial")
 	concs := flag.String("concurrency", "1,8,64", "client concurrency levels")
 	engines := flag.Int("engines", 4, "simulated engines")
