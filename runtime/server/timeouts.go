@@ -45,104 +45,137 @@ func newTransport(t timeouts) *http.Transport {
 	return tr
 }
 
-// deadlines run one dispatch's timers. Each cancels the dispatch context with a
-// timeout dispatchError as its cause, so every reader of the context (the transport, the
-// proxy's error handler, the stream guard) sees which deadline passed. One timer is the
-// first-byte deadline until the response headers arrive and the stream-idle deadline
-// after; the other is the total deadline.
+// deadlines enforce one dispatch's first-byte, stream-idle and total deadlines with one
+// timer. Each cancels the dispatch context with a timeout dispatchError as its cause, so
+// every reader of the context (the transport, the proxy's error handler, the stream
+// guard) sees which deadline passed.
+//
+// The timer is armed once, for the earliest time any deadline could pass (the first
+// byte, the total, or the stream-idle time should the headers come at once); when it
+// fires, it cancels if a deadline passed and otherwise re-arms itself for the deadline
+// that now comes first. A request that ends before then never touches the timer again.
+// A timer set, moved and stopped several times per request made the runtime wake an
+// idle thread each time the move made it the earliest (runtime.wakeNetPoller), which at
+// one client cost more than the timers themselves.
 type deadlines struct {
 	mu      sync.Mutex
-	started bool // the response headers arrived
-	armed   bool // phase runs the first-byte deadline (a PD decode half's waits for its prefill)
-	idle    bool // phase runs the stream-idle deadline
-	fired   bool // the first-byte deadline passed as the headers arrived
-	stopped bool // the dispatch is over: the timers must not be re-armed
+	waiting bool // a PD decode half waits for its prefill: no first-byte deadline yet
+	started bool // the response headers arrived: no first-byte deadline any more
+	idle    bool // the body flows: the stream-idle deadline applies
+	stopped bool // the dispatch is over: the timer must not be re-armed
 	// lastRead is when the stream last delivered data, in nanoseconds since base. Reads
-	// only store it; the idle timer, when it fires, re-arms itself for the rest of the
-	// idle time if data came meanwhile, so a stream of many small chunks does not reset
-	// a timer for each.
+	// only store it; the timer, when it fires, finds how long the stream was quiet.
 	lastRead atomic.Int64
-	base     time.Time
+	base     time.Time // when the body could start to flow
+	firstAt  time.Time // the first-byte deadline, once not waiting
+	totalAt  time.Time
 	cancel   context.CancelCauseFunc
 	w        *engine.Worker
 	stage    plan.Role
 	first    time.Duration
 	idleFor  time.Duration
 	totalIn  time.Duration
-	phase    *time.Timer
-	total    *time.Timer
+	timer    *time.Timer
+	wakeAt   time.Time // when the timer fires
 }
 
-// startDeadlines starts a dispatch's timers. A PD decode half (pf set) waits for the KV
-// hand-over from its prefill before it can answer, so its first-byte deadline starts
+// startDeadlines starts a dispatch's deadlines. A PD decode half (pf set) waits for the
+// KV hand-over from its prefill before it can answer, so its first-byte deadline starts
 // once the prefill's status is known; until then timeouts.prefill_status_ms bounds it.
 func (s *Server) startDeadlines(ctx context.Context, cancel context.CancelCauseFunc, w *engine.Worker, stage plan.Role, pf *prefillStatus) *deadlines {
-	d := &deadlines{cancel: cancel, w: w, stage: stage, first: s.timeouts.firstByte, idleFor: s.timeouts.streamIdle, totalIn: s.timeouts.total}
-	d.phase = time.AfterFunc(d.first, d.phasePassed)
-	d.armed = true
+	now := time.Now()
+	d := &deadlines{cancel: cancel, w: w, stage: stage, first: s.timeouts.firstByte, idleFor: s.timeouts.streamIdle, totalIn: s.timeouts.total,
+		base: now, firstAt: now.Add(s.timeouts.firstByte), totalAt: now.Add(s.timeouts.total), waiting: pf != nil}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	next := d.nextLocked(now) // the lock is held: a timer that fires at once waits for d.timer
+	d.timer, d.wakeAt = time.AfterFunc(next, d.check), now.Add(next)
 	if pf != nil {
-		d.phase.Stop()
-		d.armed = false
 		go func() {
 			select {
 			case <-pf.done:
 				d.mu.Lock()
-				if !d.started {
-					d.phase.Reset(d.first)
-					d.armed = true
+				if d.waiting {
+					d.waiting = false
+					now := time.Now()
+					d.firstAt = now.Add(d.first)
+					if !d.stopped {
+						d.armLocked(now)
+					}
 				}
 				d.mu.Unlock()
 			case <-ctx.Done():
 			}
 		}()
 	}
-	d.total = time.AfterFunc(d.totalIn, d.totalPassed)
 	return d
 }
 
-// phasePassed cancels the dispatch when the first-byte or the stream-idle deadline
-// passes, whichever the phase timer was running.
-func (d *deadlines) phasePassed() {
+// nextLocked is how long from now the timer may sleep: until the earliest deadline that
+// could pass, counting the stream-idle one from now while the headers are awaited.
+func (d *deadlines) nextLocked(now time.Time) time.Duration {
+	next := d.totalAt.Sub(now)
+	switch {
+	case d.idle:
+		quiet := now.Sub(d.base) - time.Duration(d.lastRead.Load())
+		next = min(next, d.idleFor-quiet)
+	case !d.started && !d.waiting:
+		next = min(next, d.firstAt.Sub(now), d.idleFor)
+	}
+	return max(next, 0)
+}
+
+// armLocked sets the timer for the earliest deadline that could pass.
+func (d *deadlines) armLocked(now time.Time) {
+	next := d.nextLocked(now)
+	d.timer.Reset(next)
+	d.wakeAt = now.Add(next)
+}
+
+// check runs when the timer fires: it cancels the dispatch when a deadline passed, or
+// re-arms the timer.
+func (d *deadlines) check() {
 	d.mu.Lock()
-	phase, after := phaseFirstByte, d.first
-	if d.idle {
-		phase, after = phaseStreamIdle, d.idleFor
-		if quiet := time.Since(d.base) - time.Duration(d.lastRead.Load()); quiet < d.idleFor {
-			if !d.stopped {
-				d.phase.Reset(d.idleFor - quiet)
-			}
-			d.mu.Unlock()
-			return
-		}
+	if d.stopped {
+		d.mu.Unlock()
+		return
+	}
+	now := time.Now()
+	var err *dispatchError
+	switch {
+	case !now.Before(d.totalAt):
+		err = &dispatchError{kind: failTimeout, stage: d.stage, worker: d.w, phase: phaseTotal, after: d.totalIn}
+	case d.idle && now.Sub(d.base)-time.Duration(d.lastRead.Load()) >= d.idleFor:
+		err = &dispatchError{kind: failTimeout, stage: d.stage, worker: d.w, phase: phaseStreamIdle, after: d.idleFor}
+	case !d.started && !d.waiting && !now.Before(d.firstAt):
+		err = &dispatchError{kind: failTimeout, stage: d.stage, worker: d.w, phase: phaseFirstByte, after: d.first}
+	default:
+		d.armLocked(now)
 	}
 	d.mu.Unlock()
-	d.cancel(&dispatchError{kind: failTimeout, stage: d.stage, worker: d.w, phase: phase, after: after})
+	if err != nil {
+		d.cancel(err)
+	}
 }
 
-func (d *deadlines) totalPassed() {
-	d.cancel(&dispatchError{kind: failTimeout, stage: d.stage, worker: d.w, phase: phaseTotal, after: d.totalIn})
-}
-
-// gotHeaders stops the first-byte timer for good.
+// gotHeaders ends the first-byte deadline: the response headers arrived.
 func (d *deadlines) gotHeaders() {
 	d.mu.Lock()
 	d.started = true
-	d.fired = !d.phase.Stop() && d.armed
 	d.mu.Unlock()
 }
 
-// headers starts the idle timer: the response body may flow. When the first-byte
-// deadline passed meanwhile, the dispatch is already cancelled and the timer stays the
-// first-byte one, so that the cancellation names the right phase.
+// headers starts the stream-idle deadline: the response body may flow. The timer is
+// only moved when it was set past the idle deadline, as it is when a PD decode half
+// waited for its prefill's status after its headers.
 func (d *deadlines) headers() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.fired {
-		return
-	}
 	d.idle = true
 	d.base = time.Now()
-	d.phase.Reset(d.idleFor)
+	if !d.stopped && d.wakeAt.After(d.base.Add(d.idleFor)) {
+		d.armLocked(d.base)
+	}
 }
 
 // progress notes that a chunk of the body arrived, which restarts the idle time.
@@ -156,8 +189,7 @@ func (d *deadlines) stop() {
 	d.mu.Lock()
 	d.stopped = true
 	d.mu.Unlock()
-	d.phase.Stop()
-	d.total.Stop()
+	d.timer.Stop()
 }
 
 // idleReader restarts the idle timer on every read that returned data.

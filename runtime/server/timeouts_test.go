@@ -64,3 +64,76 @@ func TestFirstByteDeadlineAndStop(t *testing.T) {
 		t.Fatalf("stopped deadlines cancelled the dispatch: %v", context.Cause(ctx2))
 	}
 }
+
+// phaseOf waits for ctx to be cancelled and returns the timeout phase of its cause.
+func phaseOf(t *testing.T, ctx context.Context, within time.Duration) string {
+	t.Helper()
+	select {
+	case <-ctx.Done():
+	case <-time.After(within):
+		t.Fatalf("not cancelled within %v", within)
+	}
+	var de *dispatchError
+	if !errors.As(context.Cause(ctx), &de) || de.kind != failTimeout {
+		t.Fatalf("cause = %v, want a timeout", context.Cause(ctx))
+	}
+	return de.phase
+}
+
+// The one timer, re-armed for the total deadline while the headers were in (a PD decode
+// half waiting for its prefill's status), is brought forward when the body may flow: the
+// stream-idle deadline still holds.
+func TestIdleDeadlineAfterAWaitBetweenHeadersAndBody(t *testing.T) {
+	s := &Server{timeouts: timeouts{firstByte: 50 * time.Millisecond, streamIdle: 200 * time.Millisecond, total: time.Minute}}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	d := s.startDeadlines(ctx, cancel, engine.New(plan.Engine{ID: "E1"}), plan.RolePlain, nil)
+	defer d.stop()
+	d.gotHeaders()
+	time.Sleep(300 * time.Millisecond) // the timer fired and re-armed for the total deadline
+	if ctx.Err() != nil {
+		t.Fatalf("cut while waiting after the headers: %v", context.Cause(ctx))
+	}
+	d.headers()
+	if p := phaseOf(t, ctx, 5*time.Second); p != phaseStreamIdle {
+		t.Fatalf("phase %s, want %s", p, phaseStreamIdle)
+	}
+}
+
+// The total deadline cuts a stream that never goes quiet.
+func TestTotalDeadlineCutsABusyStream(t *testing.T) {
+	s := &Server{timeouts: timeouts{firstByte: time.Minute, streamIdle: time.Minute, total: 150 * time.Millisecond}}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	d := s.startDeadlines(ctx, cancel, engine.New(plan.Engine{ID: "E1"}), plan.RolePlain, nil)
+	defer d.stop()
+	d.gotHeaders()
+	d.headers()
+	go func() {
+		for ctx.Err() == nil {
+			d.progress()
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	if p := phaseOf(t, ctx, 5*time.Second); p != phaseTotal {
+		t.Fatalf("phase %s, want %s", p, phaseTotal)
+	}
+}
+
+// A PD decode half's first-byte deadline starts when its prefill's status is known.
+func TestDecodeFirstByteDeadlineStartsAfterPrefill(t *testing.T) {
+	s := &Server{timeouts: timeouts{firstByte: 100 * time.Millisecond, streamIdle: time.Minute, total: time.Minute}}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	pf := newPrefillStatus()
+	d := s.startDeadlines(ctx, cancel, engine.New(plan.Engine{ID: "D1"}), plan.RoleDecode, pf)
+	defer d.stop()
+	time.Sleep(300 * time.Millisecond)
+	if ctx.Err() != nil {
+		t.Fatalf("the first-byte deadline ran while the prefill was pending: %v", context.Cause(ctx))
+	}
+	pf.set(nil)
+	if p := phaseOf(t, ctx, 5*time.Second); p != phaseFirstByte {
+		t.Fatalf("phase %s, want %s", p, phaseFirstByte)
+	}
+}
