@@ -107,6 +107,14 @@ func (s *Server) prepareChat(w http.ResponseWriter, r *http.Request) (*prepared,
 	return p, herr
 }
 
+// firstValue is Header.Get for a key already in canonical form.
+func firstValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
 // prepared builds the routing facts of a request for model m from its input ids and
 // output budget (nil: unknown), with the session and routing keys from the model's
 // configured headers.
@@ -116,8 +124,8 @@ func (s *Server) prepared(r *http.Request, m *served, body []byte, ids []uint32,
 		Model:       m.plan.Name,
 		InputTokens: int64(len(ids)),
 		TokenIDs:    ids,
-		SessionKey:  r.Header.Get(m.plan.SessionIDHeader),
-		RoutingKey:  r.Header.Get(m.plan.RoutingKeyHeader),
+		SessionKey:  firstValue(r.Header, m.sessionHeader),
+		RoutingKey:  firstValue(r.Header, m.routingHeader),
 	}
 	if budget != nil {
 		peak, err := bucket.ExpectedPeak(p.facts.InputTokens, *budget)

@@ -60,6 +60,11 @@ type served struct {
 	tok      token.Tokenizer
 	// tokName names tok in explanations.
 	tokName string
+	// sessionHeader and routingHeader are the plan's header names in canonical form: a
+	// request's header map is read with them directly, where Header.Get would
+	// canonicalize the (lowercase by default) names anew, an allocation each, on every
+	// request.
+	sessionHeader, routingHeader string
 }
 
 // core is the router's state that outlives a plan: the engines (registry, load table,
@@ -212,7 +217,8 @@ func (c *core) generation(p *plan.Plan, deps policy.Deps, n uint64) (*Server, er
 		if err != nil {
 			return nil, fmt.Errorf("loading the tokenizer of model %s: %w", m.Name, err)
 		}
-		s.models[m.Name] = &served{plan: m, resolver: r, tok: tok, tokName: hf.Describe(m)}
+		s.models[m.Name] = &served{plan: m, resolver: r, tok: tok, tokName: hf.Describe(m),
+			sessionHeader: http.CanonicalHeaderKey(m.SessionIDHeader), routingHeader: http.CanonicalHeaderKey(m.RoutingKeyHeader)}
 		names = append(names, m.Name)
 	}
 	s.modelList = strings.Join(names, ", ")
