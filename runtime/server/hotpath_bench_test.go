@@ -13,15 +13,18 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/routerkit/router/runtime/logline"
+	"github.com/routerkit/router/runtime/logsink"
 	"github.com/routerkit/router/runtime/plan"
 )
 
 // BenchmarkHotPath drives the router's real handler over loopback HTTP against one
 // simulated engine at time scale 0, beside a bare httputil.ReverseProxy to the same
 // engine in the same process, so a CPU profile or -benchmem shows what the router adds
-// per request. The router logs each request at info through a text handler to
-// io.Discard, as `router serve` does to a discarded stderr. Run it with
+// per request. The router logs each request at info in text to io.Discard, through the
+// request-line handler and batching sink `router serve` uses. Run it with
 //
 //	go test ./runtime/server -run '^$' -bench HotPath -benchmem -o /tmp/server.test -cpuprofile /tmp/cpu.out
 //
@@ -36,7 +39,10 @@ func BenchmarkHotPath(b *testing.B) {
 	fleet := startSims(b, p, 0)
 	p.Engines[0].URL = fleet.Engine("E1").URL()
 
-	srv, err := New(p, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	// The request lines are batched and formatted as `router serve` does them.
+	sink := logsink.New(io.Discard, logsink.DefaultBatch, time.Second)
+	defer sink.Close()
+	srv, err := New(p, Options{Logger: slog.New(slog.NewTextHandler(sink, nil)), RequestLog: slog.New(logline.New(sink.Batched(), false, nil))})
 	if err != nil {
 		b.Fatal(err)
 	}
