@@ -52,22 +52,34 @@ func newHeaderPolicy(p plan.HeaderPolicy) headerPolicy {
 
 // outbound returns the headers an engine gets for a client request with id reqID.
 func (hp headerPolicy) outbound(in http.Header, reqID string) http.Header {
-	out := make(http.Header, len(in)+3)
-	named := map[string]bool{}
-	for _, v := range in["Connection"] {
-		for _, f := range strings.Split(v, ",") {
+	out := in.Clone()
+	if out == nil {
+		out = http.Header{}
+	}
+	hp.apply(out, reqID)
+	return out
+}
+
+// apply turns a copy of a client request's headers into the headers an engine gets for
+// the request with id reqID, in place. The proxy applies it to the copy ReverseProxy
+// makes anyway, so that a dispatch copies the client's headers once.
+func (hp headerPolicy) apply(h http.Header, reqID string) {
+	var named map[string]bool
+	for _, v := range h["Connection"] {
+		for f := range strings.SplitSeq(v, ",") {
+			if named == nil {
+				named = map[string]bool{}
+			}
 			named[http.CanonicalHeaderKey(strings.TrimSpace(f))] = true
 		}
 	}
-	for k, v := range in {
+	for k := range h {
 		if hp.deny[k] || named[k] || (hp.allow != nil && !hp.allow[k]) {
-			continue
+			delete(h, k)
 		}
-		out[k] = v
 	}
 	vals := []string{"application/json", reqID} // one allocation for both values
-	out["Content-Type"], out["X-Request-Id"] = vals[0:1:1], vals[1:2:2]
-	return out
+	h["Content-Type"], h["X-Request-Id"] = vals[0:1:1], vals[1:2:2]
 }
 
 // setForwarded adds the X-Forwarded-For, -Host and -Proto headers for in, as

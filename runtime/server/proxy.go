@@ -112,12 +112,10 @@ func (s *Server) forward(rec *recorder, r *http.Request, body payload, w *engine
 	a.dl = s.startDeadlines(ctx, cancel, w, stage, pf)
 	defer a.dl.stop()
 
-	// The body is set by the proxy's Rewrite (see newProxy), so the client's body is
-	// not what ReverseProxy forwards.
+	// The body and the engine's headers are set by the proxy's Rewrite (see newProxy):
+	// neither the client's body nor its headers are what ReverseProxy forwards.
 	out := r.WithContext(a)
 	out.Body, out.ContentLength, out.GetBody = nil, 0, nil
-	out.Header = s.headers.outbound(r.Header, rec.reqID)
-	out.Header["Content-Length"] = []string{strconv.FormatInt(body.len(), 10)}
 	s.proxy.ServeHTTP(rec, out)
 	a.verdict(a.err)
 	return a.err
@@ -143,6 +141,10 @@ func (s *Server) newProxy() *httputil.ReverseProxy {
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			a := attemptOf(pr.In)
 			pr.SetURL(a.w.Target())
+			// pr.Out.Header is ReverseProxy's copy of the client's headers, hop-by-hop
+			// headers already removed.
+			a.s.headers.apply(pr.Out.Header, a.rec.reqID)
+			pr.Out.Header["Content-Length"] = []string{strconv.FormatInt(a.body.len(), 10)}
 			setForwarded(pr.Out.Header, pr.In)
 			pr.Out.Body, pr.Out.ContentLength, pr.Out.GetBody = a.body.reader(), a.body.len(), a.body.getBody
 		},
