@@ -10,14 +10,20 @@ import (
 	"github.com/routerkit/router/runtime/plan"
 )
 
+// started starts a dispatch's deadlines under timeouts to, on a context the test ends.
+func started(t *testing.T, to timeouts, role plan.Role, pf *prefillStatus) (context.Context, *deadlines) {
+	t.Helper()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	s := &Server{timeouts: to}
+	d := s.startDeadlines(ctx, cancel, engine.New(plan.Engine{ID: "E1"}), role, pf)
+	t.Cleanup(func() { d.stop(); cancel(nil) })
+	return ctx, d
+}
+
 // A stream that keeps delivering within the idle time lives past many idle periods; one
 // that goes quiet is cut with the stream-idle phase as the cause.
 func TestStreamIdleDeadlineFollowsReads(t *testing.T) {
-	s := &Server{timeouts: timeouts{firstByte: time.Minute, streamIdle: 300 * time.Millisecond, total: time.Minute}}
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	d := s.startDeadlines(ctx, cancel, engine.New(plan.Engine{ID: "E1"}), plan.RolePlain, nil)
-	defer d.stop()
+	ctx, d := started(t, timeouts{firstByte: time.Minute, streamIdle: 300 * time.Millisecond, total: time.Minute}, plan.RolePlain, nil)
 	d.gotHeaders()
 	d.headers()
 	for range 20 { // a second and a half of reads, five idle periods
@@ -41,10 +47,7 @@ func TestStreamIdleDeadlineFollowsReads(t *testing.T) {
 // The first-byte deadline names its own phase, and stopping the deadlines leaves no
 // timer to fire.
 func TestFirstByteDeadlineAndStop(t *testing.T) {
-	s := &Server{timeouts: timeouts{firstByte: 50 * time.Millisecond, streamIdle: time.Minute, total: time.Minute}}
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	d := s.startDeadlines(ctx, cancel, engine.New(plan.Engine{ID: "E1"}), plan.RolePlain, nil)
+	ctx, d := started(t, timeouts{firstByte: 50 * time.Millisecond, streamIdle: time.Minute, total: time.Minute}, plan.RolePlain, nil)
 	<-ctx.Done()
 	d.stop()
 	var de *dispatchError
@@ -52,10 +55,7 @@ func TestFirstByteDeadlineAndStop(t *testing.T) {
 		t.Fatalf("cause = %v, want a first_byte timeout", context.Cause(ctx))
 	}
 
-	ctx2, cancel2 := context.WithCancelCause(context.Background())
-	defer cancel2(nil)
-	s.timeouts.streamIdle = 20 * time.Millisecond
-	d = s.startDeadlines(ctx2, cancel2, engine.New(plan.Engine{ID: "E1"}), plan.RolePlain, nil)
+	ctx2, d := started(t, timeouts{firstByte: 50 * time.Millisecond, streamIdle: 20 * time.Millisecond, total: time.Minute}, plan.RolePlain, nil)
 	d.gotHeaders()
 	d.headers()
 	d.stop()
@@ -84,11 +84,7 @@ func phaseOf(t *testing.T, ctx context.Context, within time.Duration) string {
 // half waiting for its prefill's status), is brought forward when the body may flow: the
 // stream-idle deadline still holds.
 func TestIdleDeadlineAfterAWaitBetweenHeadersAndBody(t *testing.T) {
-	s := &Server{timeouts: timeouts{firstByte: 50 * time.Millisecond, streamIdle: 200 * time.Millisecond, total: time.Minute}}
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	d := s.startDeadlines(ctx, cancel, engine.New(plan.Engine{ID: "E1"}), plan.RolePlain, nil)
-	defer d.stop()
+	ctx, d := started(t, timeouts{firstByte: 50 * time.Millisecond, streamIdle: 200 * time.Millisecond, total: time.Minute}, plan.RolePlain, nil)
 	d.gotHeaders()
 	time.Sleep(300 * time.Millisecond) // the timer fired and re-armed for the total deadline
 	if ctx.Err() != nil {
@@ -102,11 +98,7 @@ func TestIdleDeadlineAfterAWaitBetweenHeadersAndBody(t *testing.T) {
 
 // The total deadline cuts a stream that never goes quiet.
 func TestTotalDeadlineCutsABusyStream(t *testing.T) {
-	s := &Server{timeouts: timeouts{firstByte: time.Minute, streamIdle: time.Minute, total: 150 * time.Millisecond}}
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	d := s.startDeadlines(ctx, cancel, engine.New(plan.Engine{ID: "E1"}), plan.RolePlain, nil)
-	defer d.stop()
+	ctx, d := started(t, timeouts{firstByte: time.Minute, streamIdle: time.Minute, total: 150 * time.Millisecond}, plan.RolePlain, nil)
 	d.gotHeaders()
 	d.headers()
 	go func() {
@@ -122,12 +114,8 @@ func TestTotalDeadlineCutsABusyStream(t *testing.T) {
 
 // A PD decode half's first-byte deadline starts when its prefill's status is known.
 func TestDecodeFirstByteDeadlineStartsAfterPrefill(t *testing.T) {
-	s := &Server{timeouts: timeouts{firstByte: 100 * time.Millisecond, streamIdle: time.Minute, total: time.Minute}}
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
 	pf := newPrefillStatus()
-	d := s.startDeadlines(ctx, cancel, engine.New(plan.Engine{ID: "D1"}), plan.RoleDecode, pf)
-	defer d.stop()
+	ctx, _ := started(t, timeouts{firstByte: 100 * time.Millisecond, streamIdle: time.Minute, total: time.Minute}, plan.RoleDecode, pf)
 	time.Sleep(300 * time.Millisecond)
 	if ctx.Err() != nil {
 		t.Fatalf("the first-byte deadline ran while the prefill was pending: %v", context.Cause(ctx))
