@@ -18,9 +18,9 @@ import (
 	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
+	"github.com/routerkit/router/runtime/selection"
 	"github.com/routerkit/router/runtime/state/load"
 	"github.com/routerkit/router/runtime/state/load/fixture"
-	"github.com/routerkit/router/runtime/token/hf"
 )
 
 func explainCommand() *cli.Command {
@@ -178,18 +178,6 @@ func explainLocal(c *cli.Context, files []string, req explain.Request) (*explain
 	if err != nil {
 		return nil, err
 	}
-	tok, err := hf.ForModel(m)
-	if err != nil {
-		return nil, err
-	}
-	ids, tokenized, err := req.TokenIDs(tok)
-	if err != nil {
-		return nil, cli.Exit(err.Error(), exitFailure)
-	}
-	if tokenized {
-		req.InputTokens = int64(len(ids))
-	}
-
 	// One instant for the whole explanation: fixture ages and freshness checks agree.
 	now := time.Now()
 	reg, err := engine.FromPlan(p.Engines)
@@ -220,33 +208,26 @@ func explainLocal(c *cli.Context, files []string, req explain.Request) (*explain
 	if err != nil {
 		return nil, err
 	}
-	resolver, err := bucket.NewResolver(*m, reg, deps)
+	// The model's selection stack, built as serving builds it.
+	sm, err := selection.NewModel(m, reg, deps)
 	if err != nil {
 		return nil, err
 	}
-
-	facts := &policy.Facts{
-		Model:       m.Name,
-		InputTokens: req.InputTokens,
-		TokenIDs:    ids,
-		SessionKey:  req.SessionID,
-		RoutingKey:  req.RoutingKey,
+	facts, tokenized, err, ferr := req.Facts(m.Name, sm.Tok)
+	if ferr != nil {
+		return nil, cli.Exit(ferr.Error(), exitFailure)
 	}
 	trace := &decision.Trace{}
 	var sel bucket.Selection
-	if req.MaxTokens != nil {
-		facts.ExpectedPeak, err = bucket.ExpectedPeak(facts.InputTokens, *req.MaxTokens)
-		facts.PeakKnown = err == nil
-	}
 	if err == nil {
 		// A dry run: explaining a request must not bind its session or routing key.
-		sel, err = resolver.Route(policy.WithDryRun(decision.NewContext(c.Context, trace)), facts)
+		sel, err = sm.Resolver.Route(policy.WithDryRun(decision.NewContext(c.Context, trace)), &facts)
 	}
 
-	x := explain.New(facts, trace, sel, err, reg, table, now)
+	x := explain.New(&facts, trace, sel, err, reg, table, now)
 	markUnset(x, fx)
 	if tokenized {
-		x.SetTokens(hf.Describe(m), ids, deps.KV.BlockSizes(m.Name))
+		x.SetTokens(sm.TokName, facts.TokenIDs, deps.KV.BlockSizes(m.Name))
 	}
 	return x, nil
 }

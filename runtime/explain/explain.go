@@ -334,6 +334,26 @@ type Request struct {
 // ErrTwoPrompts is a Request that gives its prompt more than one way.
 var ErrTwoPrompts = errors.New("give the prompt one way: input_tokens, text or messages")
 
+// Facts are the routing facts of the request for model, its text or messages tokenized
+// with tok (tokenized reports that they were); both explain paths, offline and
+// POST /admin/explain, read a request through it. A budget whose peak overflows is
+// returned apart (peakErr): it is explained like any other selection failure.
+func (r *Request) Facts(model string, tok token.Tokenizer) (facts policy.Facts, tokenized bool, peakErr, err error) {
+	facts = policy.Facts{Model: model, InputTokens: r.InputTokens, SessionKey: r.SessionID, RoutingKey: r.RoutingKey}
+	ids, tokenized, err := r.TokenIDs(tok)
+	if err != nil {
+		return policy.Facts{}, false, nil, err
+	}
+	if tokenized {
+		facts.InputTokens, facts.TokenIDs = int64(len(ids)), ids
+	}
+	if r.MaxTokens != nil {
+		facts.ExpectedPeak, peakErr = bucket.ExpectedPeak(facts.InputTokens, *r.MaxTokens)
+		facts.PeakKnown = peakErr == nil
+	}
+	return facts, tokenized, peakErr, nil
+}
+
 // TokenIDs returns the ids of the request's text or messages computed by tok, or nil and
 // false when the request gives its length as input_tokens.
 func (r *Request) TokenIDs(tok token.Tokenizer) ([]uint32, bool, error) {

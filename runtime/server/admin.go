@@ -243,7 +243,7 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 	}
 	x := explain.New(&facts, trace, sel, err, s.reg, s.table, time.Now())
 	if m := s.models[facts.Model]; m != nil && facts.TokenIDs != nil {
-		x.SetTokens(m.tokName, facts.TokenIDs, s.deps.KV.BlockSizes(facts.Model))
+		x.SetTokens(m.TokName, facts.TokenIDs, s.deps.KV.BlockSizes(facts.Model))
 	}
 	writeJSON(w, http.StatusOK, x)
 }
@@ -270,21 +270,11 @@ func (s *Server) explainFacts(body []byte) (_ *bucket.Resolver, _ policy.Facts, 
 	if req.InputTokens < 0 || (req.MaxTokens != nil && *req.MaxTokens < 0) {
 		return nil, policy.Facts{}, nil, &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, msg: "input_tokens and max_tokens must not be negative"}
 	}
-	facts := policy.Facts{Model: req.Model, InputTokens: req.InputTokens, SessionKey: req.SessionID, RoutingKey: req.RoutingKey}
-	ids, tokenized, err := req.TokenIDs(m.tok)
+	facts, _, peakErr, err := req.Facts(req.Model, m.Tok)
 	if err != nil {
 		return nil, policy.Facts{}, nil, badRequest("%v", err)
 	}
-	if tokenized {
-		facts.InputTokens, facts.TokenIDs = int64(len(ids)), ids
-	}
-	if req.MaxTokens != nil {
-		// An overflowing budget is explained like any other selection failure, as
-		// `router explain` does offline.
-		facts.ExpectedPeak, peakErr = bucket.ExpectedPeak(facts.InputTokens, *req.MaxTokens)
-		facts.PeakKnown = peakErr == nil
-	}
-	return m.resolver, facts, peakErr, nil
+	return m.Resolver, facts, peakErr, nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

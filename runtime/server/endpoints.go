@@ -155,7 +155,7 @@ func generateBudget(raw json.RawMessage, n int) (int64, *httpError) {
 
 // batchPrepared is prepared for a request of one or several prompts.
 func (s *Server) batchPrepared(r *http.Request, m *served, body []byte, in prompts, budget *int64, stream bool) (*prepared, *httpError) {
-	p, herr := s.prepared(r, m, body, in.longest(m.tok), budget, stream)
+	p, herr := s.prepared(r, m, body, in.longest(m.Tok), budget, stream)
 	if herr != nil {
 		return nil, herr
 	}
@@ -229,21 +229,21 @@ func (s *Server) prepareInputs(shape inputShape) preparer {
 		if herr != nil {
 			return nil, herr
 		}
-		if s.pdModel(m.plan) {
-			return nil, badRequest("%s serves model %q on prefill/decode engines only, which do not answer %s: send it to a model with plain engines", r.URL.Path, m.plan.Name, r.URL.Path)
+		if s.pdModel(m.Plan) {
+			return nil, badRequest("%s serves model %q on prefill/decode engines only, which do not answer %s: send it to a model with plain engines", r.URL.Path, m.Plan.Name, r.URL.Path)
 		}
 		raw, field := shape.inputs(&req)
 		in, herr := parsePrompts(raw, field)
 		if herr != nil {
 			return nil, herr
 		}
-		ids := in.longest(m.tok)
+		ids := in.longest(m.Tok)
 		if shape.query {
 			q, herr := parsePrompts(req.Query, "query")
 			if herr != nil {
 				return nil, herr
 			}
-			query := q.longest(m.tok)
+			query := q.longest(m.Tok)
 			ids = append(query[:len(query):len(query)], ids...)
 		}
 		zero := int64(0)

@@ -255,8 +255,10 @@ func testPlan(engines []plan.Engine, models ...plan.Model) *plan.Plan {
 		m := &models[i]
 		m.SessionIDHeader, m.RoutingKeyHeader = "x-session-id", "x-sgl-routing-key"
 	}
+	// The grace outlasts net/http's 5 s wait for connections a client opened but sent
+	// nothing on (see docs/serve.md, Shutdown), which a test's pooled clients can leave.
 	return &plan.Plan{
-		Listen: "127.0.0.1:0", ShutdownGraceSecs: 5, Engines: engines, Models: models,
+		Listen: "127.0.0.1:0", ShutdownGraceSecs: 8, Engines: engines, Models: models,
 		Health: plan.Health{IntervalMS: 20, TimeoutMS: 1000, FailureThreshold: 2, SuccessThreshold: 1},
 	}
 }

@@ -19,7 +19,7 @@ func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, codeModelNotFound, fmt.Sprintf("model %q is not served by this router (served: %s)", id, s.modelList))
 		return
 	}
-	writeJSON(w, http.StatusOK, s.modelCard(m.plan))
+	writeJSON(w, http.StatusOK, s.modelCard(m.Plan))
 }
 
 func (s *Server) modelCard(m *plan.Model) map[string]any {
@@ -37,13 +37,13 @@ func (s *Server) engineInfo(w http.ResponseWriter, r *http.Request) {
 	}
 	var url string
 	for _, e := range s.plan.Engines {
-		if wk := s.reg.Get(e.ID); e.Model == m.plan.Name && wk != nil && wk.Healthy() {
+		if wk := s.reg.Get(e.ID); e.Model == m.Plan.Name && wk != nil && wk.Healthy() {
 			url = wk.URL()
 			break
 		}
 	}
 	if url == "" {
-		writeError(w, http.StatusServiceUnavailable, codeNoHealthyEngine, fmt.Sprintf("model %q has no healthy engine to ask", m.plan.Name))
+		writeError(w, http.StatusServiceUnavailable, codeNoHealthyEngine, fmt.Sprintf("model %q has no healthy engine to ask", m.Plan.Name))
 		return
 	}
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, url+r.URL.Path, nil)
@@ -53,17 +53,17 @@ func (s *Server) engineInfo(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		writeError(w, http.StatusBadGateway, codeEngineError, fmt.Sprintf("asking an engine of model %q: %v", m.plan.Name, err))
+		writeError(w, http.StatusBadGateway, codeEngineError, fmt.Sprintf("asking an engine of model %q: %v", m.Plan.Name, err))
 		return
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxInfoBytes))
 	if err != nil {
-		writeError(w, http.StatusBadGateway, codeEngineError, fmt.Sprintf("reading the answer of an engine of model %q: %v", m.plan.Name, err))
+		writeError(w, http.StatusBadGateway, codeEngineError, fmt.Sprintf("reading the answer of an engine of model %q: %v", m.Plan.Name, err))
 		return
 	}
 	if resp.StatusCode/100 != 2 {
-		writeError(w, http.StatusBadGateway, codeEngineError, fmt.Sprintf("an engine of model %q answered %s", m.plan.Name, resp.Status))
+		writeError(w, http.StatusBadGateway, codeEngineError, fmt.Sprintf("an engine of model %q answered %s", m.Plan.Name, resp.Status))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

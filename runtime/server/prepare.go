@@ -84,7 +84,7 @@ func (s *Server) prepareChat(w http.ResponseWriter, r *http.Request) (*prepared,
 	}
 	c := req.chat()
 	c.Decoded, c.Parsed = msgs, parsed
-	ids, err := m.tok.EncodeChat(c)
+	ids, err := m.Tok.EncodeChat(c)
 	exact := true
 	switch {
 	case errors.Is(err, token.ErrUnpredictable):
@@ -93,7 +93,7 @@ func (s *Server) prepareChat(w http.ResponseWriter, r *http.Request) (*prepared,
 		ids, _ = token.Standin{}.EncodeChat(c)
 		exact = false
 	case err != nil:
-		return nil, &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, model: m.plan.Name,
+		return nil, &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, model: m.Plan.Name,
 			msg: "rendering the chat template: " + err.Error()}
 	}
 	budget := req.MaxCompletionTokens
@@ -119,9 +119,9 @@ func firstValue(h http.Header, key string) string {
 // output budget (nil: unknown), with the session and routing keys from the model's
 // configured headers.
 func (s *Server) prepared(r *http.Request, m *served, body []byte, ids []uint32, budget *int64, stream bool) (*prepared, *httpError) {
-	p := &prepared{body: body, model: m.plan, resolver: m.resolver, stream: stream}
+	p := &prepared{body: body, model: m.Plan, resolver: m.Resolver, stream: stream}
 	p.facts = policy.Facts{
-		Model:       m.plan.Name,
+		Model:       m.Plan.Name,
 		InputTokens: int64(len(ids)),
 		TokenIDs:    ids,
 		SessionKey:  firstValue(r.Header, m.sessionHeader),

@@ -19,14 +19,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/monitor"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
+	"github.com/routerkit/router/runtime/selection"
 	"github.com/routerkit/router/runtime/state/load"
-	"github.com/routerkit/router/runtime/token"
-	"github.com/routerkit/router/runtime/token/hf"
 )
 
 // Options are the server's injectable parts; zero values give production defaults.
@@ -53,17 +51,12 @@ type Options struct {
 	CompileEngine func(running *plan.Plan, data []byte) (plan.Engine, error)
 }
 
-// served is a model the router serves with its resolver and tokenizer.
+// served is a model the router serves: its selection stack, and the names of the
+// headers that carry a request's session and routing keys in canonical form, so that a
+// request's header map is read with them directly (Header.Get would canonicalize the
+// lowercase default names anew, an allocation each, on every request).
 type served struct {
-	plan     *plan.Model
-	resolver *bucket.Resolver
-	tok      token.Tokenizer
-	// tokName names tok in explanations.
-	tokName string
-	// sessionHeader and routingHeader are the plan's header names in canonical form: a
-	// request's header map is read with them directly, where Header.Get would
-	// canonicalize the (lowercase by default) names anew, an allocation each, on every
-	// request.
+	*selection.Model
 	sessionHeader, routingHeader string
 }
 
@@ -209,15 +202,11 @@ func (c *core) generation(p *plan.Plan, deps policy.Deps, n uint64) (*Server, er
 	names := make([]string, 0, len(p.Models))
 	for i := range p.Models {
 		m := &p.Models[i]
-		r, err := bucket.NewResolver(*m, c.reg, deps)
+		sm, err := selection.NewModel(m, c.reg, deps)
 		if err != nil {
-			return nil, fmt.Errorf("building buckets of model %s: %w", m.Name, err)
+			return nil, err
 		}
-		tok, err := hf.ForModel(m)
-		if err != nil {
-			return nil, fmt.Errorf("loading the tokenizer of model %s: %w", m.Name, err)
-		}
-		s.models[m.Name] = &served{plan: m, resolver: r, tok: tok, tokName: hf.Describe(m),
+		s.models[m.Name] = &served{Model: sm,
 			sessionHeader: http.CanonicalHeaderKey(m.SessionIDHeader), routingHeader: http.CanonicalHeaderKey(m.RoutingKeyHeader)}
 		names = append(names, m.Name)
 	}

@@ -28,13 +28,13 @@ var (
 func tokenCaches(models map[string]*served) map[string]token.CacheStatser {
 	caches := map[string]token.CacheStatser{}
 	for _, m := range models {
-		cs, ok := m.tok.(token.CacheStatser)
+		cs, ok := m.Tok.(token.CacheStatser)
 		if !ok {
 			continue
 		}
 		name := "standin"
-		if m.plan.Tokenizer != nil {
-			name = m.plan.Tokenizer.Path
+		if m.Plan.Tokenizer != nil {
+			name = m.Plan.Tokenizer.Path
 		}
 		caches[name] = cs
 	}

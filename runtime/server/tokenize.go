@@ -47,7 +47,7 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 			writeHTTPError(w, herr)
 			return
 		}
-		ids, err := m.tok.EncodeChat(token.Chat{Messages: req.Messages, Tools: req.Tools, Kwargs: req.ChatTemplateKwargs,
+		ids, err := m.Tok.EncodeChat(token.Chat{Messages: req.Messages, Tools: req.Tools, Kwargs: req.ChatTemplateKwargs,
 			NoGenerationPrompt: req.AddGenerationPrompt != nil && !*req.AddGenerationPrompt, Decoded: msgs})
 		if err != nil {
 			writeHTTPError(w, badRequest("rendering the chat template: %v", err))
@@ -61,7 +61,7 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 	special := req.AddSpecialTokens == nil || *req.AddSpecialTokens
 	var one string
 	if json.Unmarshal(req.Prompt, &one) == nil {
-		ids := m.tok.Encode(one, special)
+		ids := m.Tok.Encode(one, special)
 		out["tokens"], out["count"] = nonNil(ids), len(ids)
 		writeJSON(w, http.StatusOK, out)
 		return
@@ -73,7 +73,7 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 	}
 	lists, counts := make([][]uint32, len(batch)), make([]int, len(batch))
 	for i, text := range batch {
-		lists[i] = nonNil(m.tok.Encode(text, special))
+		lists[i] = nonNil(m.Tok.Encode(text, special))
 		counts[i] = len(lists[i])
 	}
 	out["tokens"], out["count"] = lists, counts
@@ -98,7 +98,7 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) {
 	}
 	var one []int64
 	if json.Unmarshal(req.Tokens, &one) == nil {
-		text, herr := decodeIDs(m.tok, one)
+		text, herr := decodeIDs(m.Tok, one)
 		if herr != nil {
 			writeHTTPError(w, herr)
 			return
@@ -114,7 +114,7 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) {
 	texts := make([]string, len(batch))
 	for i, ids := range batch {
 		var herr *httpError
-		if texts[i], herr = decodeIDs(m.tok, ids); herr != nil {
+		if texts[i], herr = decodeIDs(m.Tok, ids); herr != nil {
 			writeHTTPError(w, herr)
 			return
 		}
@@ -170,7 +170,7 @@ func (s *Server) modelNamed(name string) (*served, *httpError) {
 // some bucket has no bound.
 func maxModelLen(m *served) int64 {
 	var n int64
-	for _, b := range m.plan.Buckets {
+	for _, b := range m.Plan.Buckets {
 		if b.MaxContextTokens == nil {
 			return 0
 		}
