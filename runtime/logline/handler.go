@@ -1,8 +1,9 @@
 // Package logline holds a slog handler for lines written once per request. For a record
 // of strings, integers, floats, booleans and groups of them it writes what slog's text
-// or JSON handler writes, byte for byte, without their general machinery: at one client
-// the standard handler was about a tenth of the router's own CPU per request, on a path
-// whose caches are cold each time. Any other record goes to the standard handler.
+// or JSON handler writes, byte for byte, without their general machinery: with the
+// standard handler the request log was 12–25 µs of the router's 280 µs of CPU per
+// streamed request at one client, on a path whose caches are cold each time. Any other
+// record goes to the standard handler.
 package logline
 
 import (

@@ -1,9 +1,8 @@
 // Package logsink holds the writer under the router's logs. Request lines, one per
-// request, are batched: writing each at once costs a system call per request (and, on a
-// pipe to a log collector, a wake-up of the reader), which at one client was about a
-// twentieth of the router's CPU per request. Every other line is written at once, after
-// the batched lines before it, so the order of lines is kept and a warning is never
-// held back. nginx's `access_log ... buffer= flush=` and Envoy's access-log flush
+// request, are batched: writing each at once costs a system call per request and, on a
+// pipe to a log collector, a wake-up of the reader. Every other line is written at once,
+// after the batched lines before it, so the order of lines is kept and a warning is
+// never held back. nginx's `access_log ... buffer= flush=` and Envoy's access-log flush
 // interval make the same trade.
 package logsink
 
