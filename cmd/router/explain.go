@@ -213,13 +213,14 @@ func explainLocal(c *cli.Context, files []string, req explain.Request) (*explain
 	if err != nil {
 		return nil, err
 	}
-	facts, tokenized, err, ferr := req.Facts(m.Name, sm.Tok)
-	if ferr != nil {
-		return nil, cli.Exit(ferr.Error(), exitFailure)
+	facts, tokenized, peakErr, err := req.Facts(m.Name, sm.Tok)
+	if err != nil {
+		return nil, cli.Exit(err.Error(), exitFailure)
 	}
 	trace := &decision.Trace{}
 	var sel bucket.Selection
-	if err == nil {
+	// An overflowing budget is explained like any other selection failure.
+	if err = peakErr; err == nil {
 		// A dry run: explaining a request must not bind its session or routing key.
 		sel, err = sm.Resolver.Route(policy.WithDryRun(decision.NewContext(c.Context, trace)), &facts)
 	}
