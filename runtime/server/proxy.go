@@ -1,13 +1,11 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"strconv"
@@ -196,14 +194,13 @@ func (a *attempt) modifyResponse(resp *http.Response) error {
 		}
 	}
 	a.dl.headers()
-	resp.Body = &idleReader{ReadCloser: resp.Body, d: a.dl}
 	fail := func(kind failKind, detail string) error {
 		resp.Body.Close()
 		return &dispatchError{kind: kind, stage: a.stage, worker: a.w, status: resp.StatusCode, detail: detail}
 	}
 	switch code := resp.StatusCode; {
 	case code >= 400:
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		raw, _ := io.ReadAll(io.LimitReader(&idleReader{ReadCloser: resp.Body, d: a.dl}, 64<<10))
 		err := fail(failStatus, clipText(string(raw), maxErrorText)).(*dispatchError)
 		if err.rejection() {
 			err.engineMsg, err.detail = clipText(engineMessage(raw), 512), ""
@@ -214,22 +211,30 @@ func (a *attempt) modifyResponse(resp *http.Response) error {
 	}
 	filterResponseHeaders(resp.Header)
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		// The client's 200 goes out with the stream's first byte, so an engine that
+		// The client's 200 goes out with the stream's first bytes, so an engine that
 		// answers garbage is a 502 rather than a stream no client can parse.
-		br := streamReaders.Get().(*bufio.Reader)
-		br.Reset(resp.Body)
-		first, err := br.Peek(1)
+		sb := streamBodies.Get().(*streamBody)
+		sb.body, sb.a = resp.Body, a
+		n, err := io.ReadAtLeast(resp.Body, sb.head[:], 1)
+		sb.end = n
 		switch {
 		case err != nil && err != io.EOF:
+			sb.release()
 			resp.Body.Close()
 			return classify(a.ctx, a.client, err, a.w, a.stage)
-		case len(first) == 1 && !strings.ContainsRune("deir:\r\n", rune(first[0])):
-			return fail(failMalformed, "event stream starts with "+strconv.Quote(string(first)))
+		case n > 0 && !strings.ContainsRune("deir:\r\n", rune(sb.head[0])):
+			first := string(sb.head[:1])
+			sb.release()
+			return fail(failMalformed, "event stream starts with "+strconv.Quote(first))
+		}
+		if n > 0 {
+			a.dl.progress()
 		}
 		a.verdict(nil)
-		resp.Body = &streamGuard{body: resp.Body, br: br, a: a}
+		resp.Body = sb
 		return nil
 	}
+	resp.Body = &idleReader{ReadCloser: resp.Body, d: a.dl}
 	jb := jsonBodies.Get().(*jsonBody)
 	_, err := jb.buf.ReadFrom(io.LimitReader(resp.Body, maxResponseBytes+1))
 	resp.Body.Close()
@@ -278,10 +283,6 @@ func (b *jsonBody) Close() error {
 	return nil
 }
 
-// streamReaders are the buffers that peek at the first byte of a stream, returned when
-// the stream is closed.
-var streamReaders = sync.Pool{New: func() any { return bufio.NewReader(nil) }}
-
 // engineMessage extracts the message of an OpenAI-shaped or SGLang-shaped error body, or
 // returns the body's text.
 func engineMessage(raw []byte) string {
@@ -302,54 +303,78 @@ func engineMessage(raw []byte) string {
 	return strings.TrimSpace(string(raw))
 }
 
-// streamGuard ends a client's event stream with an OpenAI-shaped error event when the
-// engine fails mid-stream, a deadline passes, the PD prefill half fails or shutdown
-// cuts it, instead of a silent cut, and records the failure for the log and metrics.
-type streamGuard struct {
-	body    io.ReadCloser
-	br      *bufio.Reader // reads body; from streamReaders, nil once closed
-	a       *attempt
-	pending []byte
-	failed  bool
+// streamHead is the most of a stream modifyResponse reads before the client's 200 goes
+// out: an engine's first event, and any that came with it, so that what the engine sent
+// at once goes to the client in one write.
+const streamHead = 4 << 10
+
+// streamBodies are the stream readers, with their buffers, returned when a stream is
+// closed.
+var streamBodies = sync.Pool{New: func() any { return new(streamBody) }}
+
+// streamBody is an engine's event stream on its way to the client, in one reader rather
+// than a layer per concern, since every chunk passes through it. It holds the first
+// bytes, read before the client's 200 to check that they start an event stream; it
+// restarts the idle deadline on every read that returned data; and it ends the client's
+// stream with an OpenAI-shaped error event when the engine fails mid-stream, a deadline
+// passes, the PD prefill half fails or shutdown cuts it, instead of a silent cut, and
+// records the failure for the log and metrics.
+type streamBody struct {
+	body       io.ReadCloser
+	a          *attempt
+	head       [streamHead]byte
+	start, end int // head[start:end] is still to be read
+	pending    []byte
+	failed     bool
 }
 
 // Close closes the engine's stream and returns the reader to its pool. ReverseProxy
-// closes the stream once, when the copy is over.
-func (g *streamGuard) Close() error {
-	if g.br != nil {
-		g.br.Reset(nil)
-		streamReaders.Put(g.br)
-		g.br = nil
-	}
-	return g.body.Close()
+// closes it once, when the copy is over, and reads it no more.
+func (b *streamBody) Close() error {
+	err := b.body.Close()
+	b.release()
+	return err
 }
 
-func (g *streamGuard) Read(p []byte) (int, error) {
-	if g.failed {
-		if len(g.pending) == 0 {
-			return 0, io.EOF
-		}
-		n := copy(p, g.pending)
-		g.pending = g.pending[n:]
+// release returns the reader to its pool; its buffer's bytes are left to be overwritten.
+func (b *streamBody) release() {
+	b.body, b.a, b.pending = nil, nil, nil
+	b.start, b.end, b.failed = 0, 0, false
+	streamBodies.Put(b)
+}
+
+func (b *streamBody) Read(p []byte) (int, error) {
+	if b.start < b.end {
+		n := copy(p, b.head[b.start:b.end])
+		b.start += n
 		return n, nil
 	}
-	if g.br == nil {
-		return 0, net.ErrClosed
+	if b.failed {
+		if len(b.pending) == 0 {
+			return 0, io.EOF
+		}
+		n := copy(p, b.pending)
+		b.pending = b.pending[n:]
+		return n, nil
 	}
-	n, err := g.br.Read(p)
+	n, err := b.body.Read(p)
+	if n > 0 {
+		b.a.dl.progress()
+	}
 	if err == nil || err == io.EOF {
 		return n, err
 	}
-	de := classify(g.a.ctx, g.a.client, err, g.a.w, g.a.stage)
+	a := b.a
+	de := classify(a.ctx, a.client, err, a.w, a.stage)
 	if de.kind == failClientGone {
 		return n, err
 	}
-	g.a.verdict(de)
-	g.a.s.metrics.observeFailure(de)
+	a.verdict(de)
+	a.s.metrics.observeFailure(de)
 	_, code, msg := failureResponse(de)
-	g.a.rec.streamFailure(code, de.Error())
-	event, _ := json.Marshal(errorBody(http.StatusBadGateway, code, msg+" (request id "+g.a.rec.reqID+")"))
-	g.pending = append(append([]byte("\n\ndata: "), event...), "\n\n"...)
-	g.failed = true
+	a.rec.streamFailure(code, de.Error())
+	event, _ := json.Marshal(errorBody(http.StatusBadGateway, code, msg+" (request id "+a.rec.reqID+")"))
+	b.pending = append(append([]byte("\n\ndata: "), event...), "\n\n"...)
+	b.failed = true
 	return n, nil
 }
