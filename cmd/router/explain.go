@@ -222,7 +222,7 @@ func explainLocal(c *cli.Context, files []string, req explain.Request) (*explain
 	// An overflowing budget is explained like any other selection failure.
 	if err = peakErr; err == nil {
 		// A dry run: explaining a request must not bind its session or routing key.
-		sel, err = sm.Resolver.Route(policy.WithDryRun(decision.NewContext(c.Context, trace)), &facts)
+		sel, err = sm.Resolver.Route(c.Context, &facts, &policy.Pass{Trace: trace, DryRun: true})
 	}
 
 	x := explain.New(&facts, trace, sel, err, reg, table, now)

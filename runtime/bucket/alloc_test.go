@@ -13,7 +13,7 @@ import (
 )
 
 // TestRouteDoesNotAllocate pins the promise of package decision: without a trace in the
-// context, a successful selection pass allocates nothing, including the health filter's
+// pass, a successful selection pass allocates nothing, including the health filter's
 // pooled buffer when a member is unhealthy.
 func TestRouteDoesNotAllocate(t *testing.T) {
 	for _, pdMode := range []bool{false, true} {
@@ -25,11 +25,11 @@ func TestRouteDoesNotAllocate(t *testing.T) {
 		}
 		f := &policy.Facts{Model: model, InputTokens: 2000, ExpectedPeak: 3000, PeakKnown: true}
 		ctx := context.Background()
-		if _, err := r.Route(ctx, f); err != nil { // warm the member caches and pools
+		if _, err := r.Route(ctx, f, nil); err != nil { // warm the member caches and pools
 			t.Fatal(err)
 		}
 		if n := testing.AllocsPerRun(200, func() {
-			if _, err := r.Route(ctx, f); err != nil {
+			if _, err := r.Route(ctx, f, nil); err != nil {
 				t.Fatal(err)
 			}
 		}); n != 0 {

@@ -88,12 +88,13 @@ func BenchmarkRoute(b *testing.B) {
 			r, _ := selectionEnv(b, tc.pd, 64)
 			f := &policy.Facts{Model: model, InputTokens: 2000, ExpectedPeak: 3000, PeakKnown: true}
 			ctx := context.Background()
+			var pass *policy.Pass
 			b.ReportAllocs()
 			for b.Loop() {
 				if tc.traced {
-					ctx = decision.NewContext(context.Background(), &decision.Trace{})
+					pass = &policy.Pass{Trace: &decision.Trace{}}
 				}
-				if _, err := r.Route(ctx, f); err != nil {
+				if _, err := r.Route(ctx, f, pass); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/routerkit/router/runtime/decision"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
@@ -81,16 +80,16 @@ var requestPool = sync.Pool{New: func() any { return new(policy.Request) }}
 // model and stage (the registry's role is authoritative), sorted by id, passed to the
 // policy. A result that is not one of those exact worker pointers, such as a
 // re-registered worker carrying a candidate's id, is rejected as OutsideCandidates.
-func (g *Group) Pick(ctx context.Context, facts *policy.Facts) (policy.Pick, error) {
+func (g *Group) Pick(ctx context.Context, facts *policy.Facts, pass *policy.Pass) (policy.Pick, error) {
 	candidates, buf := healthy(g.memberWorkers(), facts.Avoid)
 	if buf != nil {
 		defer release(buf, candidates)
 	}
 
-	rec := decision.FromContext(ctx)
+	rec := pass.Rec()
 	rec.BeginGroup(g.stage, g.policyType, candidates)
 	req := requestPool.Get().(*policy.Request)
-	*req = policy.Request{Facts: *facts, Stage: g.stage, BucketID: g.bucketID}
+	*req = policy.Request{Facts: *facts, Stage: g.stage, BucketID: g.bucketID, Pass: pass}
 	pick, err := g.policy.Pick(ctx, candidates, req)
 	*req = policy.Request{}
 	requestPool.Put(req)

@@ -43,7 +43,7 @@ func TestGroupCandidates(t *testing.T) {
 				got, gotReq = fmt.Sprint(workerIDs(ws)), *req
 				return policy.Pick{}, &policy.NoCandidates{Stage: req.Stage}
 			})
-			_, _ = r.buckets[0].prefill.Pick(context.Background(), facts(10))
+			_, _ = r.buckets[0].prefill.Pick(context.Background(), facts(10), nil)
 			if got != tt.want {
 				t.Fatalf("candidates = %s, want %s", got, tt.want)
 			}
@@ -58,7 +58,7 @@ func TestGroupSeesRegistryChanges(t *testing.T) {
 	e := newEnv(t, eng("A", plan.RolePlain))
 	r := e.resolver(plain("b", nil, nil, nil, rr))
 	g := r.buckets[0].plain
-	if _, err := g.Pick(context.Background(), facts(1)); err != nil {
+	if _, err := g.Pick(context.Background(), facts(1), nil); err != nil {
 		t.Fatal(err)
 	}
 	e.reg.Put(engine.New(plan.Engine{ID: "B", Model: model, Role: plan.RolePlain}))
@@ -67,7 +67,7 @@ func TestGroupSeesRegistryChanges(t *testing.T) {
 		n = len(ws)
 		return policy.Pick{Engine: ws[0]}, nil
 	})
-	if _, err := g.Pick(context.Background(), facts(1)); err != nil {
+	if _, err := g.Pick(context.Background(), facts(1), nil); err != nil {
 		t.Fatal(err)
 	}
 	if n != 2 {
@@ -94,7 +94,7 @@ func TestGroupRejectsForeignPicks(t *testing.T) {
 			g.policy = policyFunc(func(context.Context, []*engine.Worker, *policy.Request) (policy.Pick, error) {
 				return policy.Pick{Engine: tt.pick(e)}, nil
 			})
-			_, err := g.Pick(context.Background(), facts(1))
+			_, err := g.Pick(context.Background(), facts(1), nil)
 			var out *policy.OutsideCandidates
 			if !errors.As(err, &out) {
 				t.Fatalf("err = %v, want OutsideCandidates", err)
@@ -114,10 +114,10 @@ func TestGroupPooledCandidatesAreReleased(t *testing.T) {
 		return policy.Pick{Engine: ws[0]}, nil
 	})
 	e.w("A").SetHealthy(false)
-	_, _ = g.Pick(context.Background(), facts(1))
+	_, _ = g.Pick(context.Background(), facts(1), nil)
 	e.w("A").SetHealthy(true)
 	e.w("C").SetHealthy(false)
-	_, _ = g.Pick(context.Background(), facts(1))
+	_, _ = g.Pick(context.Background(), facts(1), nil)
 	if got := fmt.Sprint(seen); got != "[[B C] [A B]]" {
 		t.Fatalf("candidates per pick = %s, want [[B C] [A B]]", got)
 	}

@@ -85,9 +85,9 @@ func withPeak(input, peak int64) *policy.Facts {
 	return &policy.Facts{Model: model, InputTokens: input, ExpectedPeak: peak, PeakKnown: true}
 }
 
-func traced() (context.Context, *decision.Trace) {
+func traced() (*policy.Pass, *decision.Trace) {
 	tr := &decision.Trace{}
-	return decision.NewContext(context.Background(), tr), tr
+	return &policy.Pass{Trace: tr}, tr
 }
 
 func bucketIDs(bs []*Bucket) []string {

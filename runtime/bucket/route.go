@@ -26,13 +26,13 @@ type Selection struct {
 // prefill group then the decode group. A failed decode pick discards the tentative prefill
 // pick; nothing has been dispatched, so there is nothing to undo. Errors keep the failing
 // stage and are prefixed with the bucket id.
-func (b *Bucket) PickEngines(ctx context.Context, facts *policy.Facts) (Selection, error) {
+func (b *Bucket) PickEngines(ctx context.Context, facts *policy.Facts, pass *policy.Pass) (Selection, error) {
 	sel := Selection{Bucket: b}
 	var err error
 	if b.plain != nil {
-		sel.Plain, err = b.plain.Pick(ctx, facts)
-	} else if sel.Prefill, err = b.prefill.Pick(ctx, facts); err == nil {
-		sel.Decode, err = b.decode.Pick(ctx, facts)
+		sel.Plain, err = b.plain.Pick(ctx, facts, pass)
+	} else if sel.Prefill, err = b.prefill.Pick(ctx, facts, pass); err == nil {
+		sel.Decode, err = b.decode.Pick(ctx, facts, pass)
 	}
 	if err != nil {
 		return Selection{}, fmt.Errorf("bucket %s: %w", b.id, err)
@@ -44,15 +44,14 @@ func (b *Bucket) PickEngines(ctx context.Context, facts *policy.Facts) (Selectio
 // order until one supplies a complete selection. NoCandidates, NoAdmissibleEngine and
 // AdmissionRejected advance to the next bucket, where every required engine is picked
 // again; any other failure stops the pass. Failures are returned as *Error, which maps
-// them to an HTTP status and code. A decision.Trace in ctx receives the whole pass.
+// them to an HTTP status and code. The pass's trace, if any, receives the whole pass; a
+// nil pass records nothing and is no dry run.
 //
 // When the model has a cache-aware group, the pass memoizes prefix lookups, so that every
 // bucket and stage it tries queries each prefix source at most once.
-func (r *Resolver) Route(ctx context.Context, facts *policy.Facts) (Selection, error) {
-	rec := decision.FromContext(ctx)
-	if r.prefix {
-		ctx = policy.WithPrefixMemo(ctx)
-	}
+func (r *Resolver) Route(ctx context.Context, facts *policy.Facts, pass *policy.Pass) (Selection, error) {
+	pass = pass.Start(r.prefix)
+	rec := pass.Rec()
 	if err := validate(facts.InputTokens, facts.ExpectedPeak, facts.PeakKnown); err != nil {
 		return Selection{}, classify(err)
 	}
@@ -71,7 +70,7 @@ func (r *Resolver) Route(ctx context.Context, facts *policy.Facts) (Selection, e
 		}
 		tried = true
 		rec.BeginAttempt(b.id)
-		sel, err := b.PickEngines(ctx, facts)
+		sel, err := b.PickEngines(ctx, facts, pass)
 		rec.EndAttempt(err)
 		if err == nil {
 			return sel, nil

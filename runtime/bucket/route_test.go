@@ -28,8 +28,8 @@ func twoPDBuckets(t *testing.T, p plan.Policy) (*env, *Resolver) {
 func TestRoutePDAdvancesOnDecodeFailureWithoutMixing(t *testing.T) {
 	e, r := twoPDBuckets(t, rr)
 	e.w("D1").SetHealthy(false) // small bucket: prefill succeeds, decode has no candidates
-	ctx, tr := traced()
-	sel, err := r.Route(ctx, facts(100))
+	pass, tr := traced()
+	sel, err := r.Route(context.Background(), facts(100), pass)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestRoutePDAdvancesOnDecodeFailureWithoutMixing(t *testing.T) {
 
 func TestRoutePlainSelection(t *testing.T) {
 	e := newEnv(t, eng("A", plan.RolePlain))
-	sel, err := e.resolver(plain("b", nil, nil, nil, rr)).Route(context.Background(), facts(1))
+	sel, err := e.resolver(plain("b", nil, nil, nil, rr)).Route(context.Background(), facts(1), nil)
 	if err != nil || sel.Plain.Engine != e.w("A") || sel.Prefill.Engine != nil || sel.Decode.Engine != nil {
 		t.Fatalf("Route = %+v, %v; want plain A only", sel, err)
 	}
@@ -113,8 +113,8 @@ func TestRouteFailures(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(e, r)
 			}
-			ctx, tr := traced()
-			_, err := r.Route(ctx, tt.facts)
+			pass, tr := traced()
+			_, err := r.Route(context.Background(), tt.facts, pass)
 			var re *Error
 			if !errors.As(err, &re) {
 				t.Fatalf("err = %v, want *Error", err)
@@ -134,7 +134,7 @@ func TestRouteRejectionReasonsNameBucketAndEngine(t *testing.T) {
 	e, r := twoPDBuckets(t, plan.Policy{Type: plan.RoundRobin, Admission: plan.Admission{MaxInflightRequests: 1}})
 	e.w("D1").AddInflight(1)
 	e.w("P2").AddInflight(1)
-	_, err := r.Route(context.Background(), facts(1))
+	_, err := r.Route(context.Background(), facts(1), nil)
 	var re *Error
 	if !errors.As(err, &re) {
 		t.Fatalf("err = %v", err)
@@ -151,8 +151,8 @@ func TestRouteRejectionReasonsNameBucketAndEngine(t *testing.T) {
 func TestRouteTrace(t *testing.T) {
 	e, r := twoPDBuckets(t, rr)
 	e.w("D1").SetHealthy(false)
-	ctx, tr := traced()
-	if _, err := r.Route(ctx, withPeak(100, 5000)); err != nil {
+	pass, tr := traced()
+	if _, err := r.Route(context.Background(), withPeak(100, 5000), pass); err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(tr.Resolved) != "[small large]" || len(tr.Excluded) != 0 {
@@ -212,7 +212,7 @@ func TestRouteMemoizesPrefixLookups(t *testing.T) {
 	e.w("P1").AddInflight(1) // at the small bucket's cap: that attempt fails after its lookup
 
 	f := &policy.Facts{Model: model, InputTokens: 2048, TokenIDs: make([]uint32, 2048)}
-	sel, err := r.Route(context.Background(), f)
+	sel, err := r.Route(context.Background(), f, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestRouteMemoizesPrefixLookups(t *testing.T) {
 	if n := queries.Load(); n != 1 {
 		t.Fatalf("%d indexer queries for one request over two buckets, want 1", n)
 	}
-	if _, err := r.Route(context.Background(), f); err != nil {
+	if _, err := r.Route(context.Background(), f, nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := queries.Load(); n != 2 {

@@ -10,8 +10,6 @@
 package decision
 
 import (
-	"context"
-
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/state/load"
@@ -130,19 +128,6 @@ const (
 type PrefixMatch struct {
 	Engine string `json:"engine"`
 	Tokens int64  `json:"tokens"`
-}
-
-type contextKey struct{}
-
-// NewContext returns a context that carries t.
-func NewContext(ctx context.Context, t *Trace) context.Context {
-	return context.WithValue(ctx, contextKey{}, t)
-}
-
-// FromContext returns the context's trace, or nil.
-func FromContext(ctx context.Context) *Trace {
-	t, _ := ctx.Value(contextKey{}).(*Trace)
-	return t
 }
 
 // Compatible records a bucket that resolution kept, in try order.

@@ -109,7 +109,7 @@ func BenchmarkCacheAwarePick(b *testing.B) {
 				req := &Request{Facts: Facts{Model: "m", InputTokens: int64(len(prompt)), TokenIDs: prompt}, Stage: plan.RolePrefill, BucketID: "b"}
 				ctx := context.Background()
 				if tc.memoized {
-					ctx = WithPrefixMemo(ctx)
+					req.Pass = (*Pass)(nil).Start(true)
 				}
 				b.ReportAllocs()
 				for b.Loop() {

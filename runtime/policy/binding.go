@@ -25,7 +25,7 @@ import (
 //   - When a concurrent pick bound the key first, its engine wins if it is a candidate,
 //     after this policy checks it; a winner outside the candidates is replaced. Conflicts
 //     are retried a bounded number of times.
-//   - A dry run (see WithDryRun) selects the same way but writes and refreshes nothing.
+//   - A dry run (see Pass.DryRun) selects the same way but writes and refreshes nothing.
 type binder struct {
 	store    affinity.Bindings
 	load     *load.Table
@@ -51,7 +51,7 @@ func (b *binder) Pick(ctx context.Context, engines []*engine.Worker, req *Reques
 	if len(engines) == 0 {
 		return noCandidates(req)
 	}
-	rec := decision.FromContext(ctx)
+	rec := req.Pass.Rec()
 	value := b.key(req)
 	if value == "" {
 		w, err := b.fallbackPick(ctx, rec, engines, req)
@@ -68,7 +68,7 @@ func (b *binder) Pick(ctx context.Context, engines []*engine.Worker, req *Reques
 			if rej := b.check(rec, w, req); rej != nil {
 				return Pick{}, rej
 			}
-			if !DryRun(ctx) {
+			if !req.Pass.Dry() {
 				b.store.Touch(k, old)
 			}
 			return Pick{Engine: w, Reason: b.reasons.reused}, nil
@@ -82,7 +82,7 @@ func (b *binder) Pick(ctx context.Context, engines []*engine.Worker, req *Reques
 	if err != nil {
 		return Pick{}, err
 	}
-	if DryRun(ctx) {
+	if req.Pass.Dry() {
 		return Pick{Engine: w, Reason: b.reasons.dryRun}, nil
 	}
 	for range maxBindAttempts {
@@ -117,8 +117,9 @@ func (b *binder) Pick(ctx context.Context, engines []*engine.Worker, req *Reques
 // admission, with no limits, would otherwise appear beside this policy's verdict on the
 // same engine as a second, contradicting one.
 func (b *binder) fallbackPick(ctx context.Context, rec *decision.Trace, engines []*engine.Worker, req *Request) (*engine.Worker, error) {
-	if rec != nil {
-		ctx = decision.NewContext(ctx, nil)
+	if rec != nil { // the pass is this request's alone: mute it for the fallback
+		req.Pass.Trace = nil
+		defer func() { req.Pass.Trace = rec }()
 	}
 	p, err := b.fallback.Pick(ctx, engines, req)
 	if err != nil {

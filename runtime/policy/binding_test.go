@@ -233,10 +233,10 @@ func TestAffinityDryRunWritesNothing(t *testing.T) {
 	f := newFleet(t, plan.RolePlain, "A", "B")
 	store, now := storeAt(10 * time.Second)
 	p := NewSessionAware(store, f.table, script(t, 1, 0), Limits{})
-	ctx, group := traced()
-	ctx = WithDryRun(ctx)
+	pass, group := traced()
+	pass.DryRun = true
 
-	pick, err := p.Pick(ctx, f.workers, sessionReq(plan.RolePlain, "new"))
+	pick, err := p.Pick(context.Background(), f.workers, in(pass, sessionReq(plan.RolePlain, "new")))
 	if err != nil || pick.Engine.ID() != "B" || pick.Reason != "new session; power-of-two choice (dry run, not bound)" {
 		t.Fatalf("dry-run pick = %v (%q), %v", pick.Engine, pick.Reason, err)
 	}
@@ -255,7 +255,7 @@ func TestAffinityDryRunWritesNothing(t *testing.T) {
 	k := key(plan.RolePlain, "old")
 	store.CompareAndBind(k, "", "A")
 	*now = now.Add(8 * time.Second)
-	if pick, err := p.Pick(ctx, f.workers, sessionReq(plan.RolePlain, "old")); err != nil || pick.Engine.ID() != "A" {
+	if pick, err := p.Pick(context.Background(), f.workers, in(pass, sessionReq(plan.RolePlain, "old"))); err != nil || pick.Engine.ID() != "A" {
 		t.Fatalf("dry-run reuse = %v, %v", pick.Engine, err)
 	}
 	*now = now.Add(3 * time.Second)

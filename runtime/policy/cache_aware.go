@@ -119,7 +119,7 @@ func (p *CacheAware) Pick(ctx context.Context, engines []*engine.Worker, req *Re
 	if len(engines) == 0 {
 		return noCandidates(req)
 	}
-	rec := decision.FromContext(ctx)
+	rec := req.Pass.Rec()
 	now := p.load.Now()
 	var buf [8]obs // holders of typical groups, without allocating
 	holders, err := p.holders(ctx, rec, engines, req, now, buf[:0])
@@ -161,7 +161,7 @@ func (p *CacheAware) holders(ctx context.Context, rec *decision.Trace, engines [
 		}
 		return nil, nil
 	}
-	res, err := lookupPrefix(ctx, p.source, req.Model, req.TokenIDs)
+	res, err := lookupPrefix(ctx, req.Pass, p.source, req.Model, req.TokenIDs)
 	if err != nil {
 		return nil, &InvalidConfiguration{Msg: fmt.Sprintf("prefix lookup in %s: %v", p.source.Name(), err)}
 	}

@@ -101,8 +101,8 @@ func TestCacheAwareFollowsSimulatedKVEvents(t *testing.T) {
 	next := token.EncodeChat([]token.Message{{Role: "user", Content: prefix + "And then what happened?"}})
 	tr := &decision.Trace{}
 	for range 5 {
-		sel, err := resolver.Route(decision.NewContext(context.Background(), tr), &policy.Facts{
-			Model: "m", InputTokens: int64(len(next)), TokenIDs: next})
+		sel, err := resolver.Route(context.Background(), &policy.Facts{
+			Model: "m", InputTokens: int64(len(next)), TokenIDs: next}, &policy.Pass{Trace: tr})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +129,7 @@ func TestCacheAwareFollowsSimulatedKVEvents(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	sel, err := resolver.Route(context.Background(), &policy.Facts{Model: "m", InputTokens: int64(len(next)), TokenIDs: next})
+	sel, err := resolver.Route(context.Background(), &policy.Facts{Model: "m", InputTokens: int64(len(next)), TokenIDs: next}, nil)
 	if err != nil || !strings.HasPrefix(sel.Plain.Reason, "no usable prefix holder") {
 		t.Fatalf("after the flush: %+v, %v; want the load fallback", sel.Plain, err)
 	}

@@ -184,8 +184,8 @@ func TestCacheAware(t *testing.T) {
 			}
 			src := &fakeSource{res: PrefixResult{Matched: tt.matched}}
 			p := NewCacheAware(src, f.table, script(t, tt.draws...), tt.limits, cfg)
-			ctx, group := traced()
-			pick, err := p.Pick(ctx, f.workers, cacheReq())
+			pass, group := traced()
+			pick, err := p.Pick(context.Background(), f.workers, in(pass, cacheReq()))
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
@@ -226,8 +226,8 @@ func TestCacheAwareLookupOutcomes(t *testing.T) {
 			if tt.noIDs {
 				req.TokenIDs = nil
 			}
-			ctx, group := traced()
-			pick, err := p.Pick(ctx, f.workers, req)
+			pass, group := traced()
+			pick, err := p.Pick(context.Background(), f.workers, in(pass, req))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -270,23 +270,29 @@ func TestCacheAwareMemoizesLookups(t *testing.T) {
 	p := NewCacheAware(src, f.table, NewSeededRand(1), Limits{}, cacheDefaults())
 	q := NewCacheAware(other, f.table, NewSeededRand(1), Limits{}, cacheDefaults())
 
-	ctx := WithPrefixMemo(context.Background())
-	if WithPrefixMemo(ctx) != ctx {
-		t.Fatal("WithPrefixMemo replaced an existing memo")
-	}
+	ctx := context.Background()
+	pass := (*Pass)(nil).Start(true)
 	for range 3 {
-		if pick, err := p.Pick(ctx, f.workers, cacheReq()); err != nil || pick.Engine.ID() != "A" {
+		if pick, err := p.Pick(ctx, f.workers, in(pass, cacheReq())); err != nil || pick.Engine.ID() != "A" {
 			t.Fatalf("Pick = %v, %v", pick.Engine, err)
 		}
-		if _, err := q.Pick(ctx, f.workers, cacheReq()); err != nil {
+		if _, err := q.Pick(ctx, f.workers, in(pass, cacheReq())); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if src.calls != 1 || other.calls != 1 {
 		t.Fatalf("lookups with a memo: %d and %d, want one per source", src.calls, other.calls)
 	}
-	if _, err := p.Pick(context.Background(), f.workers, cacheReq()); err != nil || src.calls != 2 {
+	// A new pass starts with a new memo: a later request looks up again.
+	pass = pass.Start(true)
+	if _, err := p.Pick(ctx, f.workers, in(pass, cacheReq())); err != nil || src.calls != 2 {
+		t.Fatalf("lookups in a new pass: %d, want a fresh lookup", src.calls)
+	}
+	if _, err := p.Pick(ctx, f.workers, cacheReq()); err != nil || src.calls != 3 {
 		t.Fatalf("lookups without a memo: %d, want every pick to look up", src.calls)
+	}
+	if pass.Start(false) != pass || (*Pass)(nil).Start(false) != nil {
+		t.Fatal("Start without a memo replaced the pass or made one")
 	}
 }
 

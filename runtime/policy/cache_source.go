@@ -116,21 +116,13 @@ type memoEntry struct {
 	err error
 }
 
-type memoKey struct{}
-
-// WithPrefixMemo returns a context that memoizes prefix lookups for one request. The
-// selection pass (bucket.Resolver.Route) installs one when the model has a cache-aware
-// group; a context that already has a memo is returned as is.
-func WithPrefixMemo(ctx context.Context) context.Context {
-	if _, ok := ctx.Value(memoKey{}).(*prefixMemo); ok {
-		return ctx
+// lookupPrefix asks src once per pass: through the pass's memo if it has one (see
+// Pass.Start).
+func lookupPrefix(ctx context.Context, pass *Pass, src CacheSource, model string, ids []uint32) (PrefixResult, error) {
+	var memo *prefixMemo
+	if pass != nil {
+		memo = pass.memo
 	}
-	return context.WithValue(ctx, memoKey{}, &prefixMemo{})
-}
-
-// lookupPrefix asks src once per request: through the context's memo if it has one.
-func lookupPrefix(ctx context.Context, src CacheSource, model string, ids []uint32) (PrefixResult, error) {
-	memo, _ := ctx.Value(memoKey{}).(*prefixMemo)
 	if memo == nil {
 		return src.Lookup(ctx, model, ids)
 	}

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -84,13 +83,19 @@ func native(running, waiting, uncached, usedKV, maxKV int64) load.Sample {
 		UsedKVTokens: usedKV, TotalKVTokens: usedKV + uncached, MaxKVTokens: maxKV, MaxRunning: 64}
 }
 
-// traced returns a context whose trace has an open group, so policy observations and
+// traced returns a pass whose trace has an open group, so policy observations and
 // admission verdicts are recorded, and a function returning that group.
-func traced() (context.Context, func() decision.Group) {
+func traced() (*Pass, func() decision.Group) {
 	tr := &decision.Trace{}
 	tr.BeginAttempt("b")
 	tr.BeginGroup(plan.RolePlain, "test", nil)
-	return decision.NewContext(context.Background(), tr), func() decision.Group { return tr.Attempts[0].Groups[0] }
+	return &Pass{Trace: tr}, func() decision.Group { return tr.Attempts[0].Groups[0] }
+}
+
+// in puts req in pass.
+func in(pass *Pass, req *Request) *Request {
+	req.Pass = pass
+	return req
 }
 
 func observedIDs(g decision.Group) []string {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 
-	"github.com/routerkit/router/runtime/decision"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/state/load"
 )
@@ -53,7 +52,7 @@ func (p *LeastLoad) Pick(ctx context.Context, engines []*engine.Worker, req *Req
 	if len(engines) == 0 {
 		return noCandidates(req)
 	}
-	rec := decision.FromContext(ctx)
+	rec := req.Pass.Rec()
 	now := p.load.Now()
 	allReported := true
 	var rejected []*AdmissionRejected

@@ -58,6 +58,9 @@ type Request struct {
 	// Stage is the role of the group being asked: plain, prefill or decode.
 	Stage    plan.Role
 	BucketID string
+	// Pass is the selection pass the request is in; nil records nothing and is no dry
+	// run.
+	Pass *Pass
 }
 
 // Pick is a successful selection: an admitted engine from the candidates and a short

@@ -44,7 +44,7 @@ func (p *PowerOfTwo) Pick(ctx context.Context, engines []*engine.Worker, req *Re
 	if n == 0 {
 		return noCandidates(req)
 	}
-	rec := decision.FromContext(ctx)
+	rec := req.Pass.Rec()
 	now := p.load.Now()
 	if n == 1 {
 		w := engines[0]

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -76,8 +77,8 @@ func TestPowerOfTwoComparison(t *testing.T) {
 				if order == "BA" {
 					rnd = script(t, 1, 0)
 				}
-				ctx, group := traced()
-				pick, err := NewPowerOfTwo(f.table, rnd, Limits{}).Pick(ctx, f.workers, request(tt.stage))
+				pass, group := traced()
+				pick, err := NewPowerOfTwo(f.table, rnd, Limits{}).Pick(context.Background(), f.workers, in(pass, request(tt.stage)))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -114,8 +115,8 @@ func TestPowerOfTwoSamplesDistinctPairsUniformly(t *testing.T) {
 	seen := map[string]bool{}
 	for i := range 4 {
 		for j := range 3 {
-			ctx, group := traced()
-			if _, err := NewPowerOfTwo(f.table, script(t, i, j), Limits{}).Pick(ctx, f.workers, request(plan.RolePlain)); err != nil {
+			pass, group := traced()
+			if _, err := NewPowerOfTwo(f.table, script(t, i, j), Limits{}).Pick(context.Background(), f.workers, in(pass, request(plan.RolePlain))); err != nil {
 				t.Fatal(err)
 			}
 			obs := observedIDs(group())
@@ -132,8 +133,8 @@ func TestPowerOfTwoSamplesDistinctPairsUniformly(t *testing.T) {
 
 func TestPowerOfTwoNoCandidates(t *testing.T) {
 	f := newFleet(t, plan.RoleDecode)
-	ctx, group := traced()
-	_, err := NewPowerOfTwo(f.table, script(t), Limits{MaxInflightRequests: 1}).Pick(ctx, nil, request(plan.RoleDecode))
+	pass, group := traced()
+	_, err := NewPowerOfTwo(f.table, script(t), Limits{MaxInflightRequests: 1}).Pick(context.Background(), nil, in(pass, request(plan.RoleDecode)))
 	var nc *NoCandidates
 	if !errors.As(err, &nc) || nc.Stage != plan.RoleDecode {
 		t.Fatalf("err = %v, want NoCandidates for decode", err)
@@ -156,8 +157,8 @@ func TestPowerOfTwoSingleCandidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFleet(t, plan.RoleDecode, "A")
 			f.report("A", native(tt.running, 0, 0, 0, 1000))
-			ctx, group := traced()
-			pick, err := NewPowerOfTwo(f.table, script(t), Limits{MaxRunningRequests: 64}).Pick(ctx, f.workers, request(plan.RoleDecode))
+			pass, group := traced()
+			pick, err := NewPowerOfTwo(f.table, script(t), Limits{MaxRunningRequests: 64}).Pick(context.Background(), f.workers, in(pass, request(plan.RoleDecode)))
 			if got := observedIDs(group()); len(got) != 1 || got[0] != "A" {
 				t.Errorf("observed %v, want [A]", got)
 			}
@@ -183,8 +184,8 @@ func TestPowerOfTwoAdmissionOnceWithoutResample(t *testing.T) {
 	f.report("A", native(0, 5, 0, 0, 1000))   // fewer uncached tokens: wins, but waiting == cap
 	f.report("B", native(0, 0, 100, 0, 1000)) // admissible
 	rnd := script(t, 0, 0)                    // samples A then B
-	ctx, group := traced()
-	_, err := NewPowerOfTwo(f.table, rnd, Limits{MaxWaitingRequests: 5}).Pick(ctx, f.workers, request(plan.RolePrefill))
+	pass, group := traced()
+	_, err := NewPowerOfTwo(f.table, rnd, Limits{MaxWaitingRequests: 5}).Pick(context.Background(), f.workers, in(pass, request(plan.RolePrefill)))
 	var rej *AdmissionRejected
 	if !errors.As(err, &rej) || rej.Engine != f.w("A") || rej.Limit != LimitWaiting || rej.Value != 5 || rej.Cap != 5 {
 		t.Fatalf("err = %v, want A rejected by %s at 5/5", err, LimitWaiting)

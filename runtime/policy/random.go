@@ -3,7 +3,6 @@ package policy
 import (
 	"context"
 
-	"github.com/routerkit/router/runtime/decision"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/state/load"
 )
@@ -30,7 +29,7 @@ func (p *Random) Pick(ctx context.Context, engines []*engine.Worker, req *Reques
 	if len(engines) == 0 {
 		return noCandidates(req)
 	}
-	rec := decision.FromContext(ctx)
+	rec := req.Pass.Rec()
 	w := engines[p.rand.IntN(len(engines))]
 	r := p.load.LoadAt(w, p.load.Now())
 	rec.Observe(w, r)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync/atomic"
 
-	"github.com/routerkit/router/runtime/decision"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/state/load"
 )
@@ -35,11 +34,11 @@ func (p *RoundRobin) Pick(ctx context.Context, engines []*engine.Worker, req *Re
 	if n == 0 {
 		return noCandidates(req)
 	}
-	rec := decision.FromContext(ctx)
+	rec := req.Pass.Rec()
 	// A dry run reads the cursor without moving it: explaining a request must not change
 	// which engine the next served request gets.
 	start := p.next.Load()
-	if !DryRun(ctx) {
+	if !req.Pass.Dry() {
 		start = p.next.Add(1) - 1
 	}
 	now := p.load.Now()

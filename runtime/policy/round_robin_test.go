@@ -38,8 +38,8 @@ func TestRoundRobinDryRunKeepsTheCursor(t *testing.T) {
 	f := newFleet(t, plan.RolePlain, "A", "B")
 	p := NewRoundRobin(f.table, Limits{})
 	var got []string
-	for _, ctx := range []context.Context{context.Background(), WithDryRun(context.Background()), context.Background()} {
-		pick, err := p.Pick(ctx, f.workers, request(plan.RolePlain))
+	for _, pass := range []*Pass{nil, {DryRun: true}, nil} {
+		pick, err := p.Pick(context.Background(), f.workers, in(pass, request(plan.RolePlain)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,8 +55,8 @@ func TestRoundRobinSkipsRejected(t *testing.T) {
 	f := newFleet(t, plan.RolePlain, "A", "B", "C")
 	f.inflight("A", 1)
 	p := NewRoundRobin(f.table, Limits{MaxInflightRequests: 1})
-	ctx, group := traced()
-	pick, err := p.Pick(ctx, f.workers, request(plan.RolePlain))
+	pass, group := traced()
+	pick, err := p.Pick(context.Background(), f.workers, in(pass, request(plan.RolePlain)))
 	if err != nil || pick.Engine != f.w("B") {
 		t.Fatalf("Pick = %+v, %v; want B after A is rejected", pick, err)
 	}

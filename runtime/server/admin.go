@@ -239,7 +239,7 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 	var sel bucket.Selection
 	err = peakErr
 	if err == nil {
-		sel, err = resolver.Route(policy.WithDryRun(decision.NewContext(r.Context(), trace)), &facts)
+		sel, err = resolver.Route(r.Context(), &facts, &policy.Pass{Trace: trace, DryRun: true})
 	}
 	x := explain.New(&facts, trace, sel, err, s.reg, s.table, time.Now())
 	if m := s.models[facts.Model]; m != nil && facts.TokenIDs != nil {

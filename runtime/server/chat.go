@@ -8,6 +8,7 @@ import (
 
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/decision"
+	"github.com/routerkit/router/runtime/policy"
 	"github.com/routerkit/router/runtime/token"
 )
 
@@ -61,7 +62,8 @@ func (s *Server) serveRouted(w http.ResponseWriter, r *http.Request, prepare pre
 // route runs the selection pass and records it in metrics and the decision.
 func (s *Server) route(r *http.Request, p *prepared, d *Decision) (bucket.Selection, error) {
 	trace := decision.NewSummary()
-	sel, err := p.resolver.Route(decision.NewContext(r.Context(), trace), &p.facts)
+	p.pass = policy.Pass{Trace: trace}
+	sel, err := p.resolver.Route(r.Context(), &p.facts, &p.pass)
 	s.metrics.observeSelection(p.model.Name, trace, sel, err)
 	d.fromSelection(trace, sel, err)
 	return sel, err

@@ -49,7 +49,10 @@ type prepared struct {
 	model    *plan.Model
 	resolver *bucket.Resolver
 	facts    policy.Facts
-	stream   bool
+	// pass is the request's selection pass, kept here so that it costs no allocation of
+	// its own.
+	pass   policy.Pass
+	stream bool
 	// batch is the number of prompts of a batch request, routed as one; 0 for a single
 	// prompt. PD bootstrap fields become arrays of this length, as engines expect.
 	batch int
