@@ -2,12 +2,16 @@ package proxy
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/sim"
 )
 
 func TestStatFields(t *testing.T) {
@@ -95,6 +99,61 @@ func TestWriteReport(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// TestAtOnce runs two trials against a simulated engine at the same time: both run for the
+// time given, finish requests, and their windows overlap.
+func TestAtOnce(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.TimeScale = 0
+	fleet, err := sim.Start(t.Context(), []sim.EngineSpec{{ID: "E1", Model: "m", Kind: plan.KindSGLang, Role: plan.RolePlain, Config: cfg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fleet.Close()
+	url := fleet.Engines()[0].URL()
+	targets := []*Target{{Name: "a", URL: url}, {Name: "b", URL: url}}
+	start := time.Now()
+	res, err := AtOnce(http.DefaultClient, targets, Stream, 2, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	for i, r := range res {
+		if r.Requests == 0 || r.Errors != 0 || r.Elapsed < 300*time.Millisecond {
+			t.Errorf("trial %d: %+v, want requests without errors for at least 300ms", i, r)
+		}
+		if r.Elapsed+r.Elapsed/2 < took {
+			t.Errorf("trial %d ran %v of the %v both took: not at the same time", i, r.Elapsed, took)
+		}
+	}
+	targets[1].URL = "http://127.0.0.1:1"
+	if _, err := AtOnce(http.DefaultClient, targets, JSON, 1, 100*time.Millisecond); err == nil || !strings.Contains(err.Error(), "b: ") {
+		t.Errorf("a target that refuses: %v, want its error named", err)
+	}
+}
+
+func TestWriteAtOnce(t *testing.T) {
+	k := Cell{Kind: "stream", Conc: 1, Target: "router/round_robin"}
+	res := func(cpu time.Duration, reqs int) Result {
+		return Result{Requests: reqs, Elapsed: time.Second, CPU: cpu}
+	}
+	p := Pairs{k: {
+		{res(300*time.Millisecond, 1000), res(330*time.Millisecond, 1000)}, // 300 and 330 µs: 1.10
+		{res(400*time.Millisecond, 1000), res(480*time.Millisecond, 960)},  // 400 and 500 µs: 1.25
+		{res(200*time.Millisecond, 1000), res(210*time.Millisecond, 1000)}, // 200 and 210 µs: 1.05
+	}}
+	var b strings.Builder
+	WriteAtOnce(&b, p, []string{"json", "stream"}, []string{"router/round_robin", "router/cache_aware"}, []int{1, 8})
+	// Medians: router 330 µs (210–500), bare 300 (200–400), ratios 1.10 (1.05–1.25), rates
+	// 1.00 (0.96–1.00).
+	want := "| stream | 1 | router/round_robin | 330 (210–500) | 300 (200–400) | 1.10 (1.05–1.25) | 1.00 (0.96–1.00) |\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, b.String())
+	}
+	if n := strings.Count(b.String(), "\n"); n != 3 {
+		t.Errorf("report has %d lines, want a header, its rule and one row:\n%s", n, b.String())
 	}
 }
 

@@ -111,6 +111,37 @@ func WriteReport(w io.Writer, t Trials, kinds, targets []string, concs []int) {
 	}
 }
 
+// Pairs collects, per cell, each at-once round's results of the bare proxy and of the
+// cell's target run at the same time (see AtOnce).
+type Pairs map[Cell][][2]Result
+
+// WriteAtOnce prints one Markdown table: per request kind, concurrency and target, the
+// median and range over rounds of the target's CPU per request and request rate over the
+// bare proxy's, each run at the same time as the other.
+func WriteAtOnce(w io.Writer, p Pairs, kinds, targets []string, concs []int) {
+	fmt.Fprintln(w, "| kind | c | target | CPU µs/req | bare CPU µs/req | CPU ÷ bare | req/s ÷ bare |")
+	fmt.Fprintln(w, "|---|---:|---|---|---|---|---|")
+	for _, kind := range kinds {
+		for _, c := range concs {
+			for _, name := range targets {
+				rounds := p[Cell{kind, c, name}]
+				if len(rounds) == 0 {
+					continue
+				}
+				var bare, target Trials = Trials{}, Trials{}
+				k := Cell{kind, c, name}
+				for _, r := range rounds {
+					bare[k], target[k] = append(bare[k], r[0]), append(target[k], r[1])
+				}
+				cpus, bareCPU := target.cpu(k), bare.cpu(k)
+				fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s |\n", kind, c, name,
+					rng(summarize(cpus), "%.0f"), rng(summarize(bareCPU), "%.0f"),
+					ratio(name, paired(cpus, bareCPU)), ratio(name, paired(target.rates(k), bare.rates(k))))
+			}
+		}
+	}
+}
+
 func rng(s stat, f string) string {
 	return fmt.Sprintf(f+" ("+f+"–"+f+")", s.med, s.lo, s.hi)
 }

@@ -32,6 +32,8 @@ func run() error {
 	routerBin := flag.String("router", "bin/router", "router binary")
 	policies := flag.String("policies", "round_robin,power_of_two,cache_aware", "router policies")
 	rounds := flag.Int("rounds", 7, "rounds; each runs every target once per cell, in rotated order")
+	atOnce := flag.Int("at-once-rounds", 5, "rounds that run the bare proxy and each router at the same time, per cell (0: none)")
+	atOnceTime := flag.Duration("at-once-time", 1500*time.Millisecond, "how long each at-once trial runs")
 	n := flag.Int("requests", 3000, "requests per trial")
 	concs := flag.String("concurrency", "1,8,64", "client concurrency levels")
 	engines := flag.Int("engines", 4, "simulated engines")
@@ -105,6 +107,8 @@ func run() error {
 		return err
 	}
 	targets := []*proxy.Target{{Name: "direct", URL: urls[0]}}
+	var bareT *proxy.Target
+	var routers []*proxy.Target
 	defer func() {
 		for _, t := range targets {
 			t.Stop()
@@ -114,7 +118,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	targets = append(targets, t)
+	targets, bareT = append(targets, t), t
 	for _, p := range strings.Split(*policies, ",") {
 		for _, tok := range strings.Split(*tokenizers, ",") {
 			if tok == "standin" {
@@ -124,7 +128,7 @@ func run() error {
 			if err != nil {
 				return err
 			}
-			targets = append(targets, t)
+			targets, routers = append(targets, t), append(routers, t)
 		}
 	}
 	if !*noNginx {
@@ -172,12 +176,37 @@ func run() error {
 		}
 		fmt.Fprintf(os.Stderr, "round %d done\n", r+1)
 	}
+	pairs := proxy.Pairs{}
+	for r := range *atOnce {
+		for _, kind := range kinds {
+			for _, c := range cs {
+				for i := range routers {
+					t := routers[(i+r)%len(routers)]
+					res, err := proxy.AtOnce(client, []*proxy.Target{bareT, t}, kind, c, *atOnceTime)
+					if err != nil {
+						return fmt.Errorf("at once, %s, c=%d: %w", kind.Name, c, err)
+					}
+					k := proxy.Cell{Kind: kind.Name, Conc: c, Target: t.Name}
+					pairs[k] = append(pairs[k], [2]proxy.Result{res[0], res[1]})
+				}
+			}
+		}
+		fmt.Fprintf(os.Stderr, "at-once round %d done\n", r+1)
+	}
 	load, _ = os.ReadFile("/proc/loadavg")
 	fmt.Printf("load average after the run: %s\n", load)
-	var kindNames []string
+	var kindNames, routerNames []string
 	for _, k := range kinds {
 		kindNames = append(kindNames, k.Name)
 	}
+	for _, t := range routers {
+		routerNames = append(routerNames, t.Name)
+	}
 	proxy.WriteReport(os.Stdout, trials, kindNames, names, cs)
+	if len(pairs) > 0 {
+		fmt.Println("\nEach router and the bare proxy at the same time, a client each:")
+		fmt.Println()
+		proxy.WriteAtOnce(os.Stdout, pairs, kindNames, routerNames, cs)
+	}
 	return nil
 }
