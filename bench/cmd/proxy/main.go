@@ -160,38 +160,30 @@ func run() error {
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Fprintf(os.Stderr, "%d targets, %d rounds, %d requests per trial, GOMAXPROCS %d, load %s", len(targets), *rounds, *n, runtime.GOMAXPROCS(0), load)
 	trials := proxy.Trials{}
-	for r := range *rounds {
-		for _, kind := range kinds {
-			for _, c := range cs {
-				for i := range targets {
-					t := targets[(i+r)%len(targets)]
-					res, err := proxy.Trial(client, t.URL, kind, c, *n, time.Minute, t.PID())
-					if err != nil {
-						return fmt.Errorf("%s, %s, c=%d: %w", t.Name, kind.Name, c, err)
-					}
-					k := proxy.Cell{Kind: kind.Name, Conc: c, Target: t.Name}
-					trials[k] = append(trials[k], res)
-				}
-			}
+	err = rotate(*rounds, kinds, cs, targets, "round", func(kind proxy.Kind, c int, t *proxy.Target) error {
+		res, err := proxy.Trial(client, t.URL, kind, c, *n, time.Minute, t.PID())
+		if err != nil {
+			return fmt.Errorf("%s, %s, c=%d: %w", t.Name, kind.Name, c, err)
 		}
-		fmt.Fprintf(os.Stderr, "round %d done\n", r+1)
+		k := proxy.Cell{Kind: kind.Name, Conc: c, Target: t.Name}
+		trials[k] = append(trials[k], res)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	pairs := proxy.Pairs{}
-	for r := range *atOnce {
-		for _, kind := range kinds {
-			for _, c := range cs {
-				for i := range routers {
-					t := routers[(i+r)%len(routers)]
-					res, err := proxy.AtOnce(client, []*proxy.Target{bareT, t}, kind, c, *atOnceTime)
-					if err != nil {
-						return fmt.Errorf("at once, %s, c=%d: %w", kind.Name, c, err)
-					}
-					k := proxy.Cell{Kind: kind.Name, Conc: c, Target: t.Name}
-					pairs[k] = append(pairs[k], [2]proxy.Result{res[0], res[1]})
-				}
-			}
+	err = rotate(*atOnce, kinds, cs, routers, "at-once round", func(kind proxy.Kind, c int, t *proxy.Target) error {
+		res, err := proxy.AtOnce(client, []*proxy.Target{bareT, t}, kind, c, *atOnceTime)
+		if err != nil {
+			return fmt.Errorf("at once, %s, c=%d: %w", kind.Name, c, err)
 		}
-		fmt.Fprintf(os.Stderr, "at-once round %d done\n", r+1)
+		k := proxy.Cell{Kind: kind.Name, Conc: c, Target: t.Name}
+		pairs[k] = append(pairs[k], [2]proxy.Result{res[0], res[1]})
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	load, _ = os.ReadFile("/proc/loadavg")
 	fmt.Printf("load average after the run: %s\n", load)
@@ -207,6 +199,25 @@ func run() error {
 		fmt.Println("\nEach router and the bare proxy at the same time, a client each:")
 		fmt.Println()
 		proxy.WriteAtOnce(os.Stdout, pairs, kindNames, routerNames, cs)
+	}
+	return nil
+}
+
+// rotate runs each of rounds rounds: for every kind and concurrency, run once per
+// target, the targets' order rotated by one every round. It reports each round done on
+// stderr as label N.
+func rotate(rounds int, kinds []proxy.Kind, cs []int, targets []*proxy.Target, label string, run func(proxy.Kind, int, *proxy.Target) error) error {
+	for r := range rounds {
+		for _, kind := range kinds {
+			for _, c := range cs {
+				for i := range targets {
+					if err := run(kind, c, targets[(i+r)%len(targets)]); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		fmt.Fprintf(os.Stderr, "%s %d done\n", label, r+1)
 	}
 	return nil
 }
