@@ -121,6 +121,66 @@ func TestBindModeRoutesByTopic(t *testing.T) {
 	}
 }
 
+// TestBindChangeKeepsTheNeighbours: when the engines bound to one endpoint change (one
+// leaves, one joins), the engine that stayed keeps its connection, its sequence and what
+// the index holds for it; the one that left is cleared; the new one is routed to.
+func TestBindChangeKeepsTheNeighbours(t *testing.T) {
+	port := strconv.Itoa(freePort(t))
+	endpoint := "tcp://127.0.0.1:" + port
+	engine := func(id string) plan.Engine {
+		return plan.Engine{ID: id, Model: "m", KVEvents: &plan.KVEvents{Mode: plan.KVBind, Endpoint: endpoint, Topic: "kv@" + id + "@m", BlockSize: 16}}
+	}
+	a, b, c, d := engine("A"), engine("B"), engine("C"), engine("D")
+	ix := NewIndex(&plan.Plan{Engines: []plan.Engine{a, b, d}})
+	ctx, cancel := context.WithCancel(t.Context())
+	subs := NewSubscriptions(ctx, ix, slog.New(slog.DiscardHandler))
+	defer func() { cancel(); subs.Wait() }()
+	if errs := subs.Set([]plan.Engine{a, b, d}); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	pubA, pubB, pubD := dialPub(t, endpoint, "kv@A@m"), dialPub(t, endpoint, "kv@B@m"), dialPub(t, endpoint, "kv@D@m")
+	seqA := joinBind(t, pubA, ix, 0, 100)
+	joinBind(t, pubB, ix, 0, 200)
+	joinBind(t, pubD, ix, 0, 400)
+
+	// B leaves, C joins, D changes (same topic, another block cap): only A is as it was.
+	ix.AddEngine(c)
+	d2 := engine("D")
+	d2.KVEvents.MaxBlocks = 1000
+	if errs := subs.Set([]plan.Engine{a, c, d2}); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if !holds(ix, 100) {
+		t.Fatal("the change cleared the engine that stayed")
+	}
+	if holds(ix, 200) {
+		t.Fatal("the engine that left kept its blocks")
+	}
+	if holds(ix, 400) {
+		t.Fatal("the changed engine kept the blocks its old feed vouched for")
+	}
+	if got := subs.Engines(); !slices.Equal(got, []string{"A", "C", "D"}) {
+		t.Fatalf("subscribed engines %v, want [A C D]", got)
+	}
+	// A goes on where it was, over the same connection: no gap, nothing cleared.
+	pubA.store(seqA, 101)
+	eventually(t, "A's next block", func() bool { return holds(ix, 101) })
+	if s := ix.Stats("A"); s.Gaps != 0 || !holds(ix, 100) {
+		t.Fatalf("A after the change: %d gaps, first block held %v", s.Gaps, holds(ix, 100))
+	}
+	joinBind(t, dialPub(t, endpoint, "kv@C@m"), ix, 0, 300)
+	// B's publisher is a stranger now.
+	before := ix.UnknownTopics()
+	eventually(t, "B's topic counted as unknown", func() bool {
+		pubB.store(9, 201)
+		time.Sleep(20 * time.Millisecond)
+		return ix.UnknownTopics() > before
+	})
+	if holds(ix, 201) {
+		t.Fatal("a message of the engine that left was indexed")
+	}
+}
+
 // replayingEngine is an engine rank's publisher with vLLM's replay socket: a PUB for live
 // batches and a ROUTER that resends buffered ones from a requested sequence number.
 type replayingEngine struct {

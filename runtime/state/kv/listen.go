@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/go-zeromq/zmq4"
 )
@@ -18,19 +19,45 @@ const maxLoggedTopics = 16
 type listener struct {
 	ix       *Index
 	endpoint string
-	feeds    map[string]*feed // by topic, fixed at construction
 	log      *slog.Logger
 
-	logged map[string]bool // unknown topics already logged
+	// mu guards feeds and is held while a message is applied, so that once swap
+	// returns, no feed it dropped is written to again.
+	mu     sync.Mutex
+	feeds  map[string]*feed // by topic
+	logged map[string]bool  // unknown topics already logged
 }
 
 func (l *listener) run(ctx context.Context) {
 	retry(ctx, l.log, "listener", l.session, func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
 		for _, f := range l.feeds {
 			f.ix.ClearRank(f.engine, f.rank)
 			f.reset()
 		}
 	})
+}
+
+// swap makes feeds the running listener's, for a change of the engines bound to it
+// (see Subscription.rebind). The running feed of a topic whose engine keep reports
+// unchanged stays, with its sequence, so the engines beside a changed one keep what the
+// index knows of them; a feed that is dropped has its rank cleared, since nothing vouches
+// for it any more.
+func (l *listener) swap(feeds map[string]*feed, keep func(engine string) bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for topic, f := range feeds {
+		if old := l.feeds[topic]; old != nil && old.engine == f.engine && old.rank == f.rank && keep(f.engine) {
+			feeds[topic] = old
+		}
+	}
+	for topic, old := range l.feeds {
+		if feeds[topic] != old {
+			old.ix.ClearRank(old.engine, old.rank)
+		}
+	}
+	l.feeds = feeds
 }
 
 // session listens and applies messages until the socket fails.
@@ -52,21 +79,27 @@ func (l *listener) session(ctx context.Context) (received bool, err error) {
 			return received, err
 		}
 		received = true
-		if len(msg.Frames) == 0 {
-			continue
+		if len(msg.Frames) > 0 {
+			l.apply(ctx, msg.Frames)
 		}
-		f := l.feeds[string(msg.Frames[0])]
-		if f == nil {
-			l.unknown(msg.Frames)
-			continue
-		}
-		m, err := decodeMessage(msg.Frames)
-		if err != nil {
-			f.undecodable(err)
-			continue
-		}
-		f.handle(ctx, m)
 	}
+}
+
+// apply routes one message to its topic's feed.
+func (l *listener) apply(ctx context.Context, frames [][]byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f := l.feeds[string(frames[0])]
+	if f == nil {
+		l.unknown(frames)
+		return
+	}
+	m, err := decodeMessage(frames)
+	if err != nil {
+		f.undecodable(err)
+		return
+	}
+	f.handle(ctx, m)
 }
 
 func (l *listener) unknown(frames [][]byte) {

@@ -24,7 +24,8 @@ const (
 
 // Subscription is the set of running KV-event subscribers of a router.
 type Subscription struct {
-	wg sync.WaitGroup
+	wg        sync.WaitGroup
+	listeners map[string]*listener // bind mode, by bound endpoint
 }
 
 // Wait blocks until every subscriber has stopped, after the context given to Subscribe
@@ -45,6 +46,41 @@ func (s *Subscription) Wait() { s.wg.Wait() }
 // redials or listens again with a backoff from 100 ms to 5 s. zmq4's own automatic
 // reconnect is not used (llm-d found it racy): each attempt is a fresh socket.
 func Subscribe(ctx context.Context, p *plan.Plan, ix *Index, log *slog.Logger) (*Subscription, error) {
+	runs, listeners, err := subscribers(p, ix, log)
+	if err != nil {
+		return nil, err
+	}
+	s := &Subscription{listeners: listeners}
+	for _, run := range runs {
+		s.wg.Go(func() { run(ctx) })
+	}
+	return s, nil
+}
+
+// rebind gives the running listeners the feeds of p's engines, every one of them bound
+// to those listeners, keeping the feed of each engine keep reports unchanged (see
+// listener.swap). It reports false, changing nothing, when p's engines need other
+// subscribers (another port, another number of ranks, or a dialer): the caller then
+// restarts the subscription.
+func (s *Subscription) rebind(p *plan.Plan, ix *Index, log *slog.Logger, keep func(engine string) bool) (bool, error) {
+	runs, listeners, err := subscribers(p, ix, log)
+	if err != nil || len(runs) != len(listeners) || len(listeners) != len(s.listeners) {
+		return false, err
+	}
+	for ep := range listeners {
+		if s.listeners[ep] == nil {
+			return false, nil
+		}
+	}
+	for ep, l := range listeners {
+		s.listeners[ep].swap(l.feeds, keep)
+	}
+	return true, nil
+}
+
+// subscribers builds, without starting them, the subscribers of the plan's engines: a
+// run per dialer and per listener, and the listeners by bound endpoint.
+func subscribers(p *plan.Plan, ix *Index, log *slog.Logger) ([]func(context.Context), map[string]*listener, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -61,14 +97,14 @@ func Subscribe(ctx context.Context, p *plan.Plan, ix *Index, log *slog.Logger) (
 			if kv.ReplayEndpoint != "" {
 				rep, err := rankEndpoint(kv.ReplayEndpoint, r)
 				if err != nil {
-					return nil, fmt.Errorf("engine %s: replay_endpoint: %w", e.ID, err)
+					return nil, nil, fmt.Errorf("engine %s: replay_endpoint: %w", e.ID, err)
 				}
 				f.replay = rep
 			}
 			if kv.Mode == plan.KVBind {
 				ep, err := bindEndpoint(kv.Endpoint, r)
 				if err != nil {
-					return nil, fmt.Errorf("engine %s: %w", e.ID, err)
+					return nil, nil, fmt.Errorf("engine %s: %w", e.ID, err)
 				}
 				l := listeners[ep]
 				if l == nil {
@@ -77,7 +113,7 @@ func Subscribe(ctx context.Context, p *plan.Plan, ix *Index, log *slog.Logger) (
 					order = append(order, ep)
 				}
 				if _, dup := l.feeds[kv.Topic]; dup {
-					return nil, fmt.Errorf("engine %s: topic %q is used by another engine bound to %s", e.ID, kv.Topic, ep)
+					return nil, nil, fmt.Errorf("engine %s: topic %q is used by another engine bound to %s", e.ID, kv.Topic, ep)
 				}
 				f.log = log.With("engine", e.ID, "dp_rank", r, "listen", ep, "topic", kv.Topic)
 				l.feeds[kv.Topic] = f
@@ -85,7 +121,7 @@ func Subscribe(ctx context.Context, p *plan.Plan, ix *Index, log *slog.Logger) (
 			}
 			ep, err := rankEndpoint(kv.Endpoint, r)
 			if err != nil {
-				return nil, fmt.Errorf("engine %s: %w", e.ID, err)
+				return nil, nil, fmt.Errorf("engine %s: %w", e.ID, err)
 			}
 			f.log = log.With("engine", e.ID, "dp_rank", r, "endpoint", ep)
 			d := &dialer{feed: f, endpoint: ep, topic: kv.Topic}
@@ -95,11 +131,7 @@ func Subscribe(ctx context.Context, p *plan.Plan, ix *Index, log *slog.Logger) (
 	for _, ep := range order {
 		runs = append(runs, listeners[ep].run)
 	}
-	s := &Subscription{}
-	for _, run := range runs {
-		s.wg.Go(func() { run(ctx) })
-	}
-	return s, nil
+	return runs, listeners, nil
 }
 
 // rankEndpoint returns the endpoint of DP rank r given rank 0's "tcp://host:port".

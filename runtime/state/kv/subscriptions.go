@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/routerkit/router/runtime/plan"
@@ -14,8 +15,10 @@ import (
 // Subscriptions runs the KV-event subscribers of a set of engines that changes while the
 // router serves (reloads, engines added and removed at run time). The unit that starts
 // and stops is an engine in connect mode, or every engine bound to one endpoint in bind
-// mode, since they share one listener: a change to one bound engine restarts the
-// listener, and its engines' ranks are cleared when they reconnect.
+// mode, since they share one listener. A change to one bound engine changes the running
+// listener's topics in place: the engines beside it keep their connections and what the
+// index knows of them. Only a change of the port or of the number of ranks restarts the
+// listener, which clears its engines' ranks.
 type Subscriptions struct {
 	ctx context.Context
 	ix  *Index
@@ -61,11 +64,20 @@ func (s *Subscriptions) Set(engines []plan.Engine) []error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for key, u := range s.units {
-		if !reflect.DeepEqual(u.engines, want[key]) {
-			u.stop()
-			u.sub.Wait()
-			delete(s.units, key)
+		es := want[key]
+		if reflect.DeepEqual(u.engines, es) {
+			continue
 		}
+		if len(es) > 0 && strings.HasPrefix(key, "bind ") {
+			// An error here is reported by the Subscribe below.
+			if ok, _ := u.sub.rebind(&plan.Plan{Engines: es}, s.ix, s.log, unchanged(u.engines, es)); ok {
+				u.engines = es
+				continue
+			}
+		}
+		u.stop()
+		u.sub.Wait()
+		delete(s.units, key)
 	}
 	var errs []error
 	for key, es := range want {
@@ -82,6 +94,21 @@ func (s *Subscriptions) Set(engines []plan.Engine) []error {
 		s.units[key] = &unit{engines: es, stop: stop, sub: sub}
 	}
 	return errs
+}
+
+// unchanged reports whether an engine's configuration is the same in before and after.
+func unchanged(before, after []plan.Engine) func(engine string) bool {
+	was := map[string]plan.Engine{}
+	for _, e := range before {
+		was[e.ID] = e
+	}
+	same := map[string]bool{}
+	for _, e := range after {
+		if old, ok := was[e.ID]; ok && reflect.DeepEqual(old, e) {
+			same[e.ID] = true
+		}
+	}
+	return func(id string) bool { return same[id] }
 }
 
 // Wait blocks until every subscriber has stopped, after the context is done.
