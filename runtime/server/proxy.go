@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"strconv"
@@ -329,8 +330,13 @@ type streamBody struct {
 }
 
 // Close closes the engine's stream and returns the reader to its pool. ReverseProxy
-// closes it once, when the copy is over, and reads it no more.
+// closes it once, when the copy is over, and reads it no more; a second Close is
+// refused rather than putting the reader in the pool twice, where two streams would
+// share it.
 func (b *streamBody) Close() error {
+	if b.body == nil {
+		return net.ErrClosed
+	}
 	err := b.body.Close()
 	b.release()
 	return err

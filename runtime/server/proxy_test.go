@@ -39,6 +39,9 @@ func TestStreamBodyPassesBytes(t *testing.T) {
 			if err := sb.Close(); err != nil {
 				t.Error(err)
 			}
+			if err := sb.Close(); err == nil {
+				t.Errorf("%d bytes, %s: a second Close was accepted, and the reader pooled twice", size, split)
+			}
 		}
 	}
 }
