@@ -95,7 +95,7 @@ func startSimsWith(t testing.TB, p *plan.Plan, cfg sim.Config) *sim.Fleet {
 // is ready.
 func serveRouter(t testing.TB, p *plan.Plan, opts Options) *fleetCase {
 	t.Helper()
-	rec := &recordingTransport{next: http.DefaultTransport.(*http.Transport).Clone()}
+	rec := &recordingTransport{next: newTransport(timeoutsOf(p.Timeouts))}
 	opts.Transport = rec
 	return serveWith(t, p, opts, rec)
 }

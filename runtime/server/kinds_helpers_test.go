@@ -21,6 +21,7 @@ import (
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/server"
 	"github.com/routerkit/router/runtime/sim"
+	"github.com/routerkit/router/runtime/upstream"
 )
 
 // routedTo records which engine host each request the router dispatched went to.
@@ -91,7 +92,7 @@ func startKindsFleet(t *testing.T, p *plan.Plan, cfg sim.Config) *kindsFleet {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fleet.Close() })
-	kf := &kindsFleet{fleet: fleet, byHost: map[string]string{}, routed: &routedTo{next: http.DefaultTransport.(*http.Transport).Clone()}}
+	kf := &kindsFleet{fleet: fleet, byHost: map[string]string{}, routed: &routedTo{next: &upstream.Transport{Dial: (&net.Dialer{}).DialContext, Fallback: http.DefaultTransport}}}
 	for i := range p.Engines {
 		e := &p.Engines[i]
 		se := fleet.Engine(e.ID)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/upstream"
 )
 
 // timeouts are the plan's dispatch deadlines as durations, defaults filled in for a
@@ -36,13 +37,16 @@ func timeoutsOf(t plan.Timeouts) timeouts {
 	}
 }
 
-// newTransport is the production transport: pooled for a router (many idle connections
-// per engine), with the configured connect timeout.
-func newTransport(t timeouts) *http.Transport {
+// newTransport is the production transport: plain-HTTP engines are spoken to by
+// upstream.Transport in the dispatching goroutine, on pooled keep-alive connections (up
+// to 256 idle per engine), and https or proxied engines by a net/http Transport pooled
+// the same way; both dial with the configured connect timeout.
+func newTransport(t timeouts) *upstream.Transport {
+	dial := (&net.Dialer{Timeout: t.connect, KeepAlive: 30 * time.Second}).DialContext
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 256
-	tr.DialContext = (&net.Dialer{Timeout: t.connect, KeepAlive: 30 * time.Second}).DialContext
-	return tr
+	tr.DialContext = dial
+	return &upstream.Transport{Dial: dial, Proxy: tr.Proxy, Fallback: tr, MaxIdlePerHost: 256, IdleTimeout: tr.IdleConnTimeout}
 }
 
 // deadlines enforce one dispatch's first-byte, stream-idle and total deadlines with one

@@ -1,0 +1,348 @@
+package upstream
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// engine is a net/http server on 127.0.0.1 that counts the connections it accepted.
+type engine struct {
+	*httptest.Server
+	conns atomic.Int32
+}
+
+func startEngine(t *testing.T, h http.HandlerFunc) *engine {
+	t.Helper()
+	e := &engine{}
+	e.Server = httptest.NewUnstartedServer(h)
+	e.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			e.conns.Add(1)
+		}
+	}
+	e.Start()
+	t.Cleanup(e.Close)
+	return e
+}
+
+func newTransport() *Transport {
+	return &Transport{Dial: (&net.Dialer{}).DialContext, Fallback: http.DefaultTransport}
+}
+
+// post sends body to u and returns the response's status and body.
+func post(t *testing.T, tr http.RoundTripper, ctx context.Context, u, body string) (int, string, error) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+func echo(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	if r.URL.Query().Get("stream") != "" {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range 3 {
+			fmt.Fprintf(w, "data: %s %d\n\n", b, i)
+			w.(http.Flusher).Flush()
+		}
+		return
+	}
+	w.Write(b)
+}
+
+func TestRequestsShareAConnection(t *testing.T) {
+	e := startEngine(t, echo)
+	tr := newTransport()
+	for i, u := range []string{e.URL + "/a", e.URL + "/b?stream=1", e.URL + "/c"} {
+		status, body, err := post(t, tr, context.Background(), u, fmt.Sprint("req", i))
+		if err != nil || status != 200 {
+			t.Fatalf("request %d: %d %v", i, status, err)
+		}
+		want := fmt.Sprint("req", i)
+		if i == 1 {
+			want = "data: req1 0\n\ndata: req1 1\n\ndata: req1 2\n\n"
+		}
+		if body != want {
+			t.Errorf("request %d: body %q, want %q", i, body, want)
+		}
+	}
+	if n := e.conns.Load(); n != 1 {
+		t.Errorf("%d connections for three requests in a row, want 1", n)
+	}
+}
+
+// An engine that closes an idle connection (its keep-alive timeout) does not fail the
+// next request: the pool sees the close and dials again.
+func TestEngineClosedIdleConnection(t *testing.T) {
+	e := startEngine(t, echo)
+	tr := newTransport()
+	if _, _, err := post(t, tr, context.Background(), e.URL, "one"); err != nil {
+		t.Fatal(err)
+	}
+	e.CloseClientConnections()
+	time.Sleep(50 * time.Millisecond) // the FIN reaches the router's socket
+	status, body, err := post(t, tr, context.Background(), e.URL, "two")
+	if err != nil || status != 200 || body != "two" {
+		t.Fatalf("after the engine closed the idle connection: %d %q %v", status, body, err)
+	}
+	if n := e.conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2", n)
+	}
+}
+
+// A body closed before its end takes its connection with it: the rest of the answer
+// would be read as the next response.
+func TestBodyClosedEarlyIsNotReused(t *testing.T) {
+	e := startEngine(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, strings.Repeat("x", 64<<10))
+	})
+	tr := newTransport()
+	req, _ := http.NewRequest(http.MethodGet, e.URL, nil)
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := resp.Body.Read(make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if _, err := resp.Body.Read(make([]byte, 10)); err == nil {
+		t.Error("a closed body still reads")
+	}
+	if status, body, err := post(t, tr, context.Background(), e.URL, ""); err != nil || status != 200 || len(body) != 64<<10 {
+		t.Fatalf("next request: %d, %d bytes, %v", status, len(body), err)
+	}
+	if n := e.conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2", n)
+	}
+}
+
+// A request whose context ends stops waiting at once, and its connection is not reused.
+func TestContextEndsTheRequest(t *testing.T) {
+	release := make(chan struct{})
+	e := startEngine(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hang" {
+			<-release
+		}
+	})
+	defer close(release)
+	tr := newTransport()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cause := errors.New("first-byte deadline")
+	time.AfterFunc(50*time.Millisecond, func() { cancel(cause) })
+	start := time.Now()
+	_, _, err := post(t, tr, ctx, e.URL+"/hang", "x")
+	if err == nil || time.Since(start) > 5*time.Second {
+		t.Fatalf("a request whose context ended: %v after %v", err, time.Since(start))
+	}
+	if context.Cause(ctx) != cause {
+		t.Fatal("the context's cause changed")
+	}
+	// A context that has already ended sends nothing.
+	if _, _, err := post(t, tr, ctx, e.URL, "x"); !errors.Is(err, context.Canceled) {
+		t.Errorf("an ended context: %v, want context.Canceled", err)
+	}
+	if status, _, err := post(t, tr, context.Background(), e.URL, "x"); err != nil || status != 200 {
+		t.Fatalf("next request: %d %v", status, err)
+	}
+	if n := e.conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2 (the cut one is not reused)", n)
+	}
+}
+
+// rawEngine answers every request on a connection with answer, after reading its
+// headers.
+func rawEngine(t *testing.T, answer string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					io.WriteString(c, answer)
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+func TestInformationalResponses(t *testing.T) {
+	hint := "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
+	final := "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+	tr := newTransport()
+	status, body, err := post(t, tr, context.Background(), rawEngine(t, hint+hint+final), "x")
+	if err != nil || status != 200 || body != "ok" {
+		t.Errorf("after two 1xx: %d %q %v", status, body, err)
+	}
+	_, _, err = post(t, tr, context.Background(), rawEngine(t, strings.Repeat(hint, max1xx+1)+final), "x")
+	if !errors.Is(err, errTooMany1xx) {
+		t.Errorf("after %d 1xx: %v, want errTooMany1xx", max1xx+1, err)
+	}
+}
+
+// An engine that asks to close the connection gets a new one for the next request.
+func TestConnectionCloseIsHonoured(t *testing.T) {
+	e := startEngine(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		io.WriteString(w, "ok")
+	})
+	tr := newTransport()
+	for range 2 {
+		if status, body, err := post(t, tr, context.Background(), e.URL, "x"); err != nil || status != 200 || body != "ok" {
+			t.Fatalf("%d %q %v", status, body, err)
+		}
+		if n := tr.idleTo(e.URL); n != 0 {
+			t.Fatalf("%d idle connections kept after Connection: close", n)
+		}
+	}
+	if n := e.conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2", n)
+	}
+}
+
+type recordedTrip struct{ n atomic.Int32 }
+
+func (r *recordedTrip) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.n.Add(1)
+	return &http.Response{StatusCode: 299, Body: http.NoBody, Request: req}, nil
+}
+
+// https and proxied requests go to the fallback transport.
+func TestFallback(t *testing.T) {
+	fb := &recordedTrip{}
+	tr := &Transport{Dial: (&net.Dialer{}).DialContext, Fallback: fb}
+	if status, _, err := post(t, tr, context.Background(), "https://engine.invalid/v1", "x"); err != nil || status != 299 {
+		t.Fatalf("https: %d %v", status, err)
+	}
+	proxy, _ := url.Parse("http://proxy.invalid:3128")
+	tr.Proxy = http.ProxyURL(proxy)
+	if status, _, err := post(t, tr, context.Background(), "http://engine.invalid/v1", "x"); err != nil || status != 299 {
+		t.Fatalf("proxied: %d %v", status, err)
+	}
+	if fb.n.Load() != 2 {
+		t.Errorf("fallback took %d requests, want 2", fb.n.Load())
+	}
+}
+
+// idleTo is how many idle connections the pool keeps to engine URL u.
+func (t *Transport) idleTo(u string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.idle[strings.TrimPrefix(u, "http://")])
+}
+
+func TestIdleBoundAndTimeout(t *testing.T) {
+	block := make(chan struct{})
+	e := startEngine(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			<-block
+		}
+	})
+	tr := newTransport()
+	tr.MaxIdlePerHost, tr.IdleTimeout = 1, 100*time.Millisecond
+	done := make(chan error, 2)
+	for range 2 {
+		go func() { _, _, err := post(t, tr, context.Background(), e.URL+"/slow", "x"); done <- err }()
+	}
+	for e.conns.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	close(block)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if kept := tr.idleTo(e.URL); kept != 1 {
+		t.Fatalf("%d idle connections kept with a bound of 1", kept)
+	}
+	time.Sleep(250 * time.Millisecond) // past the idle timeout
+	if _, _, err := post(t, tr, context.Background(), e.URL, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.conns.Load(); n != 3 {
+		t.Errorf("%d connections, want 3: the idle one timed out", n)
+	}
+}
+
+// scriptedConn is a connection whose writes fail after limit bytes and whose reads
+// return answer: an engine that answers and closes before reading the whole request.
+type scriptedConn struct {
+	net.Conn
+	limit  int
+	answer *strings.Reader
+}
+
+func (c *scriptedConn) Write(p []byte) (int, error) {
+	if len(p) > c.limit {
+		return c.limit, errors.New("connection reset by peer")
+	}
+	c.limit -= len(p)
+	return len(p), nil
+}
+
+func (c *scriptedConn) Read(p []byte) (int, error)       { return c.answer.Read(p) }
+func (c *scriptedConn) Close() error                     { return nil }
+func (c *scriptedConn) SetDeadline(time.Time) error      { return nil }
+func (c *scriptedConn) SetReadDeadline(time.Time) error  { return nil }
+func (c *scriptedConn) SetWriteDeadline(time.Time) error { return nil }
+
+// An engine's early answer to a request it did not read is the request's answer, and
+// its connection is not reused.
+func TestEarlyAnswerBeatsTheWriteError(t *testing.T) {
+	dials := 0
+	tr := &Transport{Fallback: http.DefaultTransport, Dial: func(context.Context, string, string) (net.Conn, error) {
+		dials++
+		return &scriptedConn{limit: 100, answer: strings.NewReader("HTTP/1.1 413 Payload Too Large\r\nContent-Length: 3\r\n\r\nbig")}, nil
+	}}
+	for range 2 {
+		status, body, err := post(t, tr, context.Background(), "http://engine.test", strings.Repeat("x", 1<<20))
+		if err != nil || status != 413 || body != "big" {
+			t.Fatalf("early answer: %d %q %v", status, body, err)
+		}
+	}
+	if dials != 2 {
+		t.Errorf("%d dials, want 2", dials)
+	}
+	tr.Dial = func(context.Context, string, string) (net.Conn, error) {
+		return &scriptedConn{limit: 100, answer: strings.NewReader("")}, nil
+	}
+	if _, _, err := post(t, tr, context.Background(), "http://engine.test", strings.Repeat("x", 1<<20)); err == nil || !strings.Contains(err.Error(), "reset") {
+		t.Errorf("no answer: %v, want the write error", err)
+	}
+}
