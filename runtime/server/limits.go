@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -53,40 +52,6 @@ func (a *activeSet) waitIdle(d time.Duration) {
 	case <-done:
 	case <-time.After(d):
 	}
-}
-
-// limitListener accepts at most n open connections; more wait in the kernel's backlog
-// until one closes.
-type limitListener struct {
-	net.Listener
-	sem chan struct{}
-}
-
-func newLimitListener(ln net.Listener, n int) net.Listener {
-	if n <= 0 {
-		return ln
-	}
-	return &limitListener{Listener: ln, sem: make(chan struct{}, n)}
-}
-
-func (l *limitListener) Accept() (net.Conn, error) {
-	l.sem <- struct{}{}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
-	}
-	return &limitedConn{Conn: c, release: sync.OnceFunc(func() { <-l.sem })}, nil
-}
-
-type limitedConn struct {
-	net.Conn
-	release func()
-}
-
-func (c *limitedConn) Close() error {
-	c.release()
-	return c.Conn.Close()
 }
 
 // preallocMax is the most readBody allocates before the body's bytes arrive.

@@ -292,8 +292,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		// No WriteTimeout: it would cut long generation streams.
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	watch := newConnWatch()
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	go watch.run(watchCtx)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(newLimitListener(ln, s.current().plan.Limits.MaxConnections)) }()
+	go func() { errc <- srv.Serve(newClientListener(ln, s.current().plan.Limits.MaxConnections, watch)) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serving: %w", err)
