@@ -62,6 +62,13 @@ type Transport struct {
 	lastSweep time.Time
 }
 
+// maxHeaderBytes bounds an engine's response headers (1xx included), read into memory
+// whole.
+const maxHeaderBytes = 1 << 20
+
+// errHeadersTooLong is returned for response headers over maxHeaderBytes.
+var errHeadersTooLong = errors.New("upstream: engine response headers exceed 1 MiB")
+
 // conn is one connection to an engine with its buffers.
 type conn struct {
 	net.Conn
@@ -69,6 +76,25 @@ type conn struct {
 	br        *bufio.Reader
 	bw        *bufio.Writer
 	idleSince time.Time
+	// headerLeft is how many more bytes the reader may take from the connection while
+	// response headers are read; -1 when a body is read.
+	headerLeft int
+}
+
+// limited is the connection as its reader sees it: bounded while headers are read.
+type limited struct{ c *conn }
+
+func (l limited) Read(p []byte) (int, error) {
+	c := l.c
+	if c.headerLeft < 0 {
+		return c.Conn.Read(p)
+	}
+	if c.headerLeft == 0 {
+		return 0, errHeadersTooLong
+	}
+	n, err := c.Conn.Read(p[:min(len(p), c.headerLeft)])
+	c.headerLeft -= n
+	return n, err
 }
 
 // longAgo is a deadline that has passed: set on a connection, it fails its reads and
@@ -129,6 +155,8 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 	if werr == nil {
 		werr = c.bw.Flush()
 	}
+	c.headerLeft = maxHeaderBytes
+	defer func() { c.headerLeft = -1 }()
 	for range max1xx + 1 {
 		resp, err := http.ReadResponse(c.br, req)
 		switch {
@@ -181,7 +209,9 @@ func (t *Transport) get(ctx context.Context, addr string) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &conn{Conn: nc, addr: addr, br: bufio.NewReaderSize(nc, bufferSize), bw: bufio.NewWriterSize(nc, bufferSize)}, nil
+	c := &conn{Conn: nc, addr: addr, bw: bufio.NewWriterSize(nc, bufferSize), headerLeft: -1}
+	c.br = bufio.NewReaderSize(limited{c}, bufferSize)
+	return c, nil
 }
 
 // put returns a connection whose response was read to its end to the pool.

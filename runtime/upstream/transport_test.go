@@ -346,3 +346,18 @@ func TestEarlyAnswerBeatsTheWriteError(t *testing.T) {
 		t.Errorf("no answer: %v, want the write error", err)
 	}
 }
+
+// An engine's response headers are bounded: endless ones are an error, not memory.
+func TestResponseHeadersAreBounded(t *testing.T) {
+	tr := newTransport()
+	long := "HTTP/1.1 200 OK\r\n" + strings.Repeat("X-Pad: "+strings.Repeat("p", 1000)+"\r\n", 1100) + "Content-Length: 2\r\n\r\nok"
+	if _, _, err := post(t, tr, context.Background(), rawEngine(t, long), "x"); !errors.Is(err, errHeadersTooLong) {
+		t.Errorf("1.1 MB of headers: %v, want errHeadersTooLong", err)
+	}
+	// Under the bound, and the body after the headers is not counted against it.
+	fine := "HTTP/1.1 200 OK\r\n" + strings.Repeat("X-Pad: "+strings.Repeat("p", 1000)+"\r\n", 900) + "Content-Length: 2000000\r\n\r\n" + strings.Repeat("b", 2000000)
+	status, body, err := post(t, tr, context.Background(), rawEngine(t, fine), "x")
+	if err != nil || status != 200 || len(body) != 2000000 {
+		t.Errorf("0.9 MB of headers and a 2 MB body: %d, %d bytes, %v", status, len(body), err)
+	}
+}
