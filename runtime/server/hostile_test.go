@@ -1,7 +1,10 @@
 package server
 
 import (
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -44,4 +47,26 @@ func TestParserDifferentialKeysAre400(t *testing.T) {
 	if status != http.StatusBadRequest {
 		t.Errorf("case variant after the exact key: %d %s %s", status, code, body)
 	}
+}
+
+// An engine whose answer has endless headers gets a 502, not the router's memory, and
+// the request is not left in flight.
+func TestEndlessEngineHeadersAre502(t *testing.T) {
+	engine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/chat/completions" {
+			for i := range 1100 {
+				w.Header().Set(fmt.Sprintf("X-Pad-%d", i), strings.Repeat("p", 1000))
+			}
+		}
+		io.WriteString(w, "{}")
+	}))
+	defer engine.Close()
+	p := plainPlan("E1")
+	p.Engines[0].URL = engine.URL
+	fc := serveRouter(t, p, Options{})
+	status, code, body := fc.post(t, chat("m", "x", `, "max_tokens": 1`))
+	if status != http.StatusBadGateway || code != "engine_error" {
+		t.Errorf("engine with 1.1 MB of headers: %d %s %s, want 502 engine_error", status, code, body)
+	}
+	fc.inflightZero(t)
 }
