@@ -182,3 +182,35 @@ func longChat(words int) []byte {
 	body, _ := json.Marshal(map[string]any{"model": "m", "messages": msgs, "max_tokens": 16})
 	return body
 }
+
+// BenchmarkDecodeCompletion decodes a completion request whose prompt is about 620 kB of
+// English prose (the length of a 128k-token conversation) in one pass, as the router
+// does, and with the general strict decoder it replaced (encoding/json and a key check).
+//
+//	go test ./runtime/server -run '^$' -bench DecodeCompletion -benchmem
+func BenchmarkDecodeCompletion(b *testing.B) {
+	prose, err := os.ReadFile("../token/hf/testdata/text/prose.txt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	prompt, _ := json.Marshal(strings.Repeat(string(prose), 620<<10/len(prose)+1))
+	body := []byte(`{"model":"m","prompt":` + string(prompt) + `,"max_tokens":16,"temperature":0.7}`)
+	for _, tc := range []struct {
+		name   string
+		decode func(*completionRequest) *httpError
+	}{
+		{"one-pass", func(req *completionRequest) *httpError { return decodeOnePass(body, req, completionFields) }},
+		{"strict", func(req *completionRequest) *httpError { return decodeBody(body, req) }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				var req completionRequest
+				if herr := tc.decode(&req); herr != nil || len(req.Prompt) != len(prompt) {
+					b.Fatalf("%v, prompt of %d bytes", herr, len(req.Prompt))
+				}
+			}
+		})
+	}
+}

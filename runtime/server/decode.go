@@ -78,11 +78,7 @@ func fillChat(req *chatRequest, v *strictjson.Value, body []byte) (*token.Parsed
 		ok := true
 		switch k {
 		case "model":
-			// A copy: the name outlives the request in the recent decisions of an
-			// unknown model, and a substring would keep the whole body alive.
-			if ok = setPtr(&req.Model, e, strictjson.String, &e.Str); ok && req.Model != nil {
-				req.Model = new(strings.Clone(*req.Model))
-			}
+			ok = setModel(&req.Model, e)
 		case "messages":
 			req.Messages, parsed.Messages = body[e.Start:e.End], e
 		case "tools":
@@ -92,33 +88,15 @@ func fillChat(req *chatRequest, v *strictjson.Value, body []byte) (*token.Parsed
 		case "add_generation_prompt":
 			ok = setPtr(&req.AddGenerationPrompt, e, strictjson.Bool, &e.Bool)
 		case "stream":
-			switch e.Kind {
-			case strictjson.Bool:
-				req.Stream = e.Bool
-			case strictjson.Null:
-			default:
-				ok = false
-			}
+			ok = setBool(&req.Stream, e)
 		case "max_tokens":
 			ok = setInt(&req.MaxTokens, e)
 		case "max_completion_tokens":
 			ok = setInt(&req.MaxCompletionTokens, e)
 		case "n":
 			ok = setInt(&req.N, e)
-		case "top_k":
-			ok = setInt(&req.TopK, e)
-		case "temperature":
-			ok = setFloat(&req.Temperature, e)
-		case "top_p":
-			ok = setFloat(&req.TopP, e)
-		case "min_p":
-			ok = setFloat(&req.MinP, e)
-		case "frequency_penalty":
-			ok = setFloat(&req.FrequencyPenalty, e)
-		case "presence_penalty":
-			ok = setFloat(&req.PresencePenalty, e)
-		case "repetition_penalty":
-			ok = setFloat(&req.RepetitionPenalty, e)
+		default:
+			ok = req.sampling.set(k, e)
 		}
 		if !ok {
 			return nil, false
@@ -127,8 +105,105 @@ func fillChat(req *chatRequest, v *strictjson.Value, body []byte) (*token.Parsed
 	return parsed, true
 }
 
+// set sets the sampling parameter named key from v; any other key is left alone.
+func (sp *sampling) set(key string, v *strictjson.Value) bool {
+	switch key {
+	case "top_k":
+		return setInt(&sp.TopK, v)
+	case "temperature":
+		return setFloat(&sp.Temperature, v)
+	case "top_p":
+		return setFloat(&sp.TopP, v)
+	case "min_p":
+		return setFloat(&sp.MinP, v)
+	case "frequency_penalty":
+		return setFloat(&sp.FrequencyPenalty, v)
+	case "presence_penalty":
+		return setFloat(&sp.PresencePenalty, v)
+	case "repetition_penalty":
+		return setFloat(&sp.RepetitionPenalty, v)
+	}
+	return true
+}
+
+// fieldSetter sets the field of a request of type T that one key names from its parsed
+// value v, whose bytes in the body are raw, as encoding/json would, and reports false
+// for a value json would refuse.
+type fieldSetter[T any] func(req *T, v *strictjson.Value, raw []byte) bool
+
+// decodeOnePass decodes a request body in one pass, as decodeChat does for chats: the
+// body is parsed once (strictjson.Parse) and each key with a setter in fields sets its
+// field; other keys are ignored, as json ignores them. A body the pass does not take
+// whole is decoded again by the general strict decoder, whose error the client gets.
+// FuzzDecodeRequests checks that both ways agree.
+func decodeOnePass[T any](body []byte, req *T, fields map[string]fieldSetter[T]) *httpError {
+	if v, err := strictjson.Parse(body, req); err == nil && v.Kind == strictjson.Object && setFields(req, &v, body, fields) {
+		return nil
+	}
+	*req = *new(T)
+	return decodeBody(body, req)
+}
+
+func setFields[T any](req *T, v *strictjson.Value, body []byte, fields map[string]fieldSetter[T]) bool {
+	for i, k := range v.Keys {
+		e := &v.Elems[i]
+		if set := fields[k]; set != nil && !set(req, e, body[e.Start:e.End]) {
+			return false
+		}
+	}
+	return true
+}
+
+// The setters of request types' fields, for decodeOnePass.
+
+func modelField[T any](field func(*T) **string) fieldSetter[T] {
+	return func(req *T, v *strictjson.Value, _ []byte) bool { return setModel(field(req), v) }
+}
+
+func rawField[T any](field func(*T) *json.RawMessage) fieldSetter[T] {
+	return func(req *T, _ *strictjson.Value, raw []byte) bool { *field(req) = raw; return true }
+}
+
+func intField[T any](field func(*T) **int64) fieldSetter[T] {
+	return func(req *T, v *strictjson.Value, _ []byte) bool { return setInt(field(req), v) }
+}
+
+func boolField[T any](field func(*T) *bool) fieldSetter[T] {
+	return func(req *T, v *strictjson.Value, _ []byte) bool { return setBool(field(req), v) }
+}
+
+// withSampling adds the setters of the sampling parameters to fields.
+func withSampling[T any](fields map[string]fieldSetter[T], sp func(*T) *sampling) map[string]fieldSetter[T] {
+	for _, key := range []string{"top_k", "temperature", "top_p", "min_p", "frequency_penalty", "presence_penalty", "repetition_penalty"} {
+		fields[key] = func(req *T, v *strictjson.Value, _ []byte) bool { return sp(req).set(key, v) }
+	}
+	return fields
+}
+
 // The setters follow encoding/json: null leaves a pointer nil, and a value of another
 // JSON type, or a number the field cannot hold, is refused.
+
+// setModel sets a model name. It is a copy: the name outlives the request in the recent
+// decisions of an unknown model, and a substring would keep the whole body alive.
+func setModel(dst **string, v *strictjson.Value) bool {
+	ok := setPtr(dst, v, strictjson.String, &v.Str)
+	if ok && *dst != nil {
+		*dst = new(strings.Clone(**dst))
+	}
+	return ok
+}
+
+// setBool sets a bool; null leaves it as it is.
+func setBool(dst *bool, v *strictjson.Value) bool {
+	switch v.Kind {
+	case strictjson.Bool:
+		*dst = v.Bool
+	case strictjson.Null:
+	default:
+		return false
+	}
+	return true
+}
 
 // setPtr points *dst at val when v is of the kind, and clears it when v is null.
 func setPtr[T any](dst **T, v *strictjson.Value, kind strictjson.Kind, val *T) bool {

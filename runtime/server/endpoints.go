@@ -19,14 +19,25 @@ type completionRequest struct {
 	sampling
 }
 
+var completionFields = withSampling(map[string]fieldSetter[completionRequest]{
+	"model":      modelField(func(r *completionRequest) **string { return &r.Model }),
+	"prompt":     rawField(func(r *completionRequest) *json.RawMessage { return &r.Prompt }),
+	"stream":     boolField(func(r *completionRequest) *bool { return &r.Stream }),
+	"max_tokens": intField(func(r *completionRequest) **int64 { return &r.MaxTokens }),
+	"n":          intField(func(r *completionRequest) **int64 { return &r.N }),
+}, func(r *completionRequest) *sampling { return &r.sampling })
+
 // prepareCompletion reads POST /v1/completions. The prompt is text (tokenized with the
 // model's tokenizer, special tokens added as engines do) or token ids (used as they are);
 // a batch is routed as one request by its longest prompt, with a budget of max_tokens per
 // prompt and per choice.
 func (s *Server) prepareCompletion(w http.ResponseWriter, r *http.Request) (*prepared, *httpError) {
 	var req completionRequest
-	body, herr := s.readRequest(w, r, &req)
+	body, herr := s.readBody(w, r)
 	if herr != nil {
+		return nil, herr
+	}
+	if herr := decodeOnePass(body, &req, completionFields); herr != nil {
 		return nil, herr
 	}
 	switch {
@@ -70,6 +81,14 @@ type generateRequest struct {
 	Stream         bool            `json:"stream"`
 }
 
+var generateFields = map[string]fieldSetter[generateRequest]{
+	"model":           modelField(func(r *generateRequest) **string { return &r.Model }),
+	"text":            rawField(func(r *generateRequest) *json.RawMessage { return &r.Text }),
+	"input_ids":       rawField(func(r *generateRequest) *json.RawMessage { return &r.InputIDs }),
+	"sampling_params": rawField(func(r *generateRequest) *json.RawMessage { return &r.SamplingParams }),
+	"stream":          boolField(func(r *generateRequest) *bool { return &r.Stream }),
+}
+
 // samplingParams is one SGLang sampling_params object.
 type samplingParams struct {
 	MaxNewTokens *int64 `json:"max_new_tokens"`
@@ -85,7 +104,7 @@ const sglangMaxNewTokens = 128
 // are exact without any tokenizer. The budget is the sum of max_new_tokens over the batch.
 func (s *Server) prepareGenerate(w http.ResponseWriter, r *http.Request) (*prepared, *httpError) {
 	var req generateRequest
-	m, body, herr := s.readOptionalModel(w, r, &req, &req.Model)
+	m, body, herr := readOptionalModel(s, w, r, &req, generateFields, &req.Model)
 	if herr != nil {
 		return nil, herr
 	}
@@ -199,6 +218,16 @@ type inputsRequest struct {
 	InputIDs  json.RawMessage `json:"input_ids"` // /classify
 }
 
+var inputsFields = map[string]fieldSetter[inputsRequest]{
+	"model":     modelField(func(r *inputsRequest) **string { return &r.Model }),
+	"input":     rawField(func(r *inputsRequest) *json.RawMessage { return &r.Input }),
+	"query":     rawField(func(r *inputsRequest) *json.RawMessage { return &r.Query }),
+	"documents": rawField(func(r *inputsRequest) *json.RawMessage { return &r.Documents }),
+	"items":     rawField(func(r *inputsRequest) *json.RawMessage { return &r.Items }),
+	"text":      rawField(func(r *inputsRequest) *json.RawMessage { return &r.Text }),
+	"input_ids": rawField(func(r *inputsRequest) *json.RawMessage { return &r.InputIDs }),
+}
+
 // inputShape names the fields one endpoint takes its inputs from: every input is paired
 // with the query, when the endpoint has one.
 type inputShape struct {
@@ -225,7 +254,7 @@ var (
 func (s *Server) prepareInputs(shape inputShape) preparer {
 	return func(w http.ResponseWriter, r *http.Request) (*prepared, *httpError) {
 		var req inputsRequest
-		m, body, herr := s.readOptionalModel(w, r, &req, &req.Model)
+		m, body, herr := readOptionalModel(s, w, r, &req, inputsFields, &req.Model)
 		if herr != nil {
 			return nil, herr
 		}
@@ -251,11 +280,15 @@ func (s *Server) prepareInputs(shape inputShape) preparer {
 	}
 }
 
-// readOptionalModel reads a JSON body into v and returns the model its *model field names,
-// or the only model when the field is absent, as SGLang's single-model endpoints allow.
-func (s *Server) readOptionalModel(w http.ResponseWriter, r *http.Request, v any, model **string) (*served, []byte, *httpError) {
-	body, herr := s.readRequest(w, r, v)
+// readOptionalModel reads a JSON body into req in one pass (decodeOnePass) and returns
+// the model its *model field names, or the only model when the field is absent, as
+// SGLang's single-model endpoints allow.
+func readOptionalModel[T any](s *Server, w http.ResponseWriter, r *http.Request, req *T, fields map[string]fieldSetter[T], model **string) (*served, []byte, *httpError) {
+	body, herr := s.readBody(w, r)
 	if herr != nil {
+		return nil, nil, herr
+	}
+	if herr := decodeOnePass(body, req, fields); herr != nil {
 		return nil, nil, herr
 	}
 	name := ""

@@ -103,6 +103,43 @@ func checkOnePass(t *testing.T, body []byte, req chatRequest, herr *httpError) {
 	}
 }
 
+// FuzzDecodeRequests checks that the one-pass decoding of completions, generate and the
+// inputs endpoints (decodeOnePass) agrees with the general strict decoder: the same
+// error, or the same request.
+func FuzzDecodeRequests(f *testing.F) {
+	for _, s := range append(fuzzSeeds,
+		`{"model":"m","prompt":"hi","max_tokens":3,"n":2,"stream":true,"temperature":0.5,"echo":true}`,
+		`{"model":"m","prompt":[[1,2],[3]],"max_tokens":null,"top_k":-1,"top_p":1e0}`,
+		`{"model":"m","prompt":"x","Prompt":"y"}`, `{"model":"m","prompt":"x","max_tokens":1.5}`,
+		`{"model":"m","prompt":"x","n":"2"}`, `{"model":"m","prompt":"x","stream":1}`, `{"model":5}`,
+		`{"text":"hi","sampling_params":{"max_new_tokens":4},"stream":false}`,
+		`{"model":"m","input_ids":[[1,2]],"sampling_params":[{"max_new_tokens":1}]}`, `{"text":"a","text":"b"}`,
+		`{"model":"m","input":["a","b"]}`, `{"model":"m","query":"q","documents":["d"]}`, `{"query":"q","items":[1]}`,
+		`{"model":"m","input_ids":[1],"Text":"x"}`, `null`, `[]`, `"x"`, `{"model":"m","top_p":1e400}`) {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		agree(t, body, completionFields)
+		agree(t, body, generateFields)
+		agree(t, body, inputsFields)
+	})
+}
+
+// agree decodes body into a T both ways and fails when they differ.
+func agree[T any](t *testing.T, body []byte, fields map[string]fieldSetter[T]) {
+	t.Helper()
+	var fast, slow T
+	fastErr, slowErr := decodeOnePass(body, &fast, fields), decodeBody(body, &slow)
+	switch {
+	case (fastErr == nil) != (slowErr == nil):
+		t.Fatalf("%T: one pass: error %v, strict decoder: %v", fast, fastErr, slowErr)
+	case slowErr != nil && *fastErr != *slowErr:
+		t.Fatalf("%T: one pass: error %+v, strict decoder: %+v", fast, *fastErr, *slowErr)
+	case slowErr == nil && !reflect.DeepEqual(fast, slow):
+		t.Fatalf("one pass decoded %+v, the strict decoder %+v", fast, slow)
+	}
+}
+
 // FuzzExplainRequest feeds the /admin/explain decoder: it never panics.
 func FuzzExplainRequest(f *testing.F) {
 	for _, s := range append(fuzzSeeds, `{"model":"m","input_tokens":5,"max_tokens":3,"session_id":"s"}`, `{"input_tokens":-1}`) {
