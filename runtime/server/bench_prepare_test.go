@@ -184,8 +184,9 @@ func longChat(words int) []byte {
 }
 
 // BenchmarkDecodeCompletion decodes a completion request whose prompt is about 620 kB of
-// English prose (the length of a 128k-token conversation) in one pass, as the router
-// does, and with the general strict decoder it replaced (encoding/json and a key check).
+// English prose (the length of a 128k-token conversation) and reads its prompt, in one
+// pass as the router does, and with the general strict decoder and encoding/json they
+// replaced.
 //
 //	go test ./runtime/server -run '^$' -bench DecodeCompletion -benchmem
 func BenchmarkDecodeCompletion(b *testing.B) {
@@ -193,22 +194,34 @@ func BenchmarkDecodeCompletion(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	prompt, _ := json.Marshal(strings.Repeat(string(prose), 620<<10/len(prose)+1))
+	text := strings.Repeat(string(prose), 620<<10/len(prose)+1)
+	prompt, _ := json.Marshal(text)
 	body := []byte(`{"model":"m","prompt":` + string(prompt) + `,"max_tokens":16,"temperature":0.7}`)
 	for _, tc := range []struct {
 		name   string
-		decode func(*completionRequest) *httpError
+		decode func(*completionRequest) (prompts, *httpError)
 	}{
-		{"one-pass", func(req *completionRequest) *httpError { return decodeOnePass(body, req, completionFields) }},
-		{"strict", func(req *completionRequest) *httpError { return decodeBody(body, req) }},
+		{"one-pass", func(req *completionRequest) (prompts, *httpError) {
+			root, herr := decodeOnePass(body, req, completionFields)
+			if herr != nil {
+				return prompts{}, herr
+			}
+			return promptsOf(root, req.Prompt, "prompt")
+		}},
+		{"strict", func(req *completionRequest) (prompts, *httpError) {
+			if herr := decodeBody(body, req); herr != nil {
+				return prompts{}, herr
+			}
+			return parsePrompts(req.Prompt, "prompt")
+		}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
 				var req completionRequest
-				if herr := tc.decode(&req); herr != nil || len(req.Prompt) != len(prompt) {
-					b.Fatalf("%v, prompt of %d bytes", herr, len(req.Prompt))
+				if in, herr := tc.decode(&req); herr != nil || len(in.texts) != 1 || in.texts[0] != text {
+					b.Fatalf("%v, %d texts", herr, len(in.texts))
 				}
 			}
 		})

@@ -135,13 +135,14 @@ type fieldSetter[T any] func(req *T, v *strictjson.Value, raw []byte) bool
 // body is parsed once (strictjson.Parse) and each key with a setter in fields sets its
 // field; other keys are ignored, as json ignores them. A body the pass does not take
 // whole is decoded again by the general strict decoder, whose error the client gets.
-// FuzzDecodeRequests checks that both ways agree.
-func decodeOnePass[T any](body []byte, req *T, fields map[string]fieldSetter[T]) *httpError {
+// FuzzDecodeRequests checks that both ways agree. The parsed body is returned, nil when
+// the pass did not take it, for the values that are read further (promptsOf).
+func decodeOnePass[T any](body []byte, req *T, fields map[string]fieldSetter[T]) (*strictjson.Value, *httpError) {
 	if v, err := strictjson.Parse(body, req); err == nil && v.Kind == strictjson.Object && setFields(req, &v, body, fields) {
-		return nil
+		return &v, nil
 	}
 	*req = *new(T)
-	return decodeBody(body, req)
+	return nil, decodeBody(body, req)
 }
 
 func setFields[T any](req *T, v *strictjson.Value, body []byte, fields map[string]fieldSetter[T]) bool {

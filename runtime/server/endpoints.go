@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/strictjson"
 )
 
 // completionRequest is the part of an OpenAI completion request the router routes on;
@@ -37,7 +38,8 @@ func (s *Server) prepareCompletion(w http.ResponseWriter, r *http.Request) (*pre
 	if herr != nil {
 		return nil, herr
 	}
-	if herr := decodeOnePass(body, &req, completionFields); herr != nil {
+	root, herr := decodeOnePass(body, &req, completionFields)
+	if herr != nil {
 		return nil, herr
 	}
 	switch {
@@ -55,7 +57,7 @@ func (s *Server) prepareCompletion(w http.ResponseWriter, r *http.Request) (*pre
 	if herr != nil {
 		return nil, herr
 	}
-	in, herr := parsePrompts(req.Prompt, "prompt")
+	in, herr := promptsOf(root, req.Prompt, "prompt")
 	if herr != nil {
 		return nil, herr
 	}
@@ -104,7 +106,7 @@ const sglangMaxNewTokens = 128
 // are exact without any tokenizer. The budget is the sum of max_new_tokens over the batch.
 func (s *Server) prepareGenerate(w http.ResponseWriter, r *http.Request) (*prepared, *httpError) {
 	var req generateRequest
-	m, body, herr := readOptionalModel(s, w, r, &req, generateFields, &req.Model)
+	m, body, root, herr := readOptionalModel(s, w, r, &req, generateFields, &req.Model)
 	if herr != nil {
 		return nil, herr
 	}
@@ -114,9 +116,9 @@ func (s *Server) prepareGenerate(w http.ResponseWriter, r *http.Request) (*prepa
 	}
 	var in prompts
 	if hasText {
-		in, herr = parsePrompts(req.Text, "text")
+		in, herr = promptsOf(root, req.Text, "text")
 	} else {
-		in, herr = parsePrompts(req.InputIDs, "input_ids")
+		in, herr = promptsOf(root, req.InputIDs, "input_ids")
 	}
 	if herr != nil {
 		return nil, herr
@@ -254,7 +256,7 @@ var (
 func (s *Server) prepareInputs(shape inputShape) preparer {
 	return func(w http.ResponseWriter, r *http.Request) (*prepared, *httpError) {
 		var req inputsRequest
-		m, body, herr := readOptionalModel(s, w, r, &req, inputsFields, &req.Model)
+		m, body, root, herr := readOptionalModel(s, w, r, &req, inputsFields, &req.Model)
 		if herr != nil {
 			return nil, herr
 		}
@@ -262,13 +264,13 @@ func (s *Server) prepareInputs(shape inputShape) preparer {
 			return nil, badRequest("%s serves model %q on prefill/decode engines only, which do not answer %s: send it to a model with plain engines", r.URL.Path, m.Plan.Name, r.URL.Path)
 		}
 		raw, field := shape.inputs(&req)
-		in, herr := parsePrompts(raw, field)
+		in, herr := promptsOf(root, raw, field)
 		if herr != nil {
 			return nil, herr
 		}
 		ids := in.longest(m.Tok)
 		if shape.query {
-			q, herr := parsePrompts(req.Query, "query")
+			q, herr := promptsOf(root, req.Query, "query")
 			if herr != nil {
 				return nil, herr
 			}
@@ -282,21 +284,22 @@ func (s *Server) prepareInputs(shape inputShape) preparer {
 
 // readOptionalModel reads a JSON body into req in one pass (decodeOnePass) and returns
 // the model its *model field names, or the only model when the field is absent, as
-// SGLang's single-model endpoints allow.
-func readOptionalModel[T any](s *Server, w http.ResponseWriter, r *http.Request, req *T, fields map[string]fieldSetter[T], model **string) (*served, []byte, *httpError) {
+// SGLang's single-model endpoints allow, with the body and its parse.
+func readOptionalModel[T any](s *Server, w http.ResponseWriter, r *http.Request, req *T, fields map[string]fieldSetter[T], model **string) (*served, []byte, *strictjson.Value, *httpError) {
 	body, herr := s.readBody(w, r)
 	if herr != nil {
-		return nil, nil, herr
+		return nil, nil, nil, herr
 	}
-	if herr := decodeOnePass(body, req, fields); herr != nil {
-		return nil, nil, herr
+	root, herr := decodeOnePass(body, req, fields)
+	if herr != nil {
+		return nil, nil, nil, herr
 	}
 	name := ""
 	if *model != nil {
 		name = **model
 	}
 	m, herr := s.modelNamed(name)
-	return m, body, herr
+	return m, body, root, herr
 }
 
 // pdModel reports whether the model is served by prefill/decode engines: a model's

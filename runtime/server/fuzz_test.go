@@ -10,6 +10,7 @@ import (
 
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/strictjson"
 )
 
 var fuzzSeeds = []string{
@@ -129,7 +130,8 @@ func FuzzDecodeRequests(f *testing.F) {
 func agree[T any](t *testing.T, body []byte, fields map[string]fieldSetter[T]) {
 	t.Helper()
 	var fast, slow T
-	fastErr, slowErr := decodeOnePass(body, &fast, fields), decodeBody(body, &slow)
+	_, fastErr := decodeOnePass(body, &fast, fields)
+	slowErr := decodeBody(body, &slow)
 	switch {
 	case (fastErr == nil) != (slowErr == nil):
 		t.Fatalf("%T: one pass: error %v, strict decoder: %v", fast, fastErr, slowErr)
@@ -138,6 +140,31 @@ func agree[T any](t *testing.T, body []byte, fields map[string]fieldSetter[T]) {
 	case slowErr == nil && !reflect.DeepEqual(fast, slow):
 		t.Fatalf("one pass decoded %+v, the strict decoder %+v", fast, slow)
 	}
+}
+
+// FuzzPromptsOf checks that prompts read from the one-pass parse (promptsOf) are those
+// parsePrompts reads from the field's bytes.
+func FuzzPromptsOf(f *testing.F) {
+	for _, s := range []string{`"hi"`, `null`, `[]`, `[1,2,3]`, `[1,null,4294967295]`, `[4294967296]`, `[-1]`, `[1.0]`, `[1e2]`,
+		`["a","b"]`, `["a",null,"b"]`, `[null,"a"]`, `[[1,2],[3]]`, `[[]]`, `[[1],"a"]`, `[{"a":1}]`, `[true]`, `{}`, `5`, `"\ud800"`, `[[1,null]]`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, field string) {
+		body := []byte(`{"prompt":` + field + `}`)
+		root, err := strictjson.Parse(body, nil)
+		if err != nil || root.Kind != strictjson.Object {
+			return
+		}
+		var raw json.RawMessage
+		if v := root.Get("prompt"); v != nil {
+			raw = body[v.Start:v.End]
+		}
+		fast, fastErr := promptsOf(&root, raw, "prompt")
+		slow, slowErr := parsePrompts(raw, "prompt")
+		if (fastErr == nil) != (slowErr == nil) || fastErr != nil && *fastErr != *slowErr || !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%s: from the parse %+v %v, parsePrompts %+v %v", field, fast, fastErr, slow, slowErr)
+		}
+	})
 }
 
 // FuzzExplainRequest feeds the /admin/explain decoder: it never panics.

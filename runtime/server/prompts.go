@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"strconv"
 
+	"github.com/routerkit/router/runtime/strictjson"
 	"github.com/routerkit/router/runtime/token"
 )
 
@@ -55,6 +57,76 @@ func parsePrompts(raw json.RawMessage, field string) (prompts, *httpError) {
 		return p, badRequest("%s: a batch is all strings or all token id arrays, not both", field)
 	}
 	return p, nil
+}
+
+// promptsOf reads the prompts of the named field from root, the body as decodeOnePass
+// parsed it, as parsePrompts reads them from raw, which it does when the body was not
+// parsed in one pass (root nil): a long prompt is then not decoded a second time.
+// FuzzPromptsOf checks that both agree.
+func promptsOf(root *strictjson.Value, raw json.RawMessage, field string) (prompts, *httpError) {
+	if root == nil {
+		return parsePrompts(raw, field)
+	}
+	var p prompts
+	v := root.Get(field)
+	switch {
+	case v == nil || v.Kind == strictjson.Null:
+		return p, badRequest("%s: required", field)
+	case v.Kind == strictjson.String:
+		p.texts = []string{v.Str}
+		return p, nil
+	case v.Kind != strictjson.Array || len(v.Elems) == 0:
+		return p, badRequest("%s: a string, an array of strings, an array of token ids or an array of such arrays", field)
+	}
+	if ids, ok := idsOf(v); ok {
+		p.ids = [][]uint32{ids}
+		return p, nil
+	}
+	p.batch = true
+	one := "" // as parsePrompts: a null item repeats the text before it
+	for i := range v.Elems {
+		item := &v.Elems[i]
+		switch item.Kind {
+		case strictjson.String:
+			one = item.Str
+			p.texts = append(p.texts, one)
+			continue
+		case strictjson.Null:
+			p.texts = append(p.texts, one)
+			continue
+		}
+		ids, ok := idsOf(item)
+		if !ok {
+			return p, badRequest("%s[%d]: a string or an array of token ids (integers from 0 to %d)", field, i, uint32(math.MaxUint32))
+		}
+		p.ids = append(p.ids, ids)
+	}
+	if len(p.texts) > 0 && len(p.ids) > 0 {
+		return p, badRequest("%s: a batch is all strings or all token id arrays, not both", field)
+	}
+	return p, nil
+}
+
+// idsOf reads v as a list of token ids as tokenIDs does: null items are 0.
+func idsOf(v *strictjson.Value) ([]uint32, bool) {
+	if v.Kind != strictjson.Array {
+		return nil, false
+	}
+	ids := make([]uint32, len(v.Elems))
+	for i := range v.Elems {
+		switch e := &v.Elems[i]; e.Kind {
+		case strictjson.Null:
+		case strictjson.Number:
+			n, err := strconv.ParseUint(e.Str, 10, 32)
+			if err != nil {
+				return nil, false
+			}
+			ids[i] = uint32(n)
+		default:
+			return nil, false
+		}
+	}
+	return ids, true
 }
 
 // tokenIDs decodes raw as a list of token ids.
