@@ -145,12 +145,15 @@ func TestWriteAtOnce(t *testing.T) {
 		{res(200*time.Millisecond, 1000), res(210*time.Millisecond, 1000)}, // 200 and 210 µs: 1.05
 	}}
 	var b strings.Builder
-	WriteAtOnce(&b, p, []string{"json", "stream"}, []string{"router/round_robin", "router/cache_aware"}, []int{1, 8})
+	WriteAtOnce(&b, p, "bare", []string{"json", "stream"}, []string{"router/round_robin", "router/cache_aware"}, []int{1, 8})
 	// Medians: router 330 µs (210–500), bare 300 (200–400), ratios 1.10 (1.05–1.25), rates
 	// 1.00 (0.96–1.00).
 	want := "| stream | 1 | router/round_robin | 330 (210–500) | 300 (200–400) | 1.10 (1.05–1.25) | 1.00 (0.96–1.00) |\n"
 	if !strings.Contains(b.String(), want) {
 		t.Errorf("report lacks %q:\n%s", want, b.String())
+	}
+	if !strings.HasPrefix(b.String(), "| kind | c | target | CPU µs/req | bare CPU µs/req | CPU ÷ bare | req/s ÷ bare |\n") {
+		t.Errorf("header does not name the reference:\n%s", b.String())
 	}
 	if n := strings.Count(b.String(), "\n"); n != 3 {
 		t.Errorf("report has %d lines, want a header, its rule and one row:\n%s", n, b.String())

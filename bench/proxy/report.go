@@ -111,15 +111,16 @@ func WriteReport(w io.Writer, t Trials, kinds, targets []string, concs []int) {
 	}
 }
 
-// Pairs collects, per cell, each at-once round's results of the bare proxy and of the
-// cell's target run at the same time (see AtOnce).
+// Pairs collects, per cell, each at-once round's results of the reference (the bare
+// proxy, or a baseline router) and of the cell's target run at the same time (see AtOnce).
 type Pairs map[Cell][][2]Result
 
 // WriteAtOnce prints one Markdown table: per request kind, concurrency and target, the
 // median and range over rounds of the target's CPU per request and request rate over the
-// bare proxy's, each run at the same time as the other.
-func WriteAtOnce(w io.Writer, p Pairs, kinds, targets []string, concs []int) {
-	fmt.Fprintln(w, "| kind | c | target | CPU µs/req | bare CPU µs/req | CPU ÷ bare | req/s ÷ bare |")
+// reference's (ref names it: "bare" or "baseline"), each run at the same time as the
+// other.
+func WriteAtOnce(w io.Writer, p Pairs, ref string, kinds, targets []string, concs []int) {
+	fmt.Fprintf(w, "| kind | c | target | CPU µs/req | %[1]s CPU µs/req | CPU ÷ %[1]s | req/s ÷ %[1]s |\n", ref)
 	fmt.Fprintln(w, "|---|---:|---|---|---|---|---|")
 	for _, kind := range kinds {
 		for _, c := range concs {

@@ -80,14 +80,15 @@ func start(name, addr, readyPath string, cmd *exec.Cmd) (*Target, error) {
 // not empty, the HuggingFace tokenizer and chat template in that directory
 // (tokenizer.json.gz and tokenizer_config.json, as in testdata/tokenizers); the target is
 // then named after the directory too. Its request log goes to a discarded stderr, as it
-// would to a log file: the record is still built and written. extra are more flags for
+// would to a log file: the record is still built and written. label starts the target's
+// name ("router", or "baseline" for a build to compare with); extra are more flags for
 // `router serve` (say --log-level warn, to see what the log line costs).
-func StartRouter(bin, dir, policy, tokDir string, engines []string, kvEndpoints []string, extra ...string) (*Target, error) {
+func StartRouter(bin, label, dir, policy, tokDir string, engines []string, kvEndpoints []string, extra ...string) (*Target, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	name := "router/" + policy
+	name := label + "/" + policy
 	var b strings.Builder
 	b.WriteString("engines:\n")
 	for i, u := range engines {

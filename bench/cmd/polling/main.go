@@ -71,7 +71,7 @@ func measure(routerBin string, n int, window time.Duration) (pct float64, fresh 
 		return 0, 0, err
 	}
 	defer os.RemoveAll(dir)
-	t, err := proxy.StartRouter(routerBin, dir, "power_of_two", "", urls, nil)
+	t, err := proxy.StartRouter(routerBin, "router", dir, "power_of_two", "", urls, nil)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -43,6 +43,7 @@ func run() error {
 	prosePath := flag.String("prose", "runtime/token/hf/testdata/text/prose.txt", "the prose the long kind's turns repeat")
 	tokenizers := flag.String("tokenizers", "standin", "the routers' tokenizers: standin, or a directory with tokenizer.json.gz and tokenizer_config.json")
 	routerFlags := flag.String("router-flags", "", "more flags for `router serve`, space-separated (say \"--log-level warn\")")
+	baseline := flag.String("baseline", "", "a second router `binary` (another build): each router then runs at once beside this build's router of the same policy, not the bare proxy")
 	flag.Parse()
 	if *bare != "" {
 		ln, err := net.Listen("tcp", *bare)
@@ -108,7 +109,9 @@ func run() error {
 	}
 	targets := []*proxy.Target{{Name: "direct", URL: urls[0]}}
 	var bareT *proxy.Target
-	var routers []*proxy.Target
+	// routers run at once beside refs[i]: the bare proxy, or the baseline build's router
+	// of the same policy and tokenizer.
+	var routers, refs []*proxy.Target
 	defer func() {
 		for _, t := range targets {
 			t.Stop()
@@ -124,11 +127,18 @@ func run() error {
 			if tok == "standin" {
 				tok = ""
 			}
-			t, err := proxy.StartRouter(*routerBin, dir, p, tok, urls, kvs, strings.Fields(*routerFlags)...)
+			t, err := proxy.StartRouter(*routerBin, "router", dir, p, tok, urls, kvs, strings.Fields(*routerFlags)...)
 			if err != nil {
 				return err
 			}
-			targets, routers = append(targets, t), append(routers, t)
+			targets, routers, refs = append(targets, t), append(routers, t), append(refs, bareT)
+			if *baseline == "" {
+				continue
+			}
+			if t, err = proxy.StartRouter(*baseline, "baseline", dir, p, tok, urls, kvs, strings.Fields(*routerFlags)...); err != nil {
+				return err
+			}
+			targets, refs[len(refs)-1] = append(targets, t), t
 		}
 	}
 	if !*noNginx {
@@ -173,8 +183,12 @@ func run() error {
 		return err
 	}
 	pairs := proxy.Pairs{}
+	ref := map[*proxy.Target]*proxy.Target{}
+	for i, t := range routers {
+		ref[t] = refs[i]
+	}
 	err = rotate(*atOnce, kinds, cs, routers, "at-once round", func(kind proxy.Kind, c int, t *proxy.Target) error {
-		res, err := proxy.AtOnce(client, []*proxy.Target{bareT, t}, kind, c, *atOnceTime)
+		res, err := proxy.AtOnce(client, []*proxy.Target{ref[t], t}, kind, c, *atOnceTime)
 		if err != nil {
 			return fmt.Errorf("at once, %s, c=%d: %w", kind.Name, c, err)
 		}
@@ -195,10 +209,14 @@ func run() error {
 		routerNames = append(routerNames, t.Name)
 	}
 	proxy.WriteReport(os.Stdout, trials, kindNames, names, cs)
-	if len(pairs) > 0 {
+	switch {
+	case len(pairs) > 0 && *baseline == "":
 		fmt.Println("\nEach router and the bare proxy at the same time, a client each:")
 		fmt.Println()
-		proxy.WriteAtOnce(os.Stdout, pairs, kindNames, routerNames, cs)
+		proxy.WriteAtOnce(os.Stdout, pairs, "bare", kindNames, routerNames, cs)
+	case len(pairs) > 0:
+		fmt.Printf("\nEach router and the baseline build's (%s) of its policy at the same time, a client each:\n\n", *baseline)
+		proxy.WriteAtOnce(os.Stdout, pairs, "baseline", kindNames, routerNames, cs)
 	}
 	return nil
 }
