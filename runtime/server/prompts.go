@@ -41,17 +41,29 @@ func parsePrompts(raw json.RawMessage, field string) (prompts, *httpError) {
 		p.ids = [][]uint32{ids}
 		return p, nil
 	}
-	p.batch = true
-	for i, item := range many {
-		if json.Unmarshal(item, &one) == nil {
-			p.texts = append(p.texts, one)
-			continue
+	return batch(len(many), field, func(i int) (*string, []uint32, bool) {
+		if json.Unmarshal(many[i], &one) == nil {
+			return &one, nil, true
 		}
-		ids, ok := tokenIDs(item)
-		if !ok {
+		ids, ok := tokenIDs(many[i])
+		return nil, ids, ok
+	})
+}
+
+// batch reads the n items of a batch: item returns the i-th as a text, or as token ids,
+// or ok false for anything else.
+func batch(n int, field string, item func(i int) (text *string, ids []uint32, ok bool)) (prompts, *httpError) {
+	p := prompts{batch: true}
+	for i := range n {
+		text, ids, ok := item(i)
+		switch {
+		case !ok:
 			return p, badRequest("%s[%d]: a string or an array of token ids (integers from 0 to %d)", field, i, uint32(math.MaxUint32))
+		case text != nil:
+			p.texts = append(p.texts, *text)
+		default:
+			p.ids = append(p.ids, ids)
 		}
-		p.ids = append(p.ids, ids)
 	}
 	if len(p.texts) > 0 && len(p.ids) > 0 {
 		return p, badRequest("%s: a batch is all strings or all token id arrays, not both", field)
@@ -82,29 +94,18 @@ func promptsOf(root *strictjson.Value, raw json.RawMessage, field string) (promp
 		p.ids = [][]uint32{ids}
 		return p, nil
 	}
-	p.batch = true
 	one := "" // as parsePrompts: a null item repeats the text before it
-	for i := range v.Elems {
-		item := &v.Elems[i]
-		switch item.Kind {
+	return batch(len(v.Elems), field, func(i int) (*string, []uint32, bool) {
+		switch item := &v.Elems[i]; item.Kind {
 		case strictjson.String:
 			one = item.Str
-			p.texts = append(p.texts, one)
-			continue
+			return &one, nil, true
 		case strictjson.Null:
-			p.texts = append(p.texts, one)
-			continue
+			return &one, nil, true
 		}
-		ids, ok := idsOf(item)
-		if !ok {
-			return p, badRequest("%s[%d]: a string or an array of token ids (integers from 0 to %d)", field, i, uint32(math.MaxUint32))
-		}
-		p.ids = append(p.ids, ids)
-	}
-	if len(p.texts) > 0 && len(p.ids) > 0 {
-		return p, badRequest("%s: a batch is all strings or all token id arrays, not both", field)
-	}
-	return p, nil
+		ids, ok := idsOf(&v.Elems[i])
+		return nil, ids, ok
+	})
 }
 
 // idsOf reads v as a list of token ids as tokenIDs does: null items are 0.
