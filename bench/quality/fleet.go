@@ -27,6 +27,10 @@ type Policy struct {
 // Policies are every policy with its defaults, and cache_aware with each prefix source
 // this router has: its local index fed by KV events, and none (no events: it falls back
 // to load on every request). The approximate index of issue 13 is not on main yet.
+// power_of_two/kv_events is a control: power_of_two with the engines publishing KV events
+// to the router as for cache_aware/local_index, which nothing reads. On two cores the
+// event stream itself (engines publishing, the router indexing) slows every request
+// somewhat, and cache_aware/local_index pays it on every workload; this row says how much.
 var Policies = []Policy{
 	{Name: "round_robin", YAML: "{type: round_robin}"},
 	{Name: "random", YAML: "{type: random}"},
@@ -36,6 +40,7 @@ var Policies = []Policy{
 	{Name: "sticky", YAML: "{type: sticky}"},
 	{Name: "cache_aware/local_index", YAML: "{type: cache_aware}", KVEvents: true},
 	{Name: "cache_aware/none", YAML: "{type: cache_aware}"},
+	{Name: "power_of_two/kv_events", YAML: "{type: power_of_two}", KVEvents: true},
 }
 
 // FindPolicy returns the policy of this name.
