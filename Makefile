@@ -37,6 +37,8 @@ fuzz:
 	$(GO) test ./runtime/strictjson -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/strictjson -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzDecodeChat$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzDecodeRequests$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzPromptsOf$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzExplainRequest$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/monitor -run '^$$' -fuzz '^FuzzLoadReports$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/state/kv -run '^$$' -fuzz '^FuzzDecodeMessage$$' -fuzztime $(FUZZTIME)
