@@ -23,6 +23,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -129,9 +130,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		stop()
 		c.Close()
-		return nil, err
+		return nil, ended(ctx, err)
 	}
-	b := &body{rc: resp.Body, t: t, c: c, stop: stop, keep: !resp.Close && !req.Close}
+	b := &body{rc: resp.Body, t: t, c: c, ctx: ctx, stop: stop, keep: !resp.Close && !req.Close}
 	if resp.Body == http.NoBody {
 		b.done()
 	}
@@ -172,6 +173,15 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return nil, errTooMany1xx
+}
+
+// ended names the cause of an I/O error that the end of ctx provoked, as net/http's
+// transport does: a deadline of the caller's, rather than the connection's timeout.
+func ended(ctx context.Context, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", context.Cause(ctx), err)
 }
 
 func closeBody(req *http.Request) {
@@ -294,6 +304,7 @@ type body struct {
 	rc   io.ReadCloser
 	t    *Transport
 	c    *conn
+	ctx  context.Context
 	stop func() bool
 	keep bool
 	eof  bool // read to its end: the connection is no longer this body's
@@ -312,6 +323,7 @@ func (b *body) Read(p []byte) (int, error) {
 	case err == io.EOF:
 		b.done()
 	case err != nil:
+		err = ended(b.ctx, err)
 		b.err = err
 	}
 	return n, err

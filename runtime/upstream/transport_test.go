@@ -151,8 +151,8 @@ func TestContextEndsTheRequest(t *testing.T) {
 	time.AfterFunc(50*time.Millisecond, func() { cancel(cause) })
 	start := time.Now()
 	_, _, err := post(t, tr, ctx, e.URL+"/hang", "x")
-	if err == nil || time.Since(start) > 5*time.Second {
-		t.Fatalf("a request whose context ended: %v after %v", err, time.Since(start))
+	if !errors.Is(err, cause) || time.Since(start) > 5*time.Second {
+		t.Fatalf("a request whose context ended: %v after %v, want its cause", err, time.Since(start))
 	}
 	if context.Cause(ctx) != cause {
 		t.Fatal("the context's cause changed")
@@ -359,5 +359,31 @@ func TestResponseHeadersAreBounded(t *testing.T) {
 	status, body, err := post(t, tr, context.Background(), rawEngine(t, fine), "x")
 	if err != nil || status != 200 || len(body) != 2000000 {
 		t.Errorf("0.9 MB of headers and a 2 MB body: %d, %d bytes, %v", status, len(body), err)
+	}
+}
+
+// A body whose request's context ends fails its read with the context's cause.
+func TestContextEndsTheBody(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	e := startEngine(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "data: 1\n\n")
+		w.(http.Flusher).Flush()
+		<-release
+	})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.URL, nil)
+	resp, err := newTransport().RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := resp.Body.Read(make([]byte, 64)); err != nil {
+		t.Fatal(err)
+	}
+	cause := errors.New("stream-idle deadline")
+	time.AfterFunc(50*time.Millisecond, func() { cancel(cause) })
+	if _, err := io.ReadAll(resp.Body); !errors.Is(err, cause) {
+		t.Errorf("read after the context ended: %v, want its cause", err)
 	}
 }
