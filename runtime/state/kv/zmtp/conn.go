@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"time"
+
+	"github.com/go-zeromq/zmq4"
 )
 
 // ZMTP 3.x framing (rfc.zeromq.org/spec/23).
@@ -248,8 +250,13 @@ func (s *scanner) part(size uint64) *violation {
 	return nil
 }
 
+// socketTypes are the socket types zmq4 knows; it panics on a peer of another.
+var socketTypes = map[zmq4.SocketType]bool{zmq4.Pair: true, zmq4.Pub: true, zmq4.Sub: true, zmq4.Req: true,
+	zmq4.Rep: true, zmq4.Dealer: true, zmq4.Router: true, zmq4.Pull: true, zmq4.Push: true, zmq4.XPub: true, zmq4.XSub: true}
+
 // commandBody checks a whole command: a name, and for READY metadata properties that
-// each fit, which zmq4 reads without bounds checks. The first command must be READY.
+// each fit, which zmq4 reads without bounds checks, and a socket type zmq4 knows. The
+// first command must be READY.
 func (s *scanner) commandBody(body []byte) *violation {
 	if len(body) == 0 || int(body[0]) > len(body)-1 {
 		return &violation{Malformed, "a command frame whose name overruns it"}
@@ -272,6 +279,13 @@ func (s *scanner) commandBody(body []byte) *violation {
 			return &violation{Malformed, "READY metadata declares a value longer than the command"}
 		}
 		props = props[v:]
+	}
+	md := zmq4.Metadata{}
+	if err := md.UnmarshalZMTP(body[1+body[0]:]); err != nil {
+		return &violation{Malformed, fmt.Sprintf("READY metadata: %v", err)}
+	}
+	if t := zmq4.SocketType(md["Socket-Type"]); !socketTypes[t] {
+		return &violation{Malformed, fmt.Sprintf("READY names the socket type %q", t)}
 	}
 	s.ready = true
 	return nil

@@ -125,6 +125,9 @@ func TestConnRejects(t *testing.T) {
 		{"READY metadata ending in a property", cat(greeting(), frame(flagCommand, append([]byte{5}, "READY\x00"...))), Malformed, greetingLen},
 		{"READY metadata overrunning its value", cat(greeting(), frame(flagCommand, append([]byte{5}, "READY\x01k\x00\x00\x01\x00v"...))), Malformed, greetingLen},
 		{"a command inside a message", cat(hs, frame(flagMore, nil), ready("PUB")), Malformed, len(hs) + 2},
+		// zmq4 panics on a peer socket type it does not know.
+		{"READY without a socket type", cat(greeting(), frame(flagCommand, append([]byte{5}, "READY"...))), Malformed, greetingLen},
+		{"READY of an unknown socket type", cat(greeting(), ready("HUB")), Malformed, greetingLen},
 		{"a command with MORE", cat(hs, frame(flagCommand|flagMore, append([]byte{4}, "PING"...))), Malformed, len(hs)},
 	}
 	for _, tt := range tests {
