@@ -76,8 +76,8 @@ func TestBindModeRoutesByTopic(t *testing.T) {
 		return &plan.KVEvents{Mode: plan.KVBind, Endpoint: "tcp://127.0.0.1:" + port, Topic: topic, BlockSize: 16}
 	}
 	p := &plan.Plan{Engines: []plan.Engine{
-		{ID: "A", Model: "m", KVEvents: kv("kv@A@m")},
-		{ID: "B", Model: "m", KVEvents: kv("kv@B@m")},
+		{ID: "A", Model: "m", URL: "http://127.0.0.1:8000", KVEvents: kv("kv@A@m")},
+		{ID: "B", Model: "m", URL: "http://127.0.0.1:8000", KVEvents: kv("kv@B@m")},
 	}}
 	ix := NewIndex(p)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -128,7 +128,7 @@ func TestBindChangeKeepsTheNeighbours(t *testing.T) {
 	port := strconv.Itoa(freePort(t))
 	endpoint := "tcp://127.0.0.1:" + port
 	engine := func(id string) plan.Engine {
-		return plan.Engine{ID: id, Model: "m", KVEvents: &plan.KVEvents{Mode: plan.KVBind, Endpoint: endpoint, Topic: "kv@" + id + "@m", BlockSize: 16}}
+		return plan.Engine{ID: id, Model: "m", URL: "http://127.0.0.1:8000", KVEvents: &plan.KVEvents{Mode: plan.KVBind, Endpoint: endpoint, Topic: "kv@" + id + "@m", BlockSize: 16}}
 	}
 	a, b, c, d := engine("A"), engine("B"), engine("C"), engine("D")
 	ix := NewIndex(&plan.Plan{Engines: []plan.Engine{a, b, d}})
