@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin/router
 
-.PHONY: build run test lint fuzz bench bench-quality bench-proxy bench-long bench-polling update tidy redis
+.PHONY: build run test lint fuzz bench bench-quality bench-proxy bench-long bench-polling update tidy redis python3-zmq
 
 build:
 	$(GO) build -o $(BIN) ./cmd/router
@@ -17,7 +17,12 @@ run: build
 redis:
 	command -v redis-server >/dev/null || (apt-get update && apt-get install -y redis-server)
 
-test: redis
+# The KV-event interop test (runtime/state/kv TestLibzmqPublishers) publishes through
+# libzmq itself with Debian's python3-zmq, for /usr/bin/python3, and fails without it.
+python3-zmq:
+	/usr/bin/python3 -c 'import zmq, msgpack' 2>/dev/null || (apt-get update && apt-get install -y python3-zmq python3-msgpack)
+
+test: redis python3-zmq
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
@@ -27,7 +32,7 @@ lint:
 	$(GO) tool staticcheck ./...
 
 # A short fuzzing run of the compiler, the migrator, the request decoders, the load-report
-# parsers, the KV-event decoder and the tokenizer; FUZZTIME=5m for a longer one. Seed corpora are
+# parsers, the ZMTP framing bounds, the KV-event decoder and the tokenizer; FUZZTIME=5m for a longer one. Seed corpora are
 # committed under each package's testdata/fuzz.
 FUZZTIME ?= 30s
 fuzz:
@@ -41,6 +46,7 @@ fuzz:
 	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzPromptsOf$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzExplainRequest$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/monitor -run '^$$' -fuzz '^FuzzLoadReports$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/state/kv/zmtp -run '^$$' -fuzz '^FuzzConn$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/state/kv -run '^$$' -fuzz '^FuzzDecodeMessage$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzSegmentCache$$' -fuzztime $(FUZZTIME)
