@@ -2,7 +2,6 @@ package kv
 
 import (
 	"context"
-	"log/slog"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -33,15 +32,10 @@ func TestLibzmqPublishers(t *testing.T) {
 				kv.Mode = plan.KVBind
 			}
 			p := &plan.Plan{Engines: []plan.Engine{{ID: "E", Model: "m", URL: "http://127.0.0.1:8000", KVEvents: kv}}}
-			ix := NewIndex(p)
-			ctx, cancel := context.WithCancel(t.Context())
-			sub, err := Subscribe(ctx, p, ix, slog.New(slog.DiscardHandler))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { cancel(); sub.Wait() }()
+			ix, _ := subscribe(t, p)
 
 			var stderr strings.Builder
+			ctx, stop := context.WithCancel(t.Context())
 			cmd := exec.CommandContext(ctx, "/usr/bin/python3", "testdata/libzmq_pub.py", pubMode, endpoint, "kv@E")
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {
@@ -62,7 +56,7 @@ func TestLibzmqPublishers(t *testing.T) {
 			if s := ix.Stats("E"); s.Undecodable != 0 {
 				t.Errorf("stats %+v, want every message decoded", s)
 			}
-			cancel()
+			stop()
 			<-exited
 		})
 	}

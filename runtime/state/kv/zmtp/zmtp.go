@@ -46,7 +46,7 @@ const (
 	// ~100 KiB. 4 MiB holds an unchunked 700k-token prefill.
 	DefaultMaxMessageBytes = 4 << 20
 	// DefaultMaxParts bounds the frames of a message: KV events have three (topic,
-	// sequence, payload), a replayed batch four with the ROUTER's delimiter.
+	// sequence, payload), and so has a replayed batch (delimiter, sequence, payload).
 	DefaultMaxParts = 8
 	// DefaultHandshakeTimeout bounds the greeting and the READY command of a connection.
 	DefaultHandshakeTimeout = 5 * time.Second
