@@ -223,11 +223,8 @@ func TestBindAllowList(t *testing.T) {
 	}
 
 	// Allowed: the router answers with its greeting.
-	c := dialFrom(t, "127.0.0.2", addr)
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	sig := make([]byte, 10)
-	if _, err := io.ReadFull(c, sig); err != nil || sig[0] != 0xff || sig[9] != 0x7f {
-		t.Fatalf("an allowed peer got %x, %v; want the ZMTP signature", sig, err)
+	if !greeted("127.0.0.2", addr) {
+		t.Fatal("an allowed peer got no ZMTP signature")
 	}
 	if n := ix.Rejected(zmtp.NotAllowed); n != 2 {
 		t.Fatalf("refusals = %d, want still 2", n)
@@ -258,5 +255,45 @@ func TestAllowFrom(t *testing.T) {
 	a := allowList{netip.MustParsePrefix("10.0.0.0/24")}
 	if !a.allows(netip.MustParseAddr("10.0.0.9")) || a.allows(netip.MustParseAddr("10.0.1.9")) {
 		t.Error("allows does not follow the prefix")
+	}
+}
+
+// greeted reports whether the router answers a connection from src with its ZMTP
+// signature, rather than closing it unanswered or not listening.
+func greeted(src, addr string) bool {
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	sig := make([]byte, 10)
+	_, err = io.ReadFull(c, sig)
+	return err == nil && sig[0] == 0xff && sig[9] == 0x7f
+}
+
+func TestReloadChangesTheAllowList(t *testing.T) {
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	engine := func(allow string) plan.Engine {
+		return plan.Engine{ID: "A", Model: "m", URL: "http://127.0.0.1:8000", KVEvents: &plan.KVEvents{Mode: plan.KVBind,
+			Endpoint: "tcp://" + addr, Topic: "kv@A", BlockSize: 16, AllowFrom: []string{allow}}}
+	}
+	ix := NewIndex(&plan.Plan{Engines: []plan.Engine{engine("127.0.0.2")}})
+	ctx, cancel := context.WithCancel(t.Context())
+	subs := NewSubscriptions(ctx, ix, slog.New(slog.DiscardHandler))
+	defer func() { cancel(); subs.Wait() }()
+	if errs := subs.Set([]plan.Engine{engine("127.0.0.2")}); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	eventually(t, "the listener", func() bool { return greeted("127.0.0.2", addr) })
+	if greeted("127.0.0.3", addr) {
+		t.Fatal("a peer outside allow_from was greeted")
+	}
+	if errs := subs.Set([]plan.Engine{engine("127.0.0.3")}); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if !greeted("127.0.0.3", addr) || greeted("127.0.0.2", addr) {
+		t.Fatal("the running listener kept its old allow-list")
 	}
 }
