@@ -225,3 +225,48 @@ func FuzzConn(f *testing.F) {
 		_, _ = open(in, Limits{MaxMessageBytes: 1 << 16})
 	})
 }
+
+// A peer that connects and stays silent is dropped at the handshake deadline, and one
+// that completes the handshake is not held to it afterwards.
+func TestHandshakeDeadline(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for _, handshake := range [][]byte{nil, cat(greeting(), ready("PUB"))} {
+		peer, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer peer.Close()
+		raw, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reported *Error
+		c := NewConn(raw, &Config{Limits: Limits{HandshakeTimeout: 50 * time.Millisecond}, Reject: func(e *Error) { reported = e }})
+		if _, err := peer.Write(handshake); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, len(handshake))
+		if _, err := io.ReadFull(c, got); err != nil {
+			t.Fatal(err)
+		}
+		if handshake == nil {
+			_, err = c.Read(make([]byte, 1))
+			var e *Error
+			if !errors.As(err, &e) || e.Reason != HandshakeTimeout || reported != e {
+				t.Fatalf("a silent peer: err %v, reported %v; want a handshake timeout", err, reported)
+			}
+			continue
+		}
+		time.Sleep(100 * time.Millisecond) // past the handshake deadline
+		if _, err := peer.Write(message([]byte("kv"))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, make([]byte, 4)); err != nil || reported != nil {
+			t.Fatalf("after the handshake: err %v, reported %v; want the message", err, reported)
+		}
+	}
+}
