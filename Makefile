@@ -19,8 +19,8 @@ redis:
 
 # go test's default 10-minute limit per package is too tight for a busy 2-core CI box:
 # cmd/router's testscripts took 7.5 minutes there under -race with the load average at 13.
-# 30 minutes is headroom for a slow machine, still a bound for a hung test. -p is left at
-# go test's default, one package per core: more only makes each package slower.
+# 30 minutes is headroom for a slow machine, still a bound for a hung test. -p stays at go
+# test's default, one package per core.
 TEST_TIMEOUT ?= 30m
 test: redis
 	$(GO) vet ./...
