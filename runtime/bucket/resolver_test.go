@@ -88,9 +88,9 @@ func TestResolve(t *testing.T) {
 	}
 }
 
-// TestResolveSpecExample is the example of spec §7: a 4k input with a 16k expected peak
-// cannot fit the short bucket's 8k context; with a peak of 8k or less both are compatible
-// and the short one comes first.
+// TestResolveSpecExample is the example of docs/design.md, Buckets: a 4k input with a 16k
+// expected peak cannot fit the short bucket's 8k context; with a peak of 8k or less both
+// are compatible and the short one comes first.
 func TestResolveSpecExample(t *testing.T) {
 	e := newEnv(t, eng("P1", plan.RolePrefill), eng("D1", plan.RoleDecode))
 	short := pd("short-context", i64(4096), i64(8192), []string{"P1"}, []string{"D1"}, rr)

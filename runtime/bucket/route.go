@@ -40,12 +40,12 @@ func (b *Bucket) PickEngines(ctx context.Context, facts *policy.Facts, pass *pol
 	return sel, nil
 }
 
-// Route is the handler's selection pass (spec §3): it tries the compatible buckets in
-// order until one supplies a complete selection. NoCandidates, NoAdmissibleEngine and
-// AdmissionRejected advance to the next bucket, where every required engine is picked
-// again; any other failure stops the pass. Failures are returned as *Error, which maps
-// them to an HTTP status and code. The pass's trace, if any, receives the whole pass; a
-// nil pass records nothing and is no dry run.
+// Route is the handler's selection pass (docs/design.md, Buckets): it tries the compatible
+// buckets in order until one supplies a complete selection. NoCandidates,
+// NoAdmissibleEngine and AdmissionRejected advance to the next bucket, where every required
+// engine is picked again; any other failure stops the pass. Failures are returned as
+// *Error, which maps them to an HTTP status and code. The pass's trace, if any, receives
+// the whole pass; a nil pass records nothing and is no dry run.
 //
 // When the model has a cache-aware group, the pass memoizes prefix lookups, so that every
 // bucket and stage it tries queries each prefix source at most once.

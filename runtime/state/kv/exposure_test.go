@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/state/kv/zmtp"
 )
@@ -87,7 +88,7 @@ func TestHostileFrameAtBindListener(t *testing.T) {
 	ix, logs := subscribe(t, p)
 
 	var c net.Conn
-	eventually(t, "the listener", func() bool {
+	wait.For(t, "the listener", func() bool {
 		var err error
 		c, err = net.Dial("tcp", strings.TrimPrefix(endpoint, "tcp://"))
 		return err == nil
@@ -98,7 +99,7 @@ func TestHostileFrameAtBindListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	untilClosed(t, c)
-	eventually(t, "the rejection counted", func() bool { return ix.Rejected(zmtp.TooLarge) == 1 })
+	wait.For(t, "the rejection counted", func() bool { return ix.Rejected(zmtp.TooLarge) == 1 })
 	d := totalAlloc() - before
 	t.Logf("a 1 TiB frame header cost %d bytes", d)
 	if d > 1<<20 {
@@ -145,7 +146,7 @@ func TestHostileFrameAtDialer(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the router did not close the hostile publisher's connection")
 	}
-	eventually(t, "the rejection counted", func() bool { return ix.Rejected(zmtp.TooLarge) >= 1 })
+	wait.For(t, "the rejection counted", func() bool { return ix.Rejected(zmtp.TooLarge) >= 1 })
 	d := totalAlloc() - before
 	t.Logf("a 1 TiB frame header cost %d bytes", d)
 	if d > 1<<20 {
@@ -169,7 +170,7 @@ func TestMessageLimitIsPerSubscription(t *testing.T) {
 
 	// 70 KiB of padding in the batch: over this engine's 64 KiB, under the default.
 	big := encode(t, []any{1.0, []any{[]any{"BlockStored", []any{int64(200)}, nil, []any{}, 16}}, 0, strings.Repeat("x", 70<<10)})
-	eventually(t, "the oversized message refused", func() bool {
+	wait.For(t, "the oversized message refused", func() bool {
 		pub.send(seq, big)
 		return ix.Rejected(zmtp.TooLarge) > 0
 	})
@@ -204,20 +205,20 @@ func TestBindAllowList(t *testing.T) {
 		engine("A", "http://127.0.0.1:8000", "127.0.0.2"),
 		engine("B", "http://192.0.2.7:8000"),
 	}})
-	eventually(t, "the listener", func() bool {
+	wait.For(t, "the listener", func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
 			c.Close()
 		}
 		return err == nil
 	})
-	eventually(t, "the probe refused", func() bool { return ix.Rejected(zmtp.NotAllowed) == 1 })
+	wait.For(t, "the probe refused", func() bool { return ix.Rejected(zmtp.NotAllowed) == 1 })
 
 	// Refused: closed before the router's greeting, so not a byte comes back.
 	if b := untilClosed(t, dialFrom(t, "127.0.0.1", addr)); len(b) != 0 {
 		t.Fatalf("a refused peer got %d bytes of handshake", len(b))
 	}
-	eventually(t, "the refusal counted", func() bool { return ix.Rejected(zmtp.NotAllowed) == 2 })
+	wait.For(t, "the refusal counted", func() bool { return ix.Rejected(zmtp.NotAllowed) == 2 })
 	if !strings.Contains(logs.String(), "reason=not_allowed") {
 		t.Errorf("no log line says why the peer was refused:\n%s", logs)
 	}
@@ -286,7 +287,7 @@ func TestReloadChangesTheAllowList(t *testing.T) {
 	if errs := subs.Set([]plan.Engine{engine("127.0.0.2")}); len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	eventually(t, "the listener", func() bool { return greeted("127.0.0.2", addr) })
+	wait.For(t, "the listener", func() bool { return greeted("127.0.0.2", addr) })
 	if greeted("127.0.0.3", addr) {
 		t.Fatal("a peer outside allow_from was greeted")
 	}

@@ -1,5 +1,5 @@
 // Package kv tracks which engines hold which prefixes of their KV cache, for cache-aware
-// selection (spec §6, "Cache state"): the local prefix index, the ZMQ subscriptions that
+// selection (docs/design.md, Prefix state): the local prefix index, the ZMQ subscriptions that
 // feed it from the engines' KV events, and a client for a remote prefix indexer.
 //
 // The index stores prefix ownership and storage tiers, never KV tensors. It names blocks
