@@ -113,6 +113,9 @@ func FuzzParse(f *testing.F) {
 		// closing quote, raw control characters, bytes of multi-byte and invalid UTF-8.
 		`["a\\", "\\\"", "x\"y\"", "\\\\\\"]`, "\"\\nabcdefgh\x01ijklmnop\"", "\"é\\n\x1f\"", "\"\\n\xff\xfe é\"",
 		`"\n\u00e9\ud83d\ude00\ud800\"`, `"\n\u12"`, `"\n\`, `"abc\"`,
+		// Ignored keys, whose values are validated but not built.
+		`{"x":[0,{"a":"\n","a":1}],"model":"m"}`, `{"x":"\q"}`, `{"x":"\u12"}`, "{\"x\":\"\\n\x01\"}",
+		`{"x":{"Model":1},"by_name":{"k":{"role":"r","x":[1,2]}}}`, `{"messages":[{"role":"u","x":{"y":[]}}]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -125,13 +128,13 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			return
 		}
-		checkTree(t, data, &v)
+		checkTree(t, data, &v, schemaOf((*request)(nil)))
 	})
 }
 
-// checkTree checks that v is what encoding/json decodes from v's bytes in data, and so
-// on for every value inside it.
-func checkTree(t *testing.T, data []byte, v *Value) {
+// checkTree checks that v is what encoding/json decodes from v's bytes in data, read as
+// n, without the keys n's decoder ignores, and so on for every value inside it.
+func checkTree(t *testing.T, data []byte, v *Value, n *node) {
 	t.Helper()
 	dec := json.NewDecoder(bytes.NewReader(data[v.Start:v.End]))
 	dec.UseNumber()
@@ -139,12 +142,45 @@ func checkTree(t *testing.T, data []byte, v *Value) {
 	if err := dec.Decode(&want); err != nil {
 		t.Fatalf("value bytes %q: %v", data[v.Start:v.End], err)
 	}
-	if got := asAny(v); !reflect.DeepEqual(got, want) {
-		t.Fatalf("Parse gave %#v for %q, encoding/json %#v", got, data[v.Start:v.End], want)
+	if got := asAny(v); !reflect.DeepEqual(got, withoutIgnored(want, n)) {
+		t.Fatalf("Parse gave %#v for %q, encoding/json %#v read as %+v", got, data[v.Start:v.End], want, n)
 	}
 	for i := range v.Elems {
-		checkTree(t, data, &v.Elems[i])
+		child := n
+		if v.Kind == Object {
+			child, _, _ = fieldOf(n, v.Keys[i])
+		} else if n != nil {
+			child = n.elem
+		}
+		checkTree(t, data, &v.Elems[i], child)
 	}
+}
+
+// withoutIgnored is x, decoded by encoding/json into an any, without the object keys
+// that a decoder of n's type ignores, at any depth.
+func withoutIgnored(x any, n *node) any {
+	if n == nil {
+		return x
+	}
+	switch x := x.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if n.fields != nil {
+				if _, ok := n.fields[k]; !ok && n.ignores {
+					delete(x, k)
+					continue
+				}
+				x[k] = withoutIgnored(e, n.fields[k])
+				continue
+			}
+			x[k] = withoutIgnored(e, n.elem)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = withoutIgnored(e, n.elem)
+		}
+	}
+	return x
 }
 
 func asAny(v *Value) any {

@@ -68,19 +68,20 @@ var errNotFast = errors.New("strictjson: not parsed")
 // fails the checks (json's syntax error, or a *KeyError), but a type mismatch between
 // the tree and v is the caller's to find: it is not an error here.
 //
+// The tree holds what v's decoder reads: a key that encoding/json ignores (one that names
+// no field of a struct, at any depth) is checked, its value validated and its objects'
+// keys checked for repeats, but not built, so an ignored field costs no memory however
+// large. Values v's type takes as a whole (json.RawMessage, interfaces, self-decoding
+// types) are built whole.
+//
 // Strings without escapes are substrings of one copy of data, so a long body is copied
 // once however many strings it holds; Start and End locate every value in data for
 // callers that forward parts of it as json.RawMessage.
 func Parse(data []byte, v any) (Value, error) {
 	sc := scratches.Get().(*scratch)
-	p := parser{data: data, src: string(data), vals: sc.vals[:0], keys: sc.keys[:0]}
-	val, err := p.parse()
-	sc.put(p.vals[:p.high], p.keys[:p.highKeys])
-	if err == nil {
-		if n := schemaOf(v); n != nil && !foldFree(&val, n) {
-			err = errNotFast
-		}
-	}
+	p := parser{data: data, src: string(data), vals: sc.vals[:0], keys: sc.keys[:0], others: sc.others[:0]}
+	val, err := p.parse(schemaOf(v))
+	sc.put(p.vals[:p.high], p.keys[:p.highKeys], p.others[:p.highOthers])
 	if err == nil {
 		return val, nil
 	}
@@ -109,7 +110,7 @@ func foldFree(v *Value, n *node) bool {
 	switch v.Kind {
 	case Object:
 		for i, k := range v.Keys {
-			child, kerr := fieldOf(n, k)
+			child, _, kerr := fieldOf(n, k)
 			if kerr != nil {
 				return false
 			}
@@ -137,27 +138,28 @@ func foldFree(v *Value, n *node) bool {
 // in, lent from scratches: a small document would otherwise grow both from nothing,
 // several allocations per request.
 type scratch struct {
-	vals []Value
-	keys []string
+	vals         []Value
+	keys, others []string
 }
 
 var scratches = sync.Pool{New: func() any {
-	return &scratch{vals: make([]Value, 0, 32), keys: make([]string, 0, 32)}
+	return &scratch{vals: make([]Value, 0, 32), keys: make([]string, 0, 32), others: make([]string, 0, 32)}
 }}
 
 // maxScratch is the most values a stack returned to scratches keeps: a huge document's
 // stacks are left to the collector.
 const maxScratch = 4096
 
-// put returns the stacks as the parser grew them, their used parts (vals and keys)
-// cleared of the strings they point into.
-func (sc *scratch) put(vals []Value, keys []string) {
-	if cap(vals) > maxScratch || cap(keys) > maxScratch {
+// put returns the stacks as the parser grew them, their used parts cleared of the
+// strings they point into.
+func (sc *scratch) put(vals []Value, keys, others []string) {
+	if cap(vals) > maxScratch || cap(keys) > maxScratch || cap(others) > maxScratch {
 		return
 	}
 	clear(vals)
 	clear(keys)
-	sc.vals, sc.keys = vals[:0], keys[:0]
+	clear(others)
+	sc.vals, sc.keys, sc.others = vals[:0], keys[:0], others[:0]
 	scratches.Put(sc)
 }
 
@@ -168,14 +170,17 @@ type parser struct {
 	depth int
 	vals  []Value
 	keys  []string
-	// high and highKeys are the most vals and keys held at once: what holds pointers
-	// when the stacks go back to scratches.
-	high, highKeys int
+	// others are the keys of open objects that are not built (ignored, or inside an
+	// ignored value), kept only to find repeats.
+	others []string
+	// high, highKeys and highOthers are the most vals, keys and others held at once:
+	// what holds pointers when the stacks go back to scratches.
+	high, highKeys, highOthers int
 }
 
-func (p *parser) parse() (Value, error) {
+func (p *parser) parse(n *node) (Value, error) {
 	p.ws()
-	v, err := p.value()
+	v, err := p.value(n, true)
 	if err != nil {
 		return Value{}, err
 	}
@@ -197,17 +202,22 @@ func (p *parser) ws() {
 	}
 }
 
-func (p *parser) value() (Value, error) {
+// value reads the value at p.i, read as n. Unless build is set it is only validated,
+// with its objects' keys checked for repeats, and its Value is empty.
+func (p *parser) value(n *node, build bool) (Value, error) {
 	if p.i >= len(p.data) {
 		return Value{}, errNotFast
 	}
 	start := p.i
 	switch c := p.data[p.i]; c {
 	case '{':
-		return p.object()
+		return p.object(n, build)
 	case '[':
-		return p.array()
+		return p.array(n, build)
 	case '"':
+		if !build {
+			return Value{}, p.skipStr()
+		}
 		s, err := p.str()
 		return Value{Kind: String, Str: s, Start: start, End: p.i}, err
 	case 't':
@@ -293,8 +303,44 @@ var strClass = func() (t [256]uint8) {
 
 // str reads a string at its opening quote and returns its text.
 func (p *parser) str() (string, error) {
-	d := p.data
 	start := p.i + 1
+	i, ascii, err := p.scanStr(start)
+	if err != nil {
+		return "", err
+	}
+	if p.data[i] == '\\' {
+		return p.escaped(start, i, ascii)
+	}
+	p.i = i + 1
+	s := p.src[start:i]
+	if ascii || utf8.ValidString(s) {
+		return s, nil
+	}
+	return bytesString(unquote(make([]byte, 0, i-start+8), p.data[start:i])), nil
+}
+
+// skipStr reads past a string at its opening quote, checking it as str does without
+// decoding it.
+func (p *parser) skipStr() error {
+	i, _, err := p.scanStr(p.i + 1)
+	if err != nil {
+		return err
+	}
+	if p.data[i] == '\\' {
+		end := closingQuote(p.data, i)
+		if end < 0 || !validEscapes(p.data[i:end]) {
+			return errNotFast
+		}
+		i = end
+	}
+	p.i = i + 1
+	return nil
+}
+
+// scanStr finds the first quote or backslash of a string's text from start, and reports
+// whether the text before it is ASCII; a raw control character before it is an error.
+func (p *parser) scanStr(start int) (int, bool, error) {
+	d := p.data
 	i := start
 	ascii := true
 	for {
@@ -314,20 +360,13 @@ func (p *parser) str() (string, error) {
 			i++
 		}
 		if i >= len(d) {
-			return "", errNotFast
+			return 0, false, errNotFast
 		}
 		switch c := d[i]; {
-		case c == '"':
-			p.i = i + 1
-			s := p.src[start:i]
-			if ascii || utf8.ValidString(s) {
-				return s, nil
-			}
-			return bytesString(unquote(make([]byte, 0, i-start+8), d[start:i])), nil
-		case c == '\\':
-			return p.escaped(start, i, ascii)
+		case c == '"' || c == '\\':
+			return i, ascii, nil
 		case c < 0x20:
-			return "", errNotFast
+			return 0, false, errNotFast
 		default:
 			ascii = false
 			i++
@@ -428,6 +467,30 @@ func (p *parser) escaped(start, esc int, ascii bool) (string, error) {
 	}
 	p.i = end + 1
 	return b.String(), nil
+}
+
+// validEscapes reports whether s, a string's text from its first escape to its closing
+// quote, holds only JSON's escapes and no raw control character.
+func validEscapes(s []byte) bool {
+	for r := 0; r < len(s); r++ {
+		switch c := s[r]; {
+		case c < 0x20:
+			return false
+		case c != '\\':
+		case r+1 >= len(s):
+			return false
+		case s[r+1] == 'u':
+			if getu4(s[r:]) < 0 {
+				return false
+			}
+			r += 5
+		case strings.IndexByte(`"\/bfnrt`, s[r+1]) < 0:
+			return false
+		default:
+			r++
+		}
+	}
+	return true
 }
 
 // closingQuote returns the index of the quote that ends the string literal holding the
@@ -571,7 +634,7 @@ func (p *parser) enter() error {
 	return nil
 }
 
-func (p *parser) array() (Value, error) {
+func (p *parser) array(n *node, build bool) (Value, error) {
 	if err := p.enter(); err != nil {
 		return Value{}, err
 	}
@@ -584,14 +647,20 @@ func (p *parser) array() (Value, error) {
 		p.i++
 		return Value{Kind: Array, Start: start, End: p.i}, nil
 	}
+	var elem *node
+	if n != nil {
+		elem = n.elem
+	}
 	for {
 		p.ws()
-		v, err := p.value()
+		v, err := p.value(elem, build)
 		if err != nil {
 			return Value{}, err
 		}
-		p.vals = append(p.vals, v)
-		p.high = max(p.high, len(p.vals))
+		if build {
+			p.vals = append(p.vals, v)
+			p.high = max(p.high, len(p.vals))
+		}
 		p.ws()
 		if p.i >= len(p.data) {
 			return Value{}, errNotFast
@@ -601,6 +670,9 @@ func (p *parser) array() (Value, error) {
 			p.i++
 		case ']':
 			p.i++
+			if !build {
+				return Value{}, nil
+			}
 			return Value{Kind: Array, Elems: slices.Clone(p.vals[base:]), Start: start, End: p.i}, nil
 		default:
 			return Value{}, errNotFast
@@ -608,14 +680,16 @@ func (p *parser) array() (Value, error) {
 	}
 }
 
-func (p *parser) object() (Value, error) {
+// object reads an object read as n. Its keys are checked against n's fields; the values
+// of those n ignores are not built.
+func (p *parser) object(n *node, build bool) (Value, error) {
 	if err := p.enter(); err != nil {
 		return Value{}, err
 	}
 	start := p.i
 	p.i++ // {
-	base, kbase := len(p.vals), len(p.keys)
-	defer func() { p.vals, p.keys = p.vals[:base], p.keys[:kbase]; p.depth-- }()
+	base, kbase, obase := len(p.vals), len(p.keys), len(p.others)
+	defer func() { p.vals, p.keys, p.others = p.vals[:base], p.keys[:kbase], p.others[:obase]; p.depth-- }()
 	p.ws()
 	if p.i < len(p.data) && p.data[p.i] == '}' {
 		p.i++
@@ -631,7 +705,9 @@ func (p *parser) object() (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		if p.repeated(key, kbase, &set) {
+		child, read, kerr := fieldOf(n, key)
+		keep := build && read
+		if kerr != nil || p.repeated(key, keep, kbase, obase, &set) {
 			return Value{}, errNotFast
 		}
 		p.ws()
@@ -640,12 +716,14 @@ func (p *parser) object() (Value, error) {
 		}
 		p.i++
 		p.ws()
-		v, err := p.value()
+		v, err := p.value(child, keep)
 		if err != nil {
 			return Value{}, err
 		}
-		p.vals = append(p.vals, v)
-		p.high = max(p.high, len(p.vals))
+		if keep {
+			p.vals = append(p.vals, v)
+			p.high = max(p.high, len(p.vals))
+		}
 		p.ws()
 		if p.i >= len(p.data) {
 			return Value{}, errNotFast
@@ -655,6 +733,9 @@ func (p *parser) object() (Value, error) {
 			p.i++
 		case '}':
 			p.i++
+			if !build {
+				return Value{}, nil
+			}
 			return Value{Kind: Object, Keys: slices.Clone(p.keys[kbase:]), Elems: slices.Clone(p.vals[base:]),
 				Start: start, End: p.i}, nil
 		default:
@@ -663,28 +744,35 @@ func (p *parser) object() (Value, error) {
 	}
 }
 
-// repeated records key among the current object's keys (those from base on) and reports
-// whether it was there already.
-func (p *parser) repeated(key string, base int, set *map[string]struct{}) bool {
+// repeated records key among the current object's keys, those built (keys from kbase on)
+// if keep is set and the others (others from obase on), and reports whether it was there
+// already. Once the object has bigObject keys they are also kept in set, and the others
+// only there.
+func (p *parser) repeated(key string, keep bool, kbase, obase int, set *map[string]struct{}) bool {
 	if *set != nil {
 		if _, dup := (*set)[key]; dup {
 			return true
 		}
 		(*set)[key] = struct{}{}
-		p.keys = append(p.keys, key)
-		p.highKeys = max(p.highKeys, len(p.keys))
-		return false
-	}
-	if slices.Contains(p.keys[base:], key) {
+	} else if slices.Contains(p.keys[kbase:], key) || slices.Contains(p.others[obase:], key) {
 		return true
 	}
-	p.keys = append(p.keys, key)
-	p.highKeys = max(p.highKeys, len(p.keys))
-	if len(p.keys)-base >= bigObject {
+	if keep {
+		p.keys = append(p.keys, key)
+		p.highKeys = max(p.highKeys, len(p.keys))
+	} else if *set == nil {
+		p.others = append(p.others, key)
+		p.highOthers = max(p.highOthers, len(p.others))
+	}
+	if *set == nil && len(p.keys)-kbase+len(p.others)-obase >= bigObject {
 		*set = make(map[string]struct{}, 2*bigObject)
-		for _, k := range p.keys[base:] {
+		for _, k := range p.keys[kbase:] {
 			(*set)[k] = struct{}{}
 		}
+		for _, k := range p.others[obase:] {
+			(*set)[k] = struct{}{}
+		}
+		p.others = p.others[:obase]
 	}
 	return false
 }
