@@ -120,21 +120,26 @@ func FuzzParse(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := Parse(data, (*request)(nil))
 		want := Check(data, (*request)(nil))
-		if (err == nil) != (want == nil) || err != nil && err.Error() != want.Error() {
-			t.Fatalf("Parse error %v, Check error %v", err, want)
+		// Parse sizes its containers once they are large; sizeAfter 0 sizes them all.
+		for _, sizeAfter := range []int{maxScratch, 0} {
+			v, err := parse(data, (*request)(nil), sizeAfter)
+			if (err == nil) != (want == nil) || err != nil && err.Error() != want.Error() {
+				t.Fatalf("Parse error %v, Check error %v", err, want)
+			}
+			if err != nil {
+				return
+			}
+			checkTree(t, data, &v, schemaOf((*request)(nil)), sizeAfter == 0)
 		}
-		if err != nil {
-			return
-		}
-		checkTree(t, data, &v, schemaOf((*request)(nil)))
 	})
 }
 
 // checkTree checks that v is what encoding/json decodes from v's bytes in data, read as
-// n, without the keys n's decoder ignores, and so on for every value inside it.
-func checkTree(t *testing.T, data []byte, v *Value, n *node) {
+// n, without the keys n's decoder ignores, and so on for every value inside it. When
+// sized, the containers that own their members (all but structs' objects) hold them in
+// slices of their exact size.
+func checkTree(t *testing.T, data []byte, v *Value, n *node, sized bool) {
 	t.Helper()
 	dec := json.NewDecoder(bytes.NewReader(data[v.Start:v.End]))
 	dec.UseNumber()
@@ -145,6 +150,9 @@ func checkTree(t *testing.T, data []byte, v *Value, n *node) {
 	if got := asAny(v); !reflect.DeepEqual(got, withoutIgnored(want, n)) {
 		t.Fatalf("Parse gave %#v for %q, encoding/json %#v read as %+v", got, data[v.Start:v.End], want, n)
 	}
+	if sized && (n == nil || !n.ignores) && (cap(v.Elems) != len(v.Elems) || cap(v.Keys) != len(v.Keys)) {
+		t.Fatalf("%q: %d members in slices of %d and %d", data[v.Start:v.End], len(v.Elems), cap(v.Elems), cap(v.Keys))
+	}
 	for i := range v.Elems {
 		child := n
 		if v.Kind == Object {
@@ -152,7 +160,7 @@ func checkTree(t *testing.T, data []byte, v *Value, n *node) {
 		} else if n != nil {
 			child = n.elem
 		}
-		checkTree(t, data, &v.Elems[i], child)
+		checkTree(t, data, &v.Elems[i], child, sized)
 	}
 }
 

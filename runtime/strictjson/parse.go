@@ -2,9 +2,11 @@ package strictjson
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -78,8 +80,14 @@ var errNotFast = errors.New("strictjson: not parsed")
 // once however many strings it holds; Start and End locate every value in data for
 // callers that forward parts of it as json.RawMessage.
 func Parse(data []byte, v any) (Value, error) {
+	return parse(data, v, maxScratch)
+}
+
+// parse is Parse with the stack size from which containers are sized (see parser.own);
+// tests lower it to size every container.
+func parse(data []byte, v any, sizeAfter int) (Value, error) {
 	sc := scratches.Get().(*scratch)
-	p := parser{data: data, src: string(data), vals: sc.vals[:0], keys: sc.keys[:0], others: sc.others[:0]}
+	p := parser{data: data, src: string(data), vals: sc.vals[:0], keys: sc.keys[:0], others: sc.others[:0], sizeAfter: sizeAfter}
 	val, err := p.parse(schemaOf(v))
 	sc.put(p.vals[:p.high], p.keys[:p.highKeys], p.others[:p.highOthers])
 	if err == nil {
@@ -173,6 +181,11 @@ type parser struct {
 	// others are the keys of open objects that are not built (ignored, or inside an
 	// ignored value), kept only to find repeats.
 	others []string
+	// sizes are the member counts of the document's containers, once sized (see own):
+	// when the stack holds more than sizeAfter values.
+	sizes     []containerSize
+	sized     bool
+	sizeAfter int
 	// high, highKeys and highOthers are the most vals, keys and others held at once:
 	// what holds pointers when the stacks go back to scratches.
 	high, highKeys, highOthers int
@@ -651,6 +664,7 @@ func (p *parser) array(n *node, build bool) (Value, error) {
 	if n != nil {
 		elem = n.elem
 	}
+	var elems []Value // the elements once the array has its own slice
 	for {
 		p.ws()
 		v, err := p.value(elem, build)
@@ -658,8 +672,9 @@ func (p *parser) array(n *node, build bool) (Value, error) {
 			return Value{}, err
 		}
 		if build {
-			p.vals = append(p.vals, v)
-			p.high = max(p.high, len(p.vals))
+			if elems = p.push(elems, v); elems == nil {
+				elems = p.own(base, start)
+			}
 		}
 		p.ws()
 		if p.i >= len(p.data) {
@@ -673,7 +688,7 @@ func (p *parser) array(n *node, build bool) (Value, error) {
 			if !build {
 				return Value{}, nil
 			}
-			return Value{Kind: Array, Elems: slices.Clone(p.vals[base:]), Start: start, End: p.i}, nil
+			return Value{Kind: Array, Elems: p.members(elems, base), Start: start, End: p.i}, nil
 		default:
 			return Value{}, errNotFast
 		}
@@ -695,7 +710,14 @@ func (p *parser) object(n *node, build bool) (Value, error) {
 		p.i++
 		return Value{Kind: Object, Start: start, End: p.i}, nil
 	}
-	var set map[string]struct{}
+	// A struct's object keeps at most its fields on the stacks; any other object gets
+	// its own slices once the document's container sizes are known.
+	own := build && (n == nil || !n.ignores)
+	var (
+		set   map[string]struct{}
+		keys  []string // the built keys and values once the object has its own slices
+		elems []Value
+	)
 	for {
 		p.ws()
 		if p.i >= len(p.data) || p.data[p.i] != '"' {
@@ -707,8 +729,22 @@ func (p *parser) object(n *node, build bool) (Value, error) {
 		}
 		child, read, kerr := fieldOf(n, key)
 		keep := build && read
-		if kerr != nil || p.repeated(key, keep, kbase, obase, &set) {
+		built := keys
+		if built == nil {
+			built = p.keys[kbase:]
+		}
+		if kerr != nil || p.repeated(key, built, obase, &set) {
 			return Value{}, errNotFast
+		}
+		switch {
+		case keep && keys != nil:
+			keys = append(keys, key)
+		case keep:
+			p.keys = append(p.keys, key)
+			p.highKeys = max(p.highKeys, len(p.keys))
+		case set == nil:
+			p.others = append(p.others, key)
+			p.highOthers = max(p.highOthers, len(p.others))
 		}
 		p.ws()
 		if p.i >= len(p.data) || p.data[p.i] != ':' {
@@ -721,8 +757,13 @@ func (p *parser) object(n *node, build bool) (Value, error) {
 			return Value{}, err
 		}
 		if keep {
-			p.vals = append(p.vals, v)
-			p.high = max(p.high, len(p.vals))
+			if elems = p.push(elems, v); elems == nil && own {
+				if elems = p.own(base, start); elems != nil {
+					keys = make([]string, len(elems), cap(elems))
+					copy(keys, p.keys[kbase:])
+					p.keys = p.keys[:kbase]
+				}
+			}
 		}
 		p.ws()
 		if p.i >= len(p.data) {
@@ -736,43 +777,146 @@ func (p *parser) object(n *node, build bool) (Value, error) {
 			if !build {
 				return Value{}, nil
 			}
-			return Value{Kind: Object, Keys: slices.Clone(p.keys[kbase:]), Elems: slices.Clone(p.vals[base:]),
-				Start: start, End: p.i}, nil
+			if keys == nil {
+				keys = slices.Clone(p.keys[kbase:])
+			}
+			return Value{Kind: Object, Keys: keys, Elems: p.members(elems, base), Start: start, End: p.i}, nil
 		default:
 			return Value{}, errNotFast
 		}
 	}
 }
 
-// repeated records key among the current object's keys, those built (keys from kbase on)
-// if keep is set and the others (others from obase on), and reports whether it was there
-// already. Once the object has bigObject keys they are also kept in set, and the others
-// only there.
-func (p *parser) repeated(key string, keep bool, kbase, obase int, set *map[string]struct{}) bool {
+// repeated reports whether key is among the current object's keys: built, those built
+// so far, and the others from p.others[obase:] or, once the object has bigObject keys,
+// set, which then holds them all and records key.
+func (p *parser) repeated(key string, built []string, obase int, set *map[string]struct{}) bool {
 	if *set != nil {
 		if _, dup := (*set)[key]; dup {
 			return true
 		}
 		(*set)[key] = struct{}{}
-	} else if slices.Contains(p.keys[kbase:], key) || slices.Contains(p.others[obase:], key) {
+		return false
+	}
+	others := p.others[obase:]
+	if slices.Contains(built, key) || slices.Contains(others, key) {
 		return true
 	}
-	if keep {
-		p.keys = append(p.keys, key)
-		p.highKeys = max(p.highKeys, len(p.keys))
-	} else if *set == nil {
-		p.others = append(p.others, key)
-		p.highOthers = max(p.highOthers, len(p.others))
-	}
-	if *set == nil && len(p.keys)-kbase+len(p.others)-obase >= bigObject {
+	if len(built)+len(others) >= bigObject-1 {
 		*set = make(map[string]struct{}, 2*bigObject)
-		for _, k := range p.keys[kbase:] {
+		for _, k := range built {
 			(*set)[k] = struct{}{}
 		}
-		for _, k := range p.others[obase:] {
+		for _, k := range others {
 			(*set)[k] = struct{}{}
 		}
+		(*set)[key] = struct{}{}
 		p.others = p.others[:obase]
 	}
 	return false
+}
+
+// push adds v to the members of the open container: to elems once the container has its
+// own slice, else to the stack, and returns elems.
+func (p *parser) push(elems []Value, v Value) []Value {
+	if elems != nil {
+		return append(elems, v)
+	}
+	p.vals = append(p.vals, v)
+	p.high = max(p.high, len(p.vals))
+	return nil
+}
+
+// own moves the members of the container opened at start from the stack (from base) to a
+// slice of its own, of the container's size, once the sizes of the document's containers
+// are known, and returns it; nil while they are not. They are found, in one scan of the
+// document, the first time the stack holds more than p.sizeAfter values: the stack would
+// otherwise grow, copy by copy, to the size of the largest container and be copied out
+// of again, several times the memory of the values themselves.
+func (p *parser) own(base, start int) []Value {
+	if !p.sized {
+		if len(p.vals) <= p.sizeAfter || len(p.data) > math.MaxUint32 {
+			return nil
+		}
+		p.sizes, p.sized = containerSizes(p.data), true
+	}
+	n := len(p.vals) - base
+	elems := make([]Value, n, max(n, p.sizeAt(start)))
+	copy(elems, p.vals[base:])
+	p.vals = p.vals[:base]
+	return elems
+}
+
+// members returns a closing container's members: elems, or a copy of those on the stack
+// from base.
+func (p *parser) members(elems []Value, base int) []Value {
+	if elems != nil {
+		return elems
+	}
+	return slices.Clone(p.vals[base:])
+}
+
+// containerSize is the number of members of the container whose opening bracket is at
+// start.
+type containerSize struct{ start, n uint32 }
+
+// containerSizes counts the members of every non-empty array and object of data, in the
+// order they open, in one scan that reads strings only to find their ends. It trusts data
+// (shorter than 4 GiB) to be valid JSON: the parse that uses the sizes checks it, and a
+// size wrong for an invalid document is only a wrong capacity.
+func containerSizes(d []byte) []containerSize {
+	var (
+		sizes   []containerSize
+		open    []int // indices in sizes of the open containers
+		pending bool  // the innermost open container has no member yet
+	)
+	for i := 0; i < len(d); i++ {
+		c := d[i]
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		if pending {
+			pending = false
+			if c != ']' && c != '}' {
+				sizes[open[len(open)-1]].n = 1
+			}
+		}
+		switch c {
+		case '"':
+			if i = closingQuote(d, i+1); i < 0 {
+				return sizes
+			}
+		case '[', '{':
+			if len(sizes) == cap(sizes) {
+				sizes = slices.Grow(sizes, len(sizes)+1) // doubling: the copies add up to one more size table
+			}
+			sizes = append(sizes, containerSize{start: uint32(i)})
+			open = append(open, len(sizes)-1)
+			pending = true
+		case ']', '}':
+			if len(open) == 0 {
+				return sizes
+			}
+			top := open[len(open)-1]
+			open = open[:len(open)-1]
+			if sizes[top].n == 0 { // empty: the last entry
+				sizes = sizes[:top]
+			}
+		case ',':
+			if len(open) > 0 {
+				sizes[open[len(open)-1]].n++
+			}
+		}
+	}
+	return sizes
+}
+
+// sizeAt is the number of members of the container opened at start, 0 when unknown.
+func (p *parser) sizeAt(start int) int {
+	i, ok := slices.BinarySearchFunc(p.sizes, uint32(start), func(s containerSize, at uint32) int { return cmp.Compare(s.start, at) })
+	if !ok {
+		return 0
+	}
+	return int(p.sizes[i].n)
 }
