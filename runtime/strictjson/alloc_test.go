@@ -71,6 +71,19 @@ var bodyShapes = []struct {
 	{"small objects", func(n int) string { return "[" + strings.Repeat(`{"a":0},`, n/8) + "{}]" }},
 }
 
+// The memory Parse and Unmarshal may allocate per byte of a body, whatever its shape,
+// beyond a fixed allowance (the parser's pooled stacks, grown afresh after a collection
+// emptied the pool, and the schema): a value that is built costs at most a Value (88
+// bytes) per two bytes and its container's size entry; an ignored one, skipped, only the
+// one copy of the body Parse makes and, for an object of many keys, the set that finds
+// their repeats.
+const (
+	builtPerByte     = 64
+	skippedPerByte   = 10
+	unmarshalPerByte = 10
+	fixedAllowance   = 1 << 20
+)
+
 // allocated is the bytes f allocates.
 func allocated(f func()) uint64 {
 	var before, after runtime.MemStats
@@ -80,9 +93,10 @@ func allocated(f func()) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
-// perByte is the bytes allocated by Parse and by Unmarshal of body read as a chat
-// request, per byte of body.
-func perByte(t testing.TB, body []byte) (parse, unmarshal float64) {
+// decodeCosts is the bytes allocated by Parse and by Unmarshal of body read as a chat
+// request, as runtime/server reads one: the tree of the whole body, and the messages'
+// keys checked against their registered shape.
+func decodeCosts(t testing.TB, body []byte) (parse, unmarshal uint64) {
 	t.Helper()
 	decode := func() {
 		v, err := Parse(body, (*chatLike)(nil))
@@ -94,24 +108,54 @@ func perByte(t testing.TB, body []byte) (parse, unmarshal float64) {
 		}
 	}
 	decode() // the schemas are built once, on the first decode of a type
-	parse = float64(allocated(decode)) / float64(len(body))
-	unmarshal = float64(allocated(func() {
+	parse = allocated(decode)
+	unmarshal = allocated(func() {
 		var req chatLike
 		if err := Unmarshal(body, &req); err != nil {
 			t.Fatal(err)
 		}
-	})) / float64(len(body))
+	})
 	return parse, unmarshal
 }
 
+// checkCost fails t when what was allocated for a body of n bytes exceeds perByte a
+// byte beyond the fixed allowance.
+func checkCost(t *testing.T, what string, allocated uint64, n, perByte int) {
+	t.Helper()
+	if allocated > uint64(perByte*n+fixedAllowance) {
+		t.Errorf("%s: %d bytes allocated for %d bytes (%.1f a byte), want at most %d a byte and %d",
+			what, allocated, n, float64(allocated)/float64(n), perByte, fixedAllowance)
+	}
+}
+
+// Every shape costs at most a constant a byte: built where the router reads it (inside a
+// message, whose keys all reach the chat template), skipped where it ignores it.
+//
+//	go test -run AllocationPerByte -v ./runtime/strictjson
 func TestAllocationPerByte(t *testing.T) {
 	const n = 256 << 10
 	for _, s := range bodyShapes {
 		value := s.make(n)
 		ignored := `{"model":"m","messages":[{"role":"user","content":"hi"}],"x":` + value + `}`
 		read := `{"model":"m","messages":[{"role":"user","content":"hi","x":` + value + `}]}`
-		ip, iu := perByte(t, []byte(ignored))
-		rp, ru := perByte(t, []byte(read))
-		t.Logf("%-15s ignored: Parse %6.2f Unmarshal %6.2f   read: Parse %6.2f Unmarshal %6.2f", s.name, ip, iu, rp, ru)
+		ip, iu := decodeCosts(t, []byte(ignored))
+		rp, ru := decodeCosts(t, []byte(read))
+		per := func(b uint64) float64 { return float64(b) / float64(len(ignored)) }
+		t.Logf("%-15s ignored: Parse %6.2f Unmarshal %5.2f   read: Parse %6.2f Unmarshal %5.2f bytes a byte",
+			s.name, per(ip), per(iu), per(rp), per(ru))
+		checkCost(t, s.name+" ignored, Parse", ip, len(ignored), skippedPerByte)
+		checkCost(t, s.name+" ignored, Unmarshal", iu, len(ignored), unmarshalPerByte)
+		checkCost(t, s.name+" read, Parse", rp, len(read), builtPerByte)
+		checkCost(t, s.name+" read, Unmarshal", ru, len(read), unmarshalPerByte)
 	}
+}
+
+// Issue 25's reproduction: a 7.6 MiB chat body whose ignored field holds 4M zeros took a
+// router from 27 MB to 1.28 GB. Decoding it now costs about its copy.
+func TestIgnoredZerosCostTheirCopy(t *testing.T) {
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"x":[` + strings.Repeat("0,", 4<<20-1) + `0]}`)
+	parse, unmarshal := decodeCosts(t, body)
+	t.Logf("%d bytes: Parse allocated %d, Unmarshal %d", len(body), parse, unmarshal)
+	checkCost(t, "Parse", parse, len(body), 2)
+	checkCost(t, "Unmarshal", unmarshal, len(body), 2)
 }

@@ -122,7 +122,7 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		want := Check(data, (*request)(nil))
 		// Parse sizes its containers once they are large; sizeAfter 0 sizes them all.
-		for _, sizeAfter := range []int{maxScratch, 0} {
+		for _, sizeAfter := range []int{sizeAfter, 0} {
 			v, err := parse(data, (*request)(nil), sizeAfter)
 			if (err == nil) != (want == nil) || err != nil && err.Error() != want.Error() {
 				t.Fatalf("Parse error %v, Check error %v", err, want)

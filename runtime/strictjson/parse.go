@@ -80,8 +80,13 @@ var errNotFast = errors.New("strictjson: not parsed")
 // once however many strings it holds; Start and End locate every value in data for
 // callers that forward parts of it as json.RawMessage.
 func Parse(data []byte, v any) (Value, error) {
-	return parse(data, v, maxScratch)
+	return parse(data, v, sizeAfter)
 }
+
+// sizeAfter is the number of values on a parser's stack from which the document's
+// containers are sized (see parser.own): below it, the stack lent by scratches serves;
+// beyond it, its growth would cost more than the scan.
+const sizeAfter = 1024
 
 // parse is Parse with the stack size from which containers are sized (see parser.own);
 // tests lower it to size every container.

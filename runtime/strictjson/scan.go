@@ -117,8 +117,10 @@ func (s *scanner) object(n *node) error {
 func (s *scanner) unique(key []byte, base int, set *map[string]struct{}) error {
 	dup := false
 	if *set != nil {
-		_, dup = (*set)[string(key)]
-		(*set)[string(key)] = struct{}{}
+		// The set lives while the object is read, data is not written meanwhile: its
+		// keys can be views of data, not copies.
+		_, dup = (*set)[bytesString(key)]
+		(*set)[bytesString(key)] = struct{}{}
 	} else {
 		for _, k := range s.keys[base:] {
 			if bytes.Equal(k, key) {
@@ -130,7 +132,7 @@ func (s *scanner) unique(key []byte, base int, set *map[string]struct{}) error {
 		if len(s.keys)-base >= bigObject {
 			*set = make(map[string]struct{}, 2*bigObject)
 			for _, k := range s.keys[base:] {
-				(*set)[string(k)] = struct{}{}
+				(*set)[bytesString(k)] = struct{}{}
 			}
 		}
 	}
