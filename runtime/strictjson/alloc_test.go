@@ -2,6 +2,7 @@ package strictjson
 
 import (
 	"encoding/json"
+	"math"
 	"runtime"
 	"strconv"
 	"strings"
@@ -84,13 +85,18 @@ const (
 	fixedAllowance   = 1 << 20
 )
 
-// allocated is the bytes f allocates.
+// allocated is the bytes f allocates: the least of three calls, since the count is the
+// process's and another goroutine (a fuzzing worker's) may allocate meanwhile.
 func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
+	least := uint64(math.MaxUint64)
+	for range 3 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		f()
+		runtime.ReadMemStats(&after)
+		least = min(least, after.TotalAlloc-before.TotalAlloc)
+	}
+	return least
 }
 
 // decodeCosts is the bytes allocated by Parse and by Unmarshal of body read as a chat
@@ -158,4 +164,31 @@ func TestIgnoredZerosCostTheirCopy(t *testing.T) {
 	t.Logf("%d bytes: Parse allocated %d, Unmarshal %d", len(body), parse, unmarshal)
 	checkCost(t, "Parse", parse, len(body), 2)
 	checkCost(t, "Unmarshal", unmarshal, len(body), 2)
+}
+
+// FuzzAllocationPerByte checks the bounds of TestAllocationPerByte on any body, valid or
+// not: Parse with every container sized (the regime of large documents) within a small
+// allowance, Parse itself and Unmarshal within the fixed one.
+func FuzzAllocationPerByte(f *testing.F) {
+	for _, s := range bodyShapes {
+		value := s.make(4 << 10)
+		f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi","x":` + value + `}],"x":` + value + `}`))
+	}
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"x":[` + strings.Repeat("0,", 3000) + `0]}`))
+	f.Add([]byte(strings.Repeat("[", 5000) + strings.Repeat("]", 5000)))
+	f.Add([]byte(`{"x":` + strings.Repeat(`{"a":[0,"\u00e9",`, 500) + strings.Repeat("]}", 500) + `,"x":1}`))
+	const smallAllowance = 64 << 10
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sized := func() { _, _ = parse(data, (*chatLike)(nil), 0) }
+		sized() // the schema is built on the first decode of its type
+		if got := allocated(sized); got > uint64(builtPerByte*len(data)+smallAllowance) {
+			t.Fatalf("Parse with sizes allocated %d bytes for %d (%.1f a byte)", got, len(data), float64(got)/float64(len(data)))
+		}
+		if got := allocated(func() { _, _ = Parse(data, (*chatLike)(nil)) }); got > uint64(builtPerByte*len(data)+fixedAllowance) {
+			t.Fatalf("Parse allocated %d bytes for %d (%.1f a byte)", got, len(data), float64(got)/float64(len(data)))
+		}
+		if got := allocated(func() { _ = Unmarshal(data, new(chatLike)) }); got > uint64(unmarshalPerByte*len(data)+smallAllowance) {
+			t.Fatalf("Unmarshal allocated %d bytes for %d (%.1f a byte)", got, len(data), float64(got)/float64(len(data)))
+		}
+	})
 }

@@ -825,6 +825,11 @@ func (p *parser) repeated(key string, built []string, obase int, set *map[string
 // own slice, else to the stack, and returns elems.
 func (p *parser) push(elems []Value, v Value) []Value {
 	if elems != nil {
+		if len(elems) == cap(elems) {
+			// Sized short, as an invalid document can be: doubling keeps the
+			// copies to one more slice.
+			elems = slices.Grow(elems, len(elems))
+		}
 		return append(elems, v)
 	}
 	p.vals = append(p.vals, v)
@@ -865,56 +870,71 @@ func (p *parser) members(elems []Value, base int) []Value {
 // start.
 type containerSize struct{ start, n uint32 }
 
-// containerSizes counts the members of every non-empty array and object of data, in the
-// order they open, in one scan that reads strings only to find their ends. It trusts data
-// (shorter than 4 GiB) to be valid JSON: the parse that uses the sizes checks it, and a
-// size wrong for an invalid document is only a wrong capacity.
+// containerSizes counts the members of the arrays and objects of data that have two or
+// more, in one scan that reads strings only to find their ends, and returns the counts in
+// document order. Containers of one member are left out: a container's first member is
+// already a slice of one. It trusts data (shorter than 4 GiB) to be valid JSON: the parse
+// that uses the sizes checks it, and a size wrong for an invalid document is only a wrong
+// capacity.
 func containerSizes(d []byte) []containerSize {
-	var (
-		sizes   []containerSize
-		open    []int // indices in sizes of the open containers
-		pending bool  // the innermost open container has no member yet
-	)
-	for i := 0; i < len(d); i++ {
-		c := d[i]
-		switch c {
+	z := sizer{d: d}
+	for z.i < len(z.d) && z.d[z.i] != '[' && z.d[z.i] != '{' {
+		z.i++
+	}
+	if z.i < len(z.d) {
+		z.container(0)
+	}
+	// Recorded as they close: inner containers before the one holding them.
+	slices.SortFunc(z.sizes, func(a, b containerSize) int { return cmp.Compare(a.start, b.start) })
+	return z.sizes
+}
+
+type sizer struct {
+	d     []byte
+	i     int
+	sizes []containerSize
+}
+
+// container counts the members of the container opened at z.i, and of those in it,
+// depth levels down, and records them; it returns false at the end of an unfinished
+// document, having recorded the members so far: the parse will fail, but not before it
+// has read them.
+func (z *sizer) container(depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
+	start, n, closed := z.i, 0, false
+scan:
+	for z.i++; z.i < len(z.d); z.i++ {
+		switch c := z.d[z.i]; c {
 		case ' ', '\t', '\n', '\r':
 			continue
+		case ']', '}':
+			closed = true
+			break scan
+		case ',':
+			n++
+			continue
 		}
-		if pending {
-			pending = false
-			if c != ']' && c != '}' {
-				sizes[open[len(open)-1]].n = 1
-			}
-		}
-		switch c {
+		n = max(n, 1)
+		switch z.d[z.i] {
 		case '"':
-			if i = closingQuote(d, i+1); i < 0 {
-				return sizes
+			if z.i = closingQuote(z.d, z.i+1); z.i < 0 {
+				break scan
 			}
 		case '[', '{':
-			if len(sizes) == cap(sizes) {
-				sizes = slices.Grow(sizes, len(sizes)+1) // doubling: the copies add up to one more size table
-			}
-			sizes = append(sizes, containerSize{start: uint32(i)})
-			open = append(open, len(sizes)-1)
-			pending = true
-		case ']', '}':
-			if len(open) == 0 {
-				return sizes
-			}
-			top := open[len(open)-1]
-			open = open[:len(open)-1]
-			if sizes[top].n == 0 { // empty: the last entry
-				sizes = sizes[:top]
-			}
-		case ',':
-			if len(open) > 0 {
-				sizes[open[len(open)-1]].n++
+			if !z.container(depth + 1) {
+				break scan
 			}
 		}
 	}
-	return sizes
+	if n >= 2 {
+		if len(z.sizes) == cap(z.sizes) {
+			z.sizes = slices.Grow(z.sizes, len(z.sizes)+1) // doubling: the copies add up to one more table
+		}
+		z.sizes = append(z.sizes, containerSize{start: uint32(start), n: uint32(n)})
+	}
+	return closed
 }
 
 // sizeAt is the number of members of the container opened at start, 0 when unknown.
