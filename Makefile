@@ -27,9 +27,8 @@ lint:
 	$(GO) tool staticcheck ./...
 
 # A short fuzzing run of the compiler, the migrator, the request decoders (and their memory
-# per byte), the load-report
-# parsers, the KV-event decoder and the tokenizer; FUZZTIME=5m for a longer one. Seed corpora are
-# committed under each package's testdata/fuzz.
+# per byte), the load-report parsers, the KV-event decoder and the tokenizer; FUZZTIME=5m for
+# a longer one. Seed corpora are committed under each package's testdata/fuzz.
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./compiler -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
