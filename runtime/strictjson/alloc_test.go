@@ -168,7 +168,9 @@ func TestIgnoredZerosCostTheirCopy(t *testing.T) {
 
 // FuzzAllocationPerByte checks the bounds of TestAllocationPerByte on any body, valid or
 // not: Parse with every container sized (the regime of large documents) within a small
-// allowance, Parse itself and Unmarshal within the fixed one.
+// allowance, Parse itself, Unmarshal and Check within the fixed one, which also holds
+// what grows with nesting (encoding/json's scanner, the path to an error), at most 10000
+// levels.
 func FuzzAllocationPerByte(f *testing.F) {
 	for _, s := range bodyShapes {
 		value := s.make(4 << 10)
@@ -177,6 +179,7 @@ func FuzzAllocationPerByte(f *testing.F) {
 	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"x":[` + strings.Repeat("0,", 3000) + `0]}`))
 	f.Add([]byte(strings.Repeat("[", 5000) + strings.Repeat("]", 5000)))
 	f.Add([]byte(`{"x":` + strings.Repeat(`{"a":[0,"\u00e9",`, 500) + strings.Repeat("]}", 500) + `,"x":1}`))
+	f.Add([]byte(`{"messages":` + strings.Repeat("[", 9990) + `{"a":1,"a":1}` + strings.Repeat("]", 9990) + "}"))
 	const smallAllowance = 64 << 10
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sized := func() { _, _ = parse(data, (*chatLike)(nil), 0) }
@@ -187,8 +190,11 @@ func FuzzAllocationPerByte(f *testing.F) {
 		if got := allocated(func() { _, _ = Parse(data, (*chatLike)(nil)) }); got > uint64(builtPerByte*len(data)+fixedAllowance) {
 			t.Fatalf("Parse allocated %d bytes for %d (%.1f a byte)", got, len(data), float64(got)/float64(len(data)))
 		}
-		if got := allocated(func() { _ = Unmarshal(data, new(chatLike)) }); got > uint64(unmarshalPerByte*len(data)+smallAllowance) {
+		if got := allocated(func() { _ = Unmarshal(data, new(chatLike)) }); got > uint64(unmarshalPerByte*len(data)+fixedAllowance) {
 			t.Fatalf("Unmarshal allocated %d bytes for %d (%.1f a byte)", got, len(data), float64(got)/float64(len(data)))
+		}
+		if got := allocated(func() { _ = Check(data, (*chatLike)(nil)) }); got > uint64(unmarshalPerByte*len(data)+fixedAllowance) {
+			t.Fatalf("Check allocated %d bytes for %d (%.1f a byte)", got, len(data), float64(got)/float64(len(data)))
 		}
 	})
 }
