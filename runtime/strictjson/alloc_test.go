@@ -23,17 +23,8 @@ type chatLike struct {
 }
 
 // shapedMessage decodes itself, as token.Message does; its registered shape is the keys
-// it reads.
-type shapedMessage struct{ role string }
-
-func (m *shapedMessage) UnmarshalJSON(data []byte) error {
-	var raw struct {
-		Role string `json:"role"`
-	}
-	err := json.Unmarshal(data, &raw)
-	m.role = raw.Role
-	return err
-}
+// token.Message reads.
+type shapedMessage struct{ selfDecoding }
 
 func init() {
 	RegisterShape[shapedMessage, struct {
