@@ -36,9 +36,10 @@ lint:
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 
-# A short fuzzing run of the compiler, the migrator, the request decoders, the load-report
-# parsers, the ZMTP framing bounds, the KV-event decoder and the tokenizer; FUZZTIME=5m for a longer one. Seed corpora are
-# committed under each package's testdata/fuzz.
+# A short fuzzing run of the compiler, the migrator, the request decoders (and their memory
+# per byte), the load-report parsers, the ZMTP framing bounds, the KV-event decoder and the
+# tokenizer; FUZZTIME=5m for a longer one. Seed corpora are committed under each package's
+# testdata/fuzz.
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./compiler -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
@@ -46,6 +47,7 @@ fuzz:
 	$(GO) test ./compiler/legacy -run '^$$' -fuzz '^FuzzBucketFile$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/strictjson -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/strictjson -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/strictjson -run '^$$' -fuzz '^FuzzAllocationPerByte$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzDecodeChat$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzDecodeRequests$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzPromptsOf$$' -fuzztime $(FUZZTIME)
