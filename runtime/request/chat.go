@@ -1,19 +1,13 @@
-package server
+package request
 
 import (
 	"encoding/json"
 	"errors"
 	"net/http"
 
-	"github.com/routerkit/router/runtime/bucket"
-	"github.com/routerkit/router/runtime/plan"
-	"github.com/routerkit/router/runtime/policy"
 	"github.com/routerkit/router/runtime/strictjson"
 	"github.com/routerkit/router/runtime/token"
 )
-
-// maxBodyBytes is the request body limit, as in SGLang's router.
-const maxBodyBytes = 32 << 20
 
 // chatRequest is the part of an OpenAI chat completion request the router validates and
 // routes on. The body itself is forwarded as the client sent it.
@@ -43,32 +37,10 @@ type sampling struct {
 	RepetitionPenalty *float64 `json:"repetition_penalty"`
 }
 
-// prepared is a validated request with its routing facts, computed once.
-type prepared struct {
-	body     []byte
-	model    *plan.Model
-	resolver *bucket.Resolver
-	facts    policy.Facts
-	// pass is the request's selection pass, kept here so that it costs no allocation of
-	// its own.
-	pass   policy.Pass
-	stream bool
-	// batch is the number of prompts of a batch request, routed as one; 0 for a single
-	// prompt. PD bootstrap fields become arrays of this length, as engines expect.
-	batch int
-}
-
-// preparer reads and validates one endpoint's request shape into routing facts.
-type preparer func(w http.ResponseWriter, r *http.Request) (*prepared, *httpError)
-
-// prepareChat reads and validates a chat request and extracts its routing facts: the
+// Chat reads and validates a chat request and extracts its routing facts: the
 // model's resolver, the input token count and ids, the expected peak, and the session and
 // routing keys from the model's configured headers.
-func (s *Server) prepareChat(w http.ResponseWriter, r *http.Request) (*prepared, *httpError) {
-	body, herr := s.readBody(w, r)
-	if herr != nil {
-		return nil, herr
-	}
+func (ms *Models) Chat(r *http.Request, body []byte) (*Prepared, error) {
 	req, msgs, parsed, herr := decodeChat(body)
 	if herr != nil {
 		return nil, herr
@@ -81,7 +53,7 @@ func (s *Server) prepareChat(w http.ResponseWriter, r *http.Request) (*prepared,
 			return nil, herr
 		}
 	}
-	m, herr := s.modelNamed(*req.Model)
+	m, herr := ms.Named(*req.Model)
 	if herr != nil {
 		return nil, herr
 	}
@@ -96,85 +68,40 @@ func (s *Server) prepareChat(w http.ResponseWriter, r *http.Request) (*prepared,
 		ids, _ = token.Standin{}.EncodeChat(c)
 		exact = false
 	case err != nil:
-		return nil, &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, model: m.Plan.Name,
-			msg: "rendering the chat template: " + err.Error()}
+		return nil, &Error{Kind: Invalid, Model: m.Plan.Name, Msg: "rendering the chat template: " + err.Error()}
 	}
 	budget := req.MaxCompletionTokens
 	if budget == nil {
 		budget = req.MaxTokens
 	}
-	p, herr := s.prepared(r, m, body, ids, budget, req.Stream)
-	if herr == nil && !exact {
-		p.facts.TokenIDs = nil
+	p, err := prepared(r, m, body, ids, budget, req.Stream)
+	if err == nil && !exact {
+		p.Facts.TokenIDs = nil
 	}
-	return p, herr
-}
-
-// firstValue is Header.Get for a key already in canonical form.
-func firstValue(h http.Header, key string) string {
-	if v := h[key]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
-
-// prepared builds the routing facts of a request for model m from its input ids and
-// output budget (nil: unknown), with the session and routing keys from the model's
-// configured headers.
-func (s *Server) prepared(r *http.Request, m *served, body []byte, ids []uint32, budget *int64, stream bool) (*prepared, *httpError) {
-	p := &prepared{body: body, model: m.Plan, resolver: m.Resolver, stream: stream}
-	p.facts = policy.Facts{
-		Model:       m.Plan.Name,
-		InputTokens: int64(len(ids)),
-		TokenIDs:    ids,
-		SessionKey:  firstValue(r.Header, m.sessionHeader),
-		RoutingKey:  firstValue(r.Header, m.routingHeader),
-	}
-	if budget != nil {
-		peak, err := bucket.ExpectedPeak(p.facts.InputTokens, *budget)
-		if err != nil {
-			var be *bucket.Error
-			errors.As(err, &be)
-			return nil, &httpError{status: be.Status(), code: be.Code(), msg: be.Error()}
-		}
-		p.facts.ExpectedPeak, p.facts.PeakKnown = peak, true
-	}
-	return p, nil
-}
-
-// readRequest reads a client's request body (see readBody) and decodes it strictly into v.
-func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, v any) ([]byte, *httpError) {
-	body, herr := s.readBody(w, r)
-	if herr != nil {
-		return nil, herr
-	}
-	if herr := decodeBody(body, v); herr != nil {
-		return nil, herr
-	}
-	return body, nil
+	return p, err
 }
 
 // validate checks the fields the router understands besides the messages (checked after
 // them, by validateMessages or in decodeChat), with SGLang's sampling ranges. The message
 // names the field so a client can fix its request.
-func validate(req *chatRequest) *httpError {
+func validate(req *chatRequest) *Error {
 	switch {
 	case req.Model == nil || *req.Model == "":
-		return badRequest("model: required")
+		return invalid("model: required")
 	case req.MaxTokens != nil && *req.MaxTokens < 0:
-		return badRequest("max_tokens: must be at least 0, got %d", *req.MaxTokens)
+		return invalid("max_tokens: must be at least 0, got %d", *req.MaxTokens)
 	case req.MaxCompletionTokens != nil && *req.MaxCompletionTokens < 0:
-		return badRequest("max_completion_tokens: must be at least 0, got %d", *req.MaxCompletionTokens)
+		return invalid("max_completion_tokens: must be at least 0, got %d", *req.MaxCompletionTokens)
 	case req.N != nil && *req.N < 1:
-		return badRequest("n: must be at least 1, got %d", *req.N)
+		return invalid("n: must be at least 1, got %d", *req.N)
 	}
 	return req.sampling.validate("")
 }
 
 // validate checks the sampling ranges SGLang enforces; prefix names the object holding
 // them in messages ("" or "sampling_params.").
-func (sp *sampling) validate(prefix string) *httpError {
-	bad := func(format string, args ...any) *httpError { return badRequest(prefix+format, args...) }
+func (sp *sampling) validate(prefix string) *Error {
+	bad := func(format string, args ...any) *Error { return invalid(prefix+format, args...) }
 	switch {
 	case outside(sp.Temperature, 0, 2):
 		return bad("temperature: must be in [0, 2], got %v", *sp.Temperature)
@@ -197,16 +124,16 @@ func (sp *sampling) validate(prefix string) *httpError {
 // validateMessages checks the messages' keys strictly, as the rest of the body (the
 // template reads them by exact name, like the engine), then what token.CheckMessages
 // checks, as a 400. One decoding pass serves both and the tokenizer.
-func validateMessages(raw json.RawMessage) ([]token.Message, *httpError) {
+func validateMessages(raw json.RawMessage) ([]token.Message, *Error) {
 	var keyErr *strictjson.KeyError
 	var msgs []token.Message
 	err := strictjson.Unmarshal(raw, &msgs)
 	if errors.As(err, &keyErr) {
 		keyErr.Path = "messages" + keyErr.Path
-		return nil, badRequest("%v", keyErr)
+		return nil, invalid("%v", keyErr)
 	}
 	if err := token.CheckDecoded(raw, msgs, err); err != nil {
-		return nil, badRequest("%v", err)
+		return nil, invalid("%v", err)
 	}
 	return msgs, nil
 }

@@ -1,10 +1,9 @@
-package server
+package request
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 
@@ -14,8 +13,8 @@ import (
 
 // decodeBody decodes a client's JSON body into v strictly (package strictjson): a key
 // repeated in one object, or differing from a field the router reads only by case, is a
-// 400, because the engine would read a different value than the router routed on.
-func decodeBody(body []byte, v any) *httpError {
+// refused, because the engine would read a different value than the router routed on.
+func decodeBody(body []byte, v any) *Error {
 	err := strictjson.Unmarshal(body, v)
 	if err == nil {
 		return nil
@@ -26,11 +25,11 @@ func decodeBody(body []byte, v any) *httpError {
 	)
 	switch {
 	case errors.As(err, &keyErr):
-		return &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, msg: keyErr.Error()}
+		return &Error{Kind: Invalid, Msg: keyErr.Error()}
 	case errors.As(err, &typeErr) && typeErr.Field != "":
-		return &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, msg: fmt.Sprintf("%s: expected %s, got JSON %s", typeErr.Field, typeErr.Type, typeErr.Value)}
+		return &Error{Kind: Invalid, Msg: fmt.Sprintf("%s: expected %s, got JSON %s", typeErr.Field, typeErr.Type, typeErr.Value)}
 	}
-	return &httpError{status: http.StatusBadRequest, code: codeInvalidJSON, msg: "request body is not a JSON object: " + err.Error()}
+	return &Error{Kind: InvalidJSON, Msg: "request body is not a JSON object: " + err.Error()}
 }
 
 // messageShape is the keys token.Message reads: role, and content as a string or a list
@@ -54,7 +53,7 @@ func init() { strictjson.RegisterShape[token.Message, messageShape]() }
 // general strict decoder, and then its messages by validateMessages, so a client gets the
 // same error whichever way its body went. FuzzDecodeChat checks that both ways agree on
 // every body the one pass accepts.
-func decodeChat(body []byte) (req chatRequest, msgs []token.Message, parsed *token.ParsedChat, herr *httpError) {
+func decodeChat(body []byte) (req chatRequest, msgs []token.Message, parsed *token.ParsedChat, herr *Error) {
 	if v, err := strictjson.Parse(body, &req); err == nil {
 		if parsed, ok := fillChat(&req, &v, body); ok {
 			if msgs, ok := chatMessages(parsed.Messages); ok {
@@ -137,7 +136,7 @@ type fieldSetter[T any] func(req *T, v *strictjson.Value, raw []byte) bool
 // whole is decoded again by the general strict decoder, whose error the client gets.
 // FuzzDecodeRequests checks that both ways agree. The parsed body is returned, nil when
 // the pass did not take it, for the values that are read further (promptsOf).
-func decodeOnePass[T any](body []byte, req *T, fields map[string]fieldSetter[T]) (*strictjson.Value, *httpError) {
+func decodeOnePass[T any](body []byte, req *T, fields map[string]fieldSetter[T]) (*strictjson.Value, *Error) {
 	if v, err := strictjson.Parse(body, req); err == nil && v.Kind == strictjson.Object && setFields(req, &v, body, fields) {
 		return &v, nil
 	}

@@ -1,12 +1,68 @@
-package server
+package request
 
 import (
-	"bytes"
-	"net/http"
-	"net/http/httptest"
+	"encoding/json"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/routerkit/router/runtime/engine"
+	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/policy"
+	"github.com/routerkit/router/runtime/state/load"
 )
+
+// testModels are the models of a plan serving model "m" on one plain engine, with the
+// tokenizer tok (nil: the stand-in).
+func testModels(tb testing.TB, tok *plan.Tokenizer) *Models {
+	tb.Helper()
+	max := int64(1000)
+	p := &plan.Plan{
+		Engines: []plan.Engine{{ID: "E1", URL: "http://127.0.0.1:1", Model: "m", Role: plan.RolePlain, DPSize: 1}},
+		Models: []plan.Model{{Name: "m", SessionIDHeader: "x-session-id", RoutingKeyHeader: "x-sgl-routing-key",
+			Buckets: []plan.Bucket{{ID: "all", Limits: plan.Limits{Max: &max},
+				Groups: plan.Groups{Plain: &plan.Group{Policy: plan.Policy{Type: plan.RoundRobin}}}}}}},
+	}
+	p.Models[0].Tokenizer = tok
+	reg, err := engine.FromPlan(p.Engines)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	deps, err := policy.NewDeps(p, load.NewTable(p.Engines, nil), nil, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ms, err := NewModels(p, reg, deps)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ms
+}
+
+// longChat is a conversation of about words words in turns of 500, ending with a user
+// turn.
+func longChat(words int) []byte {
+	type msg struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	var msgs []msg
+	for i := 0; i*500 < words; i++ {
+		var s strings.Builder
+		for j := range 500 {
+			fmt.Fprintf(&s, "w%d%d ", i%97, j)
+		}
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		msgs = append(msgs, msg{role, s.String()})
+	}
+	msgs = append(msgs, msg{"user", "and now?"})
+	body, _ := json.Marshal(map[string]any{"model": "m", "messages": msgs, "max_tokens": 16})
+	return body
+}
 
 // TestDecodeChatOnePass: the bodies clients send are decoded in the one pass (messages
 // and parsed fields come back), and bodies it refuses get the strict decoder's error.
@@ -27,51 +83,53 @@ func TestDecodeChatOnePass(t *testing.T) {
 		`{"model":"m","messages":[{"role":"u"}]`:                   `request body is not a JSON object`,
 	} {
 		_, _, _, herr := decodeChat([]byte(body))
-		if herr == nil || !strings.Contains(herr.msg, want) {
+		if herr == nil || !strings.Contains(herr.Msg, want) {
 			t.Errorf("%s: error %v, want it to contain %q", body, herr, want)
 		}
 	}
 }
 
-// TestTokenCacheMetrics: preparing the same long conversation twice counts a miss per
-// message, then a hit per message, in the token cache's series.
-func TestTokenCacheMetrics(t *testing.T) {
-	srv, err := New(plainPlan("E1"), Options{})
+// BenchmarkDecodeCompletion decodes a completion request whose prompt is about 620 kB of
+// English prose (the length of a 128k-token conversation) and reads its prompt, in one
+// pass as the router does, and with the general strict decoder and encoding/json they
+// replaced.
+//
+//	go test ./runtime/request -run '^$' -bench DecodeCompletion -benchmem
+func BenchmarkDecodeCompletion(b *testing.B) {
+	prose, err := os.ReadFile("../token/hf/testdata/text/prose.txt")
 	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
-	read := func() (hits, misses float64) {
-		fams, err := srv.metrics.reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range fams {
-			for _, m := range f.GetMetric() {
-				if l := m.GetLabel(); len(l) != 1 || l[0].GetName() != "tokenizer" || l[0].GetValue() != "standin" {
-					continue
-				}
-				switch f.GetName() {
-				case "router_token_cache_hits_total":
-					hits = m.GetCounter().GetValue()
-				case "router_token_cache_misses_total":
-					misses = m.GetCounter().GetValue()
+	text := strings.Repeat(string(prose), 620<<10/len(prose)+1)
+	prompt, _ := json.Marshal(text)
+	body := []byte(`{"model":"m","prompt":` + string(prompt) + `,"max_tokens":16,"temperature":0.7}`)
+	for _, tc := range []struct {
+		name   string
+		decode func(*completionRequest) (prompts, *Error)
+	}{
+		{"one-pass", func(req *completionRequest) (prompts, *Error) {
+			root, herr := decodeOnePass(body, req, completionFields)
+			if herr != nil {
+				return prompts{}, herr
+			}
+			return promptsOf(root, req.Prompt, "prompt")
+		}},
+		{"strict", func(req *completionRequest) (prompts, *Error) {
+			if herr := decodeBody(body, req); herr != nil {
+				return prompts{}, herr
+			}
+			return parsePrompts(req.Prompt, "prompt")
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				var req completionRequest
+				if in, herr := tc.decode(&req); herr != nil || len(in.texts) != 1 || in.texts[0] != text {
+					b.Fatalf("%v, %d texts", herr, len(in.texts))
 				}
 			}
-		}
-		return hits, misses
-	}
-	body := longChat(2000)
-	unseen(body) // new to this process's stand-in cache
-	hits0, misses0 := read()
-	for range 2 {
-		r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
-		if _, herr := srv.prepareChat(httptest.NewRecorder(), r); herr != nil {
-			t.Fatal(herr.msg)
-		}
-	}
-	hits, misses := read()
-	const turns = 4 // 2000 words in turns of 500; the last user turn "and now?" is short
-	if hits-hits0 < turns || misses-misses0 < turns {
-		t.Fatalf("token cache series moved by %v hits and %v misses, want at least %d each", hits-hits0, misses-misses0, turns)
+		})
 	}
 }

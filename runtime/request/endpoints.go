@@ -1,4 +1,4 @@
-package server
+package request
 
 import (
 	"encoding/json"
@@ -28,32 +28,28 @@ var completionFields = withSampling(map[string]fieldSetter[completionRequest]{
 	"n":          intField(func(r *completionRequest) **int64 { return &r.N }),
 }, func(r *completionRequest) *sampling { return &r.sampling })
 
-// prepareCompletion reads POST /v1/completions. The prompt is text (tokenized with the
+// Completion reads POST /v1/completions. The prompt is text (tokenized with the
 // model's tokenizer, special tokens added as engines do) or token ids (used as they are);
 // a batch is routed as one request by its longest prompt, with a budget of max_tokens per
 // prompt and per choice.
-func (s *Server) prepareCompletion(w http.ResponseWriter, r *http.Request) (*prepared, *httpError) {
+func (ms *Models) Completion(r *http.Request, body []byte) (*Prepared, error) {
 	var req completionRequest
-	body, herr := s.readBody(w, r)
-	if herr != nil {
-		return nil, herr
-	}
 	root, herr := decodeOnePass(body, &req, completionFields)
 	if herr != nil {
 		return nil, herr
 	}
 	switch {
 	case req.Model == nil || *req.Model == "":
-		return nil, badRequest("model: required")
+		return nil, invalid("model: required")
 	case req.MaxTokens != nil && *req.MaxTokens < 0:
-		return nil, badRequest("max_tokens: must be at least 0, got %d", *req.MaxTokens)
+		return nil, invalid("max_tokens: must be at least 0, got %d", *req.MaxTokens)
 	case req.N != nil && *req.N < 1:
-		return nil, badRequest("n: must be at least 1, got %d", *req.N)
+		return nil, invalid("n: must be at least 1, got %d", *req.N)
 	}
 	if herr := req.sampling.validate(""); herr != nil {
 		return nil, herr
 	}
-	m, herr := s.modelNamed(*req.Model)
+	m, herr := ms.Named(*req.Model)
 	if herr != nil {
 		return nil, herr
 	}
@@ -69,7 +65,7 @@ func (s *Server) prepareCompletion(w http.ResponseWriter, r *http.Request) (*pre
 		}
 		budget = totalBudget(*req.MaxTokens, n, in.count())
 	}
-	return s.batchPrepared(r, m, body, in, budget, req.Stream)
+	return batchPrepared(r, m, body, in, budget, req.Stream)
 }
 
 // generateRequest is the part of SGLang's native /generate request the router routes on.
@@ -101,18 +97,18 @@ type samplingParams struct {
 // generates for a prompt whose sampling_params leave it out.
 const sglangMaxNewTokens = 128
 
-// prepareGenerate reads SGLang's POST /generate: text (tokenized with the model's
+// Generate reads SGLang's POST /generate: text (tokenized with the model's
 // tokenizer) or input_ids, the latter used as the token facts directly, so prefix hashes
 // are exact without any tokenizer. The budget is the sum of max_new_tokens over the batch.
-func (s *Server) prepareGenerate(w http.ResponseWriter, r *http.Request) (*prepared, *httpError) {
+func (ms *Models) Generate(r *http.Request, body []byte) (*Prepared, error) {
 	var req generateRequest
-	m, body, root, herr := readOptionalModel(s, w, r, &req, generateFields, &req.Model)
+	m, root, herr := readOptionalModel(ms, body, &req, generateFields, &req.Model)
 	if herr != nil {
 		return nil, herr
 	}
-	hasText, hasIDs := present(req.Text), present(req.InputIDs)
+	hasText, hasIDs := Present(req.Text), Present(req.InputIDs)
 	if hasText == hasIDs {
-		return nil, badRequest("give exactly one of text or input_ids")
+		return nil, invalid("give exactly one of text or input_ids")
 	}
 	var in prompts
 	if hasText {
@@ -132,27 +128,27 @@ func (s *Server) prepareGenerate(w http.ResponseWriter, r *http.Request) (*prepa
 			return nil, herr
 		}
 	}
-	return s.batchPrepared(r, m, body, in, &budget, req.Stream)
+	return batchPrepared(r, m, body, in, &budget, req.Stream)
 }
 
 // generateBudget sums max_new_tokens over n prompts: sampling_params is one object for
 // every prompt, or one object per prompt.
-func generateBudget(raw json.RawMessage, n int) (int64, *httpError) {
+func generateBudget(raw json.RawMessage, n int) (int64, *Error) {
 	var params []samplingParams
 	switch {
-	case !present(raw):
+	case !Present(raw):
 		params = []samplingParams{{}}
 	case raw[0] == '[':
 		if err := json.Unmarshal(raw, &params); err != nil {
-			return 0, badRequest("sampling_params: an object or an array of objects: %v", err)
+			return 0, invalid("sampling_params: an object or an array of objects: %v", err)
 		}
 		if len(params) != n {
-			return 0, badRequest("sampling_params: %d objects for %d prompts: give one per prompt, or one object for all", len(params), n)
+			return 0, invalid("sampling_params: %d objects for %d prompts: give one per prompt, or one object for all", len(params), n)
 		}
 	default:
 		params = []samplingParams{{}}
 		if err := json.Unmarshal(raw, &params[0]); err != nil {
-			return 0, badRequest("sampling_params: %v", err)
+			return 0, invalid("sampling_params: %v", err)
 		}
 	}
 	var total int64
@@ -160,7 +156,7 @@ func generateBudget(raw json.RawMessage, n int) (int64, *httpError) {
 		max := int64(sglangMaxNewTokens)
 		if sp.MaxNewTokens != nil {
 			if max = *sp.MaxNewTokens; max < 0 {
-				return 0, badRequest("sampling_params.max_new_tokens: must be at least 0, got %d", max)
+				return 0, invalid("sampling_params.max_new_tokens: must be at least 0, got %d", max)
 			}
 		}
 		if herr := sp.sampling.validate("sampling_params."); herr != nil {
@@ -175,13 +171,13 @@ func generateBudget(raw json.RawMessage, n int) (int64, *httpError) {
 }
 
 // batchPrepared is prepared for a request of one or several prompts.
-func (s *Server) batchPrepared(r *http.Request, m *served, body []byte, in prompts, budget *int64, stream bool) (*prepared, *httpError) {
-	p, herr := s.prepared(r, m, body, in.longest(m.Tok), budget, stream)
-	if herr != nil {
-		return nil, herr
+func batchPrepared(r *http.Request, m *Model, body []byte, in prompts, budget *int64, stream bool) (*Prepared, error) {
+	p, err := prepared(r, m, body, in.longest(m.Tok), budget, stream)
+	if err != nil {
+		return nil, err
 	}
 	if in.batch {
-		p.batch = in.count()
+		p.Batch = in.count()
 	}
 	return p, nil
 }
@@ -230,38 +226,39 @@ var inputsFields = map[string]fieldSetter[inputsRequest]{
 	"input_ids": rawField(func(r *inputsRequest) *json.RawMessage { return &r.InputIDs }),
 }
 
-// inputShape names the fields one endpoint takes its inputs from: every input is paired
+// InputShape names the fields one endpoint takes its inputs from: every input is paired
 // with the query, when the endpoint has one.
-type inputShape struct {
+type InputShape struct {
 	query  bool
 	inputs func(*inputsRequest) (json.RawMessage, string)
 }
 
+// The input shapes of the endpoints that compute no generation.
 var (
-	embeddingsShape = inputShape{inputs: func(q *inputsRequest) (json.RawMessage, string) { return q.Input, "input" }}
-	rerankShape     = inputShape{query: true, inputs: func(q *inputsRequest) (json.RawMessage, string) { return q.Documents, "documents" }}
-	scoreShape      = inputShape{query: true, inputs: func(q *inputsRequest) (json.RawMessage, string) { return q.Items, "items" }}
-	classifyShape   = inputShape{inputs: func(q *inputsRequest) (json.RawMessage, string) {
-		if present(q.InputIDs) {
+	Embeddings = InputShape{inputs: func(q *inputsRequest) (json.RawMessage, string) { return q.Input, "input" }}
+	Rerank     = InputShape{query: true, inputs: func(q *inputsRequest) (json.RawMessage, string) { return q.Documents, "documents" }}
+	Score      = InputShape{query: true, inputs: func(q *inputsRequest) (json.RawMessage, string) { return q.Items, "items" }}
+	Classify   = InputShape{inputs: func(q *inputsRequest) (json.RawMessage, string) {
+		if Present(q.InputIDs) {
 			return q.InputIDs, "input_ids"
 		}
 		return q.Text, "text"
 	}}
 )
 
-// prepareInputs returns the preparer of an endpoint that computes no generation
+// Inputs returns the preparer of an endpoint that computes no generation
 // (embeddings, rerank, score, classify): routed to the model's plain engines by its
 // policy, with the longest input (plus the query it is paired with) as the token fact and
 // no output budget. A prefill/decode model cannot serve them.
-func (s *Server) prepareInputs(shape inputShape) preparer {
-	return func(w http.ResponseWriter, r *http.Request) (*prepared, *httpError) {
+func (ms *Models) Inputs(shape InputShape) Preparer {
+	return func(r *http.Request, body []byte) (*Prepared, error) {
 		var req inputsRequest
-		m, body, root, herr := readOptionalModel(s, w, r, &req, inputsFields, &req.Model)
+		m, root, herr := readOptionalModel(ms, body, &req, inputsFields, &req.Model)
 		if herr != nil {
 			return nil, herr
 		}
-		if s.pdModel(m.Plan) {
-			return nil, badRequest("%s serves model %q on prefill/decode engines only, which do not answer %s: send it to a model with plain engines", r.URL.Path, m.Plan.Name, r.URL.Path)
+		if ms.pdModel(m.Plan) {
+			return nil, invalid("%s serves model %q on prefill/decode engines only, which do not answer %s: send it to a model with plain engines", r.URL.Path, m.Plan.Name, r.URL.Path)
 		}
 		raw, field := shape.inputs(&req)
 		in, herr := promptsOf(root, raw, field)
@@ -278,34 +275,30 @@ func (s *Server) prepareInputs(shape inputShape) preparer {
 			ids = append(query[:len(query):len(query)], ids...)
 		}
 		zero := int64(0)
-		return s.prepared(r, m, body, ids, &zero, false)
+		return prepared(r, m, body, ids, &zero, false)
 	}
 }
 
-// readOptionalModel reads a JSON body into req in one pass (decodeOnePass) and returns
-// the model its *model field names, or the only model when the field is absent, as
-// SGLang's single-model endpoints allow, with the body and its parse.
-func readOptionalModel[T any](s *Server, w http.ResponseWriter, r *http.Request, req *T, fields map[string]fieldSetter[T], model **string) (*served, []byte, *strictjson.Value, *httpError) {
-	body, herr := s.readBody(w, r)
-	if herr != nil {
-		return nil, nil, nil, herr
-	}
+// readOptionalModel decodes a JSON body into req in one pass (decodeOnePass) and
+// returns the model its *model field names, or the only model when the field is absent,
+// as SGLang's single-model endpoints allow, with the body's parse.
+func readOptionalModel[T any](ms *Models, body []byte, req *T, fields map[string]fieldSetter[T], model **string) (*Model, *strictjson.Value, *Error) {
 	root, herr := decodeOnePass(body, req, fields)
 	if herr != nil {
-		return nil, nil, nil, herr
+		return nil, nil, herr
 	}
 	name := ""
 	if *model != nil {
 		name = **model
 	}
-	m, herr := s.modelNamed(name)
-	return m, body, root, herr
+	m, herr := ms.Named(name)
+	return m, root, herr
 }
 
 // pdModel reports whether the model is served by prefill/decode engines: a model's
 // engines are all plain or all PD.
-func (s *Server) pdModel(m *plan.Model) bool {
-	for _, e := range s.plan.Engines {
+func (ms *Models) pdModel(m *plan.Model) bool {
+	for _, e := range ms.plan.Engines {
 		if e.Model == m.Name {
 			return e.Role != plan.RolePlain
 		}

@@ -1,9 +1,7 @@
-package server
+package request
 
 import (
-	"bytes"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +10,9 @@ import (
 
 	"github.com/routerkit/router/runtime/plan"
 )
+
+// qwenDir holds Qwen3's tokenizer, the one the chat goldens were computed with.
+const qwenDir = "../../testdata/tokenizers/qwen3"
 
 // TestPrepareChatMatchesTheReference: every chat golden (Python Jinja2 as each engine
 // renders, then transformers.js) prepared as a request, through the one-pass decode, the
@@ -33,13 +34,9 @@ func TestPrepareChatMatchesTheReference(t *testing.T) {
 	if err := json.Unmarshal(data, &goldens); err != nil {
 		t.Fatal(err)
 	}
-	servers := map[string]*Server{}
+	models := map[string]*Models{}
 	for _, kind := range []plan.Kind{plan.KindSGLang, plan.KindVLLM} {
-		p := qwenPlan()
-		p.Models[0].Tokenizer.EngineKind = kind
-		if servers[string(kind)], err = New(p, Options{Logger: slog.New(slog.DiscardHandler)}); err != nil {
-			t.Fatal(err)
-		}
+		models[string(kind)] = testModels(t, &plan.Tokenizer{Path: qwenDir + "/tokenizer.json.gz", Config: qwenDir + "/tokenizer_config.json", EngineKind: kind})
 	}
 	for _, g := range goldens {
 		t.Run(g.Name, func(t *testing.T) {
@@ -58,13 +55,13 @@ func TestPrepareChatMatchesTheReference(t *testing.T) {
 				t.Fatalf("not decoded in one pass: %v", herr)
 			}
 			for range 2 {
-				r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
-				p, herr := servers[g.Engine].prepareChat(httptest.NewRecorder(), r)
-				if herr != nil {
-					t.Fatal(herr.msg)
+				r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+				p, err := models[g.Engine].Chat(r, body)
+				if err != nil {
+					t.Fatal(err)
 				}
-				if !slices.Equal(p.facts.TokenIDs, g.IDs) {
-					t.Fatalf("ids differ from the reference\n got %v\nwant %v", p.facts.TokenIDs, g.IDs)
+				if !slices.Equal(p.Facts.TokenIDs, g.IDs) {
+					t.Fatalf("ids differ from the reference\n got %v\nwant %v", p.Facts.TokenIDs, g.IDs)
 				}
 			}
 		})

@@ -1,4 +1,4 @@
-package server
+package request
 
 import (
 	"bytes"
@@ -22,11 +22,11 @@ type prompts struct {
 
 // parsePrompts reads raw, the value of the named field, into prompts. Token ids must be
 // unsigned 32-bit integers.
-func parsePrompts(raw json.RawMessage, field string) (prompts, *httpError) {
+func parsePrompts(raw json.RawMessage, field string) (prompts, *Error) {
 	raw = bytes.TrimSpace(raw)
 	var p prompts
 	if len(raw) == 0 || string(raw) == "null" {
-		return p, badRequest("%s: required", field)
+		return p, invalid("%s: required", field)
 	}
 	var one string
 	if json.Unmarshal(raw, &one) == nil {
@@ -35,7 +35,7 @@ func parsePrompts(raw json.RawMessage, field string) (prompts, *httpError) {
 	}
 	var many []json.RawMessage
 	if err := json.Unmarshal(raw, &many); err != nil || len(many) == 0 {
-		return p, badRequest("%s: a string, an array of strings, an array of token ids or an array of such arrays", field)
+		return p, invalid("%s: a string, an array of strings, an array of token ids or an array of such arrays", field)
 	}
 	if ids, ok := tokenIDs(raw); ok {
 		p.ids = [][]uint32{ids}
@@ -52,13 +52,13 @@ func parsePrompts(raw json.RawMessage, field string) (prompts, *httpError) {
 
 // batch reads the n items of a batch: item returns the i-th as a text, or as token ids,
 // or ok false for anything else.
-func batch(n int, field string, item func(i int) (text *string, ids []uint32, ok bool)) (prompts, *httpError) {
+func batch(n int, field string, item func(i int) (text *string, ids []uint32, ok bool)) (prompts, *Error) {
 	p := prompts{batch: true}
 	for i := range n {
 		text, ids, ok := item(i)
 		switch {
 		case !ok:
-			return p, badRequest("%s[%d]: a string or an array of token ids (integers from 0 to %d)", field, i, uint32(math.MaxUint32))
+			return p, invalid("%s[%d]: a string or an array of token ids (integers from 0 to %d)", field, i, uint32(math.MaxUint32))
 		case text != nil:
 			p.texts = append(p.texts, *text)
 		default:
@@ -66,7 +66,7 @@ func batch(n int, field string, item func(i int) (text *string, ids []uint32, ok
 		}
 	}
 	if len(p.texts) > 0 && len(p.ids) > 0 {
-		return p, badRequest("%s: a batch is all strings or all token id arrays, not both", field)
+		return p, invalid("%s: a batch is all strings or all token id arrays, not both", field)
 	}
 	return p, nil
 }
@@ -75,7 +75,7 @@ func batch(n int, field string, item func(i int) (text *string, ids []uint32, ok
 // parsed it, as parsePrompts reads them from raw, which it does when the body was not
 // parsed in one pass (root nil): a long prompt is then not decoded a second time.
 // FuzzPromptsOf checks that both agree.
-func promptsOf(root *strictjson.Value, raw json.RawMessage, field string) (prompts, *httpError) {
+func promptsOf(root *strictjson.Value, raw json.RawMessage, field string) (prompts, *Error) {
 	if root == nil {
 		return parsePrompts(raw, field)
 	}
@@ -83,12 +83,12 @@ func promptsOf(root *strictjson.Value, raw json.RawMessage, field string) (promp
 	v := root.Get(field)
 	switch {
 	case v == nil || v.Kind == strictjson.Null:
-		return p, badRequest("%s: required", field)
+		return p, invalid("%s: required", field)
 	case v.Kind == strictjson.String:
 		p.texts = []string{v.Str}
 		return p, nil
 	case v.Kind != strictjson.Array || len(v.Elems) == 0:
-		return p, badRequest("%s: a string, an array of strings, an array of token ids or an array of such arrays", field)
+		return p, invalid("%s: a string, an array of strings, an array of token ids or an array of such arrays", field)
 	}
 	if ids, ok := idsOf(v); ok {
 		p.ids = [][]uint32{ids}

@@ -1,11 +1,10 @@
-package server
+package request
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
-	"net/http"
 
 	"github.com/routerkit/router/runtime/token"
 )
@@ -22,20 +21,18 @@ type tokenizeRequest struct {
 	AddGenerationPrompt *bool           `json:"add_generation_prompt"`
 }
 
-// tokenize answers POST /v1/tokenize with the ids the router routes on, which are the ids
-// the engines compute when the model's tokenizer is configured: {"tokens", "count",
+// Tokenize answers a tokenize request with the ids the router routes on, which are the
+// ids the engines compute when the model's tokenizer is configured: {"tokens", "count",
 // "max_model_len"}, with a list of lists and a list of counts for a batch of prompts.
-func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
+func (ms *Models) Tokenize(body []byte) (map[string]any, *Error) {
 	var req tokenizeRequest
-	m, herr := s.readModelRequest(w, r, &req, &req.Model)
+	m, herr := ms.decodeModelRequest(body, &req, &req.Model)
 	if herr != nil {
-		writeHTTPError(w, herr)
-		return
+		return nil, herr
 	}
-	hasPrompt, hasMessages := present(req.Prompt), present(req.Messages)
+	hasPrompt, hasMessages := Present(req.Prompt), Present(req.Messages)
 	if hasPrompt == hasMessages {
-		writeHTTPError(w, badRequest("give exactly one of prompt (text) or messages (a chat)"))
-		return
+		return nil, invalid("give exactly one of prompt (text) or messages (a chat)")
 	}
 	out := map[string]any{}
 	if n := maxModelLen(m); n > 0 {
@@ -44,18 +41,15 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 	if hasMessages {
 		msgs, herr := validateMessages(req.Messages)
 		if herr != nil {
-			writeHTTPError(w, herr)
-			return
+			return nil, herr
 		}
 		ids, err := m.Tok.EncodeChat(token.Chat{Messages: req.Messages, Tools: req.Tools, Kwargs: req.ChatTemplateKwargs,
 			NoGenerationPrompt: req.AddGenerationPrompt != nil && !*req.AddGenerationPrompt, Decoded: msgs})
 		if err != nil {
-			writeHTTPError(w, badRequest("rendering the chat template: %v", err))
-			return
+			return nil, invalid("rendering the chat template: %v", err)
 		}
 		out["tokens"], out["count"] = nonNil(ids), len(ids)
-		writeJSON(w, http.StatusOK, out)
-		return
+		return out, nil
 	}
 	// Engines add the tokenizer's template tokens (Llama's BOS) to a prompt by default.
 	special := req.AddSpecialTokens == nil || *req.AddSpecialTokens
@@ -63,13 +57,11 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 	if json.Unmarshal(req.Prompt, &one) == nil {
 		ids := m.Tok.Encode(one, special)
 		out["tokens"], out["count"] = nonNil(ids), len(ids)
-		writeJSON(w, http.StatusOK, out)
-		return
+		return out, nil
 	}
 	var batch []string
 	if err := json.Unmarshal(req.Prompt, &batch); err != nil {
-		writeHTTPError(w, badRequest("prompt: a string or an array of strings, not %.40s", req.Prompt))
-		return
+		return nil, invalid("prompt: a string or an array of strings, not %.40s", req.Prompt)
 	}
 	lists, counts := make([][]uint32, len(batch)), make([]int, len(batch))
 	for i, text := range batch {
@@ -77,98 +69,75 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 		counts[i] = len(lists[i])
 	}
 	out["tokens"], out["count"] = lists, counts
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
-// detokenize answers POST /v1/detokenize: {"tokens": [ids]} gives the text under both
+// Detokenize answers a detokenize request: {"tokens": [ids]} gives the text under both
 // names in use, SGLang's "text" and vLLM's "prompt"; a list of lists gives a list of texts.
-func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) {
+func (ms *Models) Detokenize(body []byte) (map[string]any, *Error) {
 	var req struct {
 		Model  string          `json:"model"`
 		Tokens json.RawMessage `json:"tokens"`
 	}
-	m, herr := s.readModelRequest(w, r, &req, &req.Model)
+	m, herr := ms.decodeModelRequest(body, &req, &req.Model)
 	if herr != nil {
-		writeHTTPError(w, herr)
-		return
+		return nil, herr
 	}
-	if !present(req.Tokens) {
-		writeHTTPError(w, badRequest("tokens: required, an array of token ids"))
-		return
+	if !Present(req.Tokens) {
+		return nil, invalid("tokens: required, an array of token ids")
 	}
 	var one []int64
 	if json.Unmarshal(req.Tokens, &one) == nil {
 		text, herr := decodeIDs(m.Tok, one)
 		if herr != nil {
-			writeHTTPError(w, herr)
-			return
+			return nil, herr
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"text": text, "prompt": text})
-		return
+		return map[string]any{"text": text, "prompt": text}, nil
 	}
 	var batch [][]int64
 	if err := json.Unmarshal(req.Tokens, &batch); err != nil {
-		writeHTTPError(w, badRequest("tokens: an array of token ids or an array of such arrays"))
-		return
+		return nil, invalid("tokens: an array of token ids or an array of such arrays")
 	}
 	texts := make([]string, len(batch))
 	for i, ids := range batch {
-		var herr *httpError
+		var herr *Error
 		if texts[i], herr = decodeIDs(m.Tok, ids); herr != nil {
-			writeHTTPError(w, herr)
-			return
+			return nil, herr
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"text": texts, "prompt": texts})
+	return map[string]any{"text": texts, "prompt": texts}, nil
 }
 
-func decodeIDs(tok token.Tokenizer, ids []int64) (string, *httpError) {
+func decodeIDs(tok token.Tokenizer, ids []int64) (string, *Error) {
 	u := make([]uint32, len(ids))
 	for i, id := range ids {
 		if id < 0 || id > math.MaxUint32 {
-			return "", badRequest("tokens[%d]: %d is not a token id", i, id)
+			return "", invalid("tokens[%d]: %d is not a token id", i, id)
 		}
 		u[i] = uint32(id)
 	}
 	text, err := tok.Decode(u)
 	switch {
 	case errors.Is(err, token.ErrNoDecode):
-		return "", &httpError{status: http.StatusNotImplemented, code: codeNoTokenizer, msg: err.Error()}
+		return "", &Error{Kind: NoTokenizer, Msg: err.Error()}
 	case err != nil:
-		return "", badRequest("tokens: %v", err)
+		return "", invalid("tokens: %v", err)
 	}
 	return text, nil
 }
 
-// readModelRequest reads a JSON body into v and returns the model its *model field names.
-func (s *Server) readModelRequest(w http.ResponseWriter, r *http.Request, v any, model *string) (*served, *httpError) {
-	if _, herr := s.readRequest(w, r, v); herr != nil {
+// decodeModelRequest decodes a JSON body strictly into v and returns the model its
+// *model field names.
+func (ms *Models) decodeModelRequest(body []byte, v any, model *string) (*Model, *Error) {
+	if herr := decodeBody(body, v); herr != nil {
 		return nil, herr
 	}
-	return s.modelNamed(*model)
-}
-
-// modelNamed is the named model, or the only one when the request names none, as an
-// engine serving one model answers.
-func (s *Server) modelNamed(name string) (*served, *httpError) {
-	if name == "" {
-		if len(s.models) == 1 {
-			for _, m := range s.models {
-				return m, nil
-			}
-		}
-		return nil, badRequest("model: required, one of %s", s.modelList)
-	}
-	if m := s.models[name]; m != nil {
-		return m, nil
-	}
-	return nil, &httpError{status: http.StatusNotFound, code: codeModelNotFound, model: name,
-		msg: fmt.Sprintf("model %q is not served by this router (served: %s)", name, s.modelList)}
+	return ms.Named(*model)
 }
 
 // maxModelLen is the longest input plus output a bucket of the model accepts, or 0 when
 // some bucket has no bound.
-func maxModelLen(m *served) int64 {
+func maxModelLen(m *Model) int64 {
 	var n int64
 	for _, b := range m.Plan.Buckets {
 		if b.MaxContextTokens == nil {
@@ -179,7 +148,8 @@ func maxModelLen(m *served) int64 {
 	return n
 }
 
-func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
+// Present reports whether a JSON value was given (not absent, not null).
+func Present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
 
 // nonNil makes an empty result encode as [] rather than null.
 func nonNil(ids []uint32) []uint32 {
@@ -187,4 +157,31 @@ func nonNil(ids []uint32) []uint32 {
 		return []uint32{}
 	}
 	return ids
+}
+
+// withoutField returns body, a JSON object, without its top-level key; other fields keep
+// their values and keys come out sorted.
+func withoutField(body []byte, key string) ([]byte, *Error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return nil, &Error{Kind: InvalidJSON, Msg: "request body is not a JSON object: " + err.Error()}
+	}
+	delete(fields, key)
+	out, err := EncodeFields(fields)
+	if err != nil {
+		return nil, &Error{Kind: Internal, Msg: err.Error()}
+	}
+	return out, nil
+}
+
+// EncodeFields encodes a JSON object without escaping <, > and &, so prompts reach the
+// engine as the client wrote them.
+func EncodeFields(fields map[string]json.RawMessage) ([]byte, error) {
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(fields); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
+	"github.com/routerkit/router/runtime/request"
 	"github.com/routerkit/router/runtime/state/affinity"
 	"github.com/routerkit/router/runtime/state/load"
 	"github.com/routerkit/router/runtime/strictjson"
@@ -201,7 +201,7 @@ func sumBy(f *dto.MetricFamily, labels ...string) map[string]float64 {
 func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 	body, herr := s.readBody(w, r)
 	if herr != nil {
-		writeError(w, herr.status, herr.code, herr.msg)
+		writeErr(w, herr)
 		return
 	}
 	var (
@@ -217,22 +217,18 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 	if strictjson.Unmarshal(body, &probe) == nil && (probe.Messages == nil || probe.InputTokens != nil) {
 		resolver, facts, peakErr, err = s.explainFacts(body)
 	} else {
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		p, herr := s.prepareChat(w, r)
-		if herr != nil {
-			writeError(w, herr.status, herr.code, herr.msg)
+		p, err := s.models.Chat(r, body)
+		if err != nil {
+			writeErr(w, err)
 			return
 		}
-		resolver, facts = p.resolver, p.facts
+		resolver, facts = p.Resolver, p.Facts
 	}
 	if err != nil {
-		var he *httpError
-		switch {
-		case errors.As(err, &he):
-			writeError(w, he.status, he.code, he.msg)
-		default:
-			writeError(w, http.StatusBadRequest, codeInvalidRequest, err.Error())
+		if _, ok := errors.AsType[*request.Error](err); !ok {
+			err = &request.Error{Kind: request.Invalid, Msg: err.Error()}
 		}
+		writeErr(w, err)
 		return
 	}
 	trace := &decision.Trace{}
@@ -242,7 +238,7 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 		sel, err = resolver.Route(r.Context(), &facts, &policy.Pass{Trace: trace, DryRun: true})
 	}
 	x := explain.New(&facts, trace, sel, err, s.reg, s.table, time.Now())
-	if m := s.models[facts.Model]; m != nil && facts.TokenIDs != nil {
+	if m := s.models.Get(facts.Model); m != nil && facts.TokenIDs != nil {
 		x.SetTokens(m.TokName, facts.TokenIDs, s.deps.KV.BlockSizes(facts.Model))
 	}
 	writeJSON(w, http.StatusOK, x)
@@ -263,16 +259,16 @@ func (s *Server) explainFacts(body []byte) (_ *bucket.Resolver, _ policy.Facts, 
 	if req.Model == "" && len(s.plan.Models) == 1 {
 		req.Model = s.plan.Models[0].Name
 	}
-	m := s.models[req.Model]
+	m := s.models.Get(req.Model)
 	if m == nil {
-		return nil, policy.Facts{}, nil, &httpError{status: http.StatusNotFound, code: codeModelNotFound, msg: fmt.Sprintf("model %q is not served by this router (served: %s)", req.Model, s.modelList)}
+		return nil, policy.Facts{}, nil, s.models.Unknown(req.Model)
 	}
 	if req.InputTokens < 0 || (req.MaxTokens != nil && *req.MaxTokens < 0) {
-		return nil, policy.Facts{}, nil, &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, msg: "input_tokens and max_tokens must not be negative"}
+		return nil, policy.Facts{}, nil, &request.Error{Kind: request.Invalid, Msg: "input_tokens and max_tokens must not be negative"}
 	}
 	facts, _, peakErr, err := req.Facts(req.Model, m.Tok)
 	if err != nil {
-		return nil, policy.Facts{}, nil, badRequest("%v", err)
+		return nil, policy.Facts{}, nil, &request.Error{Kind: request.Invalid, Msg: err.Error()}
 	}
 	return m.Resolver, facts, peakErr, nil
 }

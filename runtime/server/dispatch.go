@@ -6,6 +6,7 @@ import (
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/request"
 )
 
 // dispatch sends a selected request to its engines and makes sure the client gets an
@@ -13,7 +14,7 @@ import (
 // breaker open) is retried on another selection without those engines, up to
 // retries.max_attempts; every other failure is answered (see dispatchError.retriable for
 // why). A dispatch failure does not otherwise restart selection.
-func (s *Server) dispatch(rec *recorder, r *http.Request, p *prepared, sel bucket.Selection, d *Decision) {
+func (s *Server) dispatch(rec *recorder, r *http.Request, p *request.Prepared, sel bucket.Selection, d *Decision) {
 	// Every way out has answered the client. A non-streamed answer is buffered whole
 	// (see newProxy): it goes out now, in one write, before the request is logged and
 	// counted, and before shutdown, which waits for the active requests, may close the
@@ -31,27 +32,27 @@ func (s *Server) dispatch(rec *recorder, r *http.Request, p *prepared, sel bucke
 			s.writeFailure(rec, err, d)
 			return
 		}
-		p.facts.Avoid = append(p.facts.Avoid, err.worker)
+		p.Facts.Avoid = append(p.Facts.Avoid, err.worker)
 		next, rerr := s.route(r, p, d)
 		if rerr != nil { // nowhere else to go: the dispatch failure is the answer
 			s.writeFailure(rec, err, d)
 			return
 		}
-		s.metrics.retries.WithLabelValues(p.model.Name).Inc()
+		s.metrics.retries.WithLabelValues(p.Model.Name).Inc()
 		d.Retries++
 		sel = next
 	}
 }
 
 // dispatchOnce acquires the selected engines' breakers and dispatches.
-func (s *Server) dispatchOnce(rec *recorder, r *http.Request, p *prepared, sel bucket.Selection) *dispatchError {
+func (s *Server) dispatchOnce(rec *recorder, r *http.Request, p *request.Prepared, sel bucket.Selection) *dispatchError {
 	defer s.learnPrefix(p, sel, rec)()
 	if !sel.Bucket.PD() {
 		w := sel.Plain.Engine
 		if !acquire(w) {
 			return &dispatchError{kind: failBreakerOpen, stage: plan.RolePlain, worker: w}
 		}
-		return s.forward(rec, r, payload{head: p.body}, w, plan.RolePlain, nil)
+		return s.forward(rec, r, payload{head: p.Body}, w, plan.RolePlain, nil)
 	}
 	pre, dec := sel.Prefill.Engine, sel.Decode.Engine
 	if !acquire(pre) {

@@ -2,8 +2,11 @@ package server
 
 import (
 	"encoding/json"
-	"fmt"
+	"errors"
 	"net/http"
+
+	"github.com/routerkit/router/runtime/bucket"
+	"github.com/routerkit/router/runtime/request"
 )
 
 // Error codes of failures decided by the handler itself. Selection failures carry the
@@ -35,13 +38,44 @@ type httpError struct {
 
 func (e *httpError) Error() string { return e.msg }
 
-// badRequest is a 400 invalid_request whose message names the field to fix.
-func badRequest(format string, args ...any) *httpError {
-	return &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, msg: fmt.Sprintf(format, args...)}
+// statusOf is the one place an error becomes what a client sees: the status, the code
+// and the message of the answer. Request, selection and dispatch failures are typed by
+// the packages that find them, none of which knows HTTP statuses.
+func statusOf(err error) (status int, code, msg string) {
+	var (
+		he *httpError
+		re *request.Error
+		be *bucket.Error
+		de *dispatchError
+	)
+	switch {
+	case errors.As(err, &he):
+		return he.status, he.code, he.msg
+	case errors.As(err, &re):
+		switch re.Kind {
+		case request.InvalidJSON:
+			return http.StatusBadRequest, codeInvalidJSON, re.Msg
+		case request.UnknownModel:
+			return http.StatusNotFound, codeModelNotFound, re.Msg
+		case request.NoTokenizer:
+			return http.StatusNotImplemented, codeNoTokenizer, re.Msg
+		case request.Internal:
+			return http.StatusInternalServerError, bucket.CodeInternal, re.Msg
+		}
+		return http.StatusBadRequest, codeInvalidRequest, re.Msg
+	case errors.As(err, &be):
+		return be.Status(), be.Code(), be.Error()
+	case errors.As(err, &de):
+		return failureResponse(de)
+	}
+	return http.StatusInternalServerError, bucket.CodeInternal, err.Error()
 }
 
-// writeHTTPError answers with e.
-func writeHTTPError(w http.ResponseWriter, e *httpError) { writeError(w, e.status, e.code, e.msg) }
+// writeErr answers with err as statusOf maps it.
+func writeErr(w http.ResponseWriter, err error) {
+	status, code, msg := statusOf(err)
+	writeError(w, status, code, msg)
+}
 
 // writeError answers with {"error": {"message", "type", "code"}} and the machine-readable
 // code in x-router-error-code, so scripts need not parse the body.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/request"
 	"github.com/routerkit/router/runtime/sim"
 )
 
@@ -65,7 +66,7 @@ func TestFallThroughAndErrorStatuses(t *testing.T) {
 		t.Errorf("E1 admission rejections = %v, want 1", e.Rejections)
 	}
 
-	big := `{"model": "m", "messages": [{"role": "user", "content": "` + strings.Repeat("x", maxBodyBytes) + `"}]}`
+	big := `{"model": "m", "messages": [{"role": "user", "content": "` + strings.Repeat("x", request.MaxBodyBytes) + `"}]}`
 	for _, tc := range []struct {
 		name, body string
 		status     int

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/request"
 )
 
 // maxInfoBytes bounds an engine's answer to an info request the router relays.
@@ -14,12 +15,29 @@ const maxInfoBytes = 1 << 20
 // getModel answers GET /v1/models/{id} in OpenAI's shape, so SDKs' models.retrieve works.
 func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	m := s.models[id]
+	m := s.models.Get(id)
 	if m == nil {
-		writeError(w, http.StatusNotFound, codeModelNotFound, fmt.Sprintf("model %q is not served by this router (served: %s)", id, s.modelList))
+		writeErr(w, s.models.Unknown(id))
 		return
 	}
 	writeJSON(w, http.StatusOK, s.modelCard(m.Plan))
+}
+
+// tokenizer serves POST /v1/tokenize or /v1/detokenize with the model's tokenizer.
+func (s *Server) tokenizer(answer func(body []byte) (map[string]any, *request.Error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, herr := s.readBody(w, r)
+		if herr != nil {
+			writeErr(w, herr)
+			return
+		}
+		out, rerr := answer(body)
+		if rerr != nil {
+			writeErr(w, rerr)
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
+	}
 }
 
 func (s *Server) modelCard(m *plan.Model) map[string]any {
@@ -30,9 +48,9 @@ func (s *Server) modelCard(m *plan.Model) map[string]any {
 // to a healthy engine of the model named by the query's model parameter, or of the only
 // model: the answer describes the engines, which the router does not know by itself.
 func (s *Server) engineInfo(w http.ResponseWriter, r *http.Request) {
-	m, herr := s.modelNamed(r.URL.Query().Get("model"))
+	m, herr := s.models.Named(r.URL.Query().Get("model"))
 	if herr != nil {
-		writeHTTPError(w, herr)
+		writeErr(w, herr)
 		return
 	}
 	var url string

@@ -5,6 +5,7 @@ import (
 
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/policy"
+	"github.com/routerkit/router/runtime/request"
 )
 
 // learnPrefix feeds the router's prefix indexes with a dispatch, in two steps: it records
@@ -23,7 +24,7 @@ import (
 // of identical prompts sent before the first one finishes is placed by the load fallback
 // (docs/config.md, "Prefix sources"). Speculative entries are guesses that expire unless
 // the engine's KV events confirm them, so they are recorded before the outcome is known.
-func (s *Server) learnPrefix(p *prepared, sel bucket.Selection, rec *recorder) func() {
+func (s *Server) learnPrefix(p *request.Prepared, sel bucket.Selection, rec *recorder) func() {
 	pick := sel.Plain
 	if sel.Bucket.PD() {
 		pick = sel.Prefill
@@ -31,7 +32,7 @@ func (s *Server) learnPrefix(p *prepared, sel bucket.Selection, rec *recorder) f
 	if pick.Engine == nil || !s.deps.Learns() {
 		return func() {}
 	}
-	id, hashes := pick.Engine.ID(), policy.NewBlockHashes(p.facts.TokenIDs) // hashed once for both steps
+	id, hashes := pick.Engine.ID(), policy.NewBlockHashes(p.Facts.TokenIDs) // hashed once for both steps
 	s.deps.RecordSpeculative(id, hashes)
 	return func() {
 		if rec.status == http.StatusOK && rec.failure == "" {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/request"
 )
 
 // activeSet caps the chat requests served at once and tracks them, so shutdown can wait
@@ -71,8 +72,8 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *http
 			_ = rc.SetReadDeadline(time.Time{})
 		}
 	}()
-	if r.ContentLength > maxBodyBytes {
-		return nil, &httpError{status: http.StatusRequestEntityTooLarge, code: codeBodyTooLarge, msg: fmt.Sprintf("request body exceeds %d bytes", maxBodyBytes)}
+	if r.ContentLength > request.MaxBodyBytes {
+		return nil, &httpError{status: http.StatusRequestEntityTooLarge, code: codeBodyTooLarge, msg: fmt.Sprintf("request body exceeds %d bytes", request.MaxBodyBytes)}
 	}
 	// The declared length is trusted only once the client has sent the first
 	// preallocMax bytes: a client declaring 32 MiB and sending nothing costs little.
@@ -81,7 +82,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *http
 		want = int(r.ContentLength) + 1 // +1: reading EOF needs no growth
 	}
 	buf := make([]byte, 0, min(max(want, 512), preallocMax))
-	body := http.MaxBytesReader(w, r.Body, maxBodyBytes)
+	body := http.MaxBytesReader(w, r.Body, request.MaxBodyBytes)
 	for {
 		n, err := body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
@@ -92,7 +93,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *http
 			var tooLarge *http.MaxBytesError
 			switch {
 			case errors.As(err, &tooLarge):
-				return nil, &httpError{status: http.StatusRequestEntityTooLarge, code: codeBodyTooLarge, msg: fmt.Sprintf("request body exceeds %d bytes", maxBodyBytes)}
+				return nil, &httpError{status: http.StatusRequestEntityTooLarge, code: codeBodyTooLarge, msg: fmt.Sprintf("request body exceeds %d bytes", request.MaxBodyBytes)}
 			case errors.Is(err, os.ErrDeadlineExceeded):
 				timedOut = true
 				w.Header().Set("Connection", "close")

@@ -342,6 +342,7 @@ func (c *core) publish() *Server {
 	np.Engines = c.fleet.engines()
 	ng := *g
 	ng.plan, ng.generation = &np, g.generation+1
+	ng.models = g.models.Over(&np)
 	ng.routes = ng.buildRoutes()
 	c.monitor.SetEngines(np.Engines)
 	c.metrics.zeroSeries(&np)

@@ -77,8 +77,8 @@ func BenchmarkPrepareLargeBody(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		r, _ := http.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
-		if _, herr := srv.prepareChat(httptest.NewRecorder(), r); herr != nil {
-			b.Fatal(herr)
+		if _, err := srv.prepare(httptest.NewRecorder(), r, srv.models.Chat); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/request"
 	"github.com/routerkit/router/runtime/strictjson"
 )
 
@@ -75,9 +76,9 @@ var errDecodeDone = errors.New("decode finished")
 // are released on every path. The returned failure, when both halves failed, prefers a
 // 4xx rejection (the request is wrong; no retry helps) and then the prefill's failure,
 // which usually caused the decode's.
-func (s *Server) dispatchPD(rec *recorder, r *http.Request, p *prepared, sel bucket.Selection) *dispatchError {
+func (s *Server) dispatchPD(rec *recorder, r *http.Request, p *request.Prepared, sel bucket.Selection) *dispatchError {
 	pre, dec := sel.Prefill.Engine, sel.Decode.Engine
-	body, err := withBootstrap(p.body, pre, rand.Uint64()&(1<<63-1), p.batch)
+	body, err := withBootstrap(p.Body, pre, rand.Uint64()&(1<<63-1), p.Batch)
 	if err != nil {
 		return &dispatchError{kind: failMalformed, stage: plan.RolePrefill, worker: pre, detail: err.Error()}
 	}
@@ -193,33 +194,6 @@ func statusFailure(w *engine.Worker, stage plan.Role, status int, raw []byte) *d
 	return e
 }
 
-// withoutField returns body, a JSON object, without its top-level key; other fields keep
-// their values and keys come out sorted.
-func withoutField(body []byte, key string) ([]byte, *httpError) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		return nil, &httpError{status: http.StatusBadRequest, code: codeInvalidJSON, msg: "request body is not a JSON object: " + err.Error()}
-	}
-	delete(fields, key)
-	out, err := encodeFields(fields)
-	if err != nil {
-		return nil, &httpError{status: http.StatusInternalServerError, code: bucket.CodeInternal, msg: err.Error()}
-	}
-	return out, nil
-}
-
-// encodeFields encodes a JSON object without escaping <, > and &, so prompts reach the
-// engine as the client wrote them.
-func encodeFields(fields map[string]json.RawMessage) ([]byte, error) {
-	var out bytes.Buffer
-	enc := json.NewEncoder(&out)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(fields); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
-}
-
 // withBootstrap returns body with bootstrap_host, bootstrap_port and bootstrap_room set
 // for the prefill engine, arrays with one entry and one room per prompt for a batch of
 // batch prompts, as SGLang's PD router sends them. When the client sent none of them
@@ -257,7 +231,7 @@ func withBootstrap(body []byte, pre *engine.Worker, room uint64, batch int) (pay
 	for k, v := range extra {
 		all[k] = v
 	}
-	out, err := encodeFields(all)
+	out, err := request.EncodeFields(all)
 	if err != nil {
 		return payload{}, fmt.Errorf("adding bootstrap fields: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/request"
 )
 
 // maxPrefillAnswer bounds the prefill half's answer the router reads for its
@@ -29,9 +30,9 @@ var remoteDecode = json.RawMessage(`{"do_remote_decode":true,"do_remote_prefill"
 // not. Unlike SGLang's protocol the halves run one after the other: the decode needs
 // what the prefill returns. A prefill failure is the request's failure (4xx stays 4xx);
 // once the prefill ran, nothing is retried.
-func (s *Server) dispatchKVTransfer(rec *recorder, r *http.Request, p *prepared, sel bucket.Selection) *dispatchError {
+func (s *Server) dispatchKVTransfer(rec *recorder, r *http.Request, p *request.Prepared, sel bucket.Selection) *dispatchError {
 	pre, dec := sel.Prefill.Engine, sel.Decode.Engine
-	preBody, err := prefillBody(p.body)
+	preBody, err := prefillBody(p.Body)
 	if err != nil {
 		return &dispatchError{kind: failMalformed, stage: plan.RolePrefill, worker: pre, detail: err.Error()}
 	}
@@ -42,7 +43,7 @@ func (s *Server) dispatchKVTransfer(rec *recorder, r *http.Request, p *prepared,
 		}
 		return derr
 	}
-	decBody, err := withFields(p.body, map[string]json.RawMessage{"kv_transfer_params": params})
+	decBody, err := withFields(p.Body, map[string]json.RawMessage{"kv_transfer_params": params})
 	if err != nil {
 		return &dispatchError{kind: failMalformed, stage: plan.RoleDecode, worker: dec, detail: err.Error(), sent: true}
 	}
@@ -68,7 +69,7 @@ func prefillBody(body []byte) ([]byte, error) {
 	if _, ok := fields["max_completion_tokens"]; ok {
 		fields["max_completion_tokens"] = json.RawMessage("1") // vLLM prefers it to max_tokens
 	}
-	return encodeFields(fields)
+	return request.EncodeFields(fields)
 }
 
 // withFields returns body with fields set at its top level.
@@ -80,7 +81,7 @@ func withFields(body []byte, set map[string]json.RawMessage) ([]byte, error) {
 	for k, v := range set {
 		fields[k] = v
 	}
-	return encodeFields(fields)
+	return request.EncodeFields(fields)
 }
 
 // errNoTransfer is a prefill answer without the hand-over vLLM returns when the prefill
@@ -119,7 +120,7 @@ func (s *Server) prefillForTransfer(in *http.Request, reqID string, w *engine.Wo
 	var answer struct {
 		KVTransferParams json.RawMessage `json:"kv_transfer_params"`
 	}
-	if err := json.Unmarshal(raw, &answer); err != nil || !present(answer.KVTransferParams) {
+	if err := json.Unmarshal(raw, &answer); err != nil || !request.Present(answer.KVTransferParams) {
 		detail := errNoTransfer.Error()
 		if err != nil {
 			detail = "answered with a body that is not JSON: " + err.Error()

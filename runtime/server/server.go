@@ -23,7 +23,7 @@ import (
 	"github.com/routerkit/router/runtime/monitor"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
-	"github.com/routerkit/router/runtime/selection"
+	"github.com/routerkit/router/runtime/request"
 	"github.com/routerkit/router/runtime/state/load"
 )
 
@@ -49,15 +49,6 @@ type Options struct {
 	// plan and fills its defaults, as the compiler does for the config's engines
 	// (compiler.CompileEngine); nil refuses posted engines.
 	CompileEngine func(running *plan.Plan, data []byte) (plan.Engine, error)
-}
-
-// served is a model the router serves: its selection stack, and the names of the
-// headers that carry a request's session and routing keys in canonical form, so that a
-// request's header map is read with them directly (Header.Get would canonicalize the
-// lowercase default names anew, an allocation each, on every request).
-type served struct {
-	*selection.Model
-	sessionHeader, routingHeader string
 }
 
 // core is the router's state that outlives a plan: the engines (registry, load table,
@@ -103,8 +94,7 @@ type core struct {
 type Server struct {
 	*core
 	plan       *plan.Plan
-	models     map[string]*served
-	modelList  string
+	models     *request.Models
 	deps       policy.Deps
 	generation uint64
 	// routes are this generation's HTTP routes; Handler serves the current generation's.
@@ -193,24 +183,16 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 // generation builds the per-plan parts of a router over c, changing nothing c holds, so
 // a generation that fails to build leaves the running one whole.
 func (c *core) generation(p *plan.Plan, deps policy.Deps, n uint64) (*Server, error) {
+	models, err := request.NewModels(p, c.reg, deps)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
-		core: c, plan: p, models: map[string]*served{}, deps: deps, generation: n,
+		core: c, plan: p, models: models, deps: deps, generation: n,
 		timeouts:    timeoutsOf(p.Timeouts),
 		headers:     newHeaderPolicy(p.Headers),
 		maxAttempts: max(p.Retries.MaxAttempts, 1),
 	}
-	names := make([]string, 0, len(p.Models))
-	for i := range p.Models {
-		m := &p.Models[i]
-		sm, err := selection.NewModel(m, c.reg, deps)
-		if err != nil {
-			return nil, err
-		}
-		s.models[m.Name] = &served{Model: sm,
-			sessionHeader: http.CanonicalHeaderKey(m.SessionIDHeader), routingHeader: http.CanonicalHeaderKey(m.RoutingKeyHeader)}
-		names = append(names, m.Name)
-	}
-	s.modelList = strings.Join(names, ", ")
 	s.routes = s.buildRoutes()
 	s.proxy = s.newProxy()
 	return s, nil
@@ -236,20 +218,20 @@ func (s *Server) Handler() http.Handler {
 
 func (s *Server) buildRoutes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", s.routed(s.prepareChat))
-	mux.HandleFunc("POST /v1/completions", s.routed(s.prepareCompletion))
-	mux.HandleFunc("POST /generate", s.routed(s.prepareGenerate))
-	mux.HandleFunc("POST /v1/embeddings", s.routed(s.prepareInputs(embeddingsShape)))
-	mux.HandleFunc("POST /v1/rerank", s.routed(s.prepareInputs(rerankShape)))
-	mux.HandleFunc("POST /v1/score", s.routed(s.prepareInputs(scoreShape)))
-	mux.HandleFunc("POST /classify", s.routed(s.prepareInputs(classifyShape)))
+	mux.HandleFunc("POST /v1/chat/completions", s.routed(s.models.Chat))
+	mux.HandleFunc("POST /v1/completions", s.routed(s.models.Completion))
+	mux.HandleFunc("POST /generate", s.routed(s.models.Generate))
+	mux.HandleFunc("POST /v1/embeddings", s.routed(s.models.Inputs(request.Embeddings)))
+	mux.HandleFunc("POST /v1/rerank", s.routed(s.models.Inputs(request.Rerank)))
+	mux.HandleFunc("POST /v1/score", s.routed(s.models.Inputs(request.Score)))
+	mux.HandleFunc("POST /classify", s.routed(s.models.Inputs(request.Classify)))
 	mux.HandleFunc("GET /v1/models", s.listModels)
 	mux.HandleFunc("GET /v1/models/{id}", s.getModel)
 	mux.HandleFunc("GET /get_model_info", s.engineInfo)
 	mux.HandleFunc("GET /get_server_info", s.engineInfo)
 	for _, prefix := range []string{"/v1", ""} {
-		mux.HandleFunc("POST "+prefix+"/tokenize", s.tokenize)
-		mux.HandleFunc("POST "+prefix+"/detokenize", s.detokenize)
+		mux.HandleFunc("POST "+prefix+"/tokenize", s.tokenizer(s.models.Tokenize))
+		mux.HandleFunc("POST "+prefix+"/detokenize", s.tokenizer(s.models.Detokenize))
 	}
 	for _, path := range []string{"GET /healthz", "GET /health"} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })

@@ -1,0 +1,123 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/routerkit/router/runtime/engine"
+	"github.com/routerkit/router/runtime/plan"
+)
+
+// FuzzBootstrap: a body the request decoder accepts gets bootstrap fields that leave
+// valid JSON with the router's values and every other key as the client sent it.
+func FuzzBootstrap(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":3}`,
+		`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"bootstrap_room":7}`,
+		`{ "model" : "m" , "messages" : [ ] }`, `{}`, `{"model":"m","max_tokens":1,"max_tokens":2}`,
+		`{"model":"m","messages":[{"role":"user","content":"\u00e9<&>"}],"stream":true,"n":2}`,
+	} {
+		f.Add([]byte(s))
+	}
+	pre := engine.New(plan.Engine{ID: "P1", URL: "http://127.0.0.1:1", BootstrapPort: 8998})
+	srv, err := New(plainPlan("E1"), Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+		if _, err := srv.models.Chat(r, body); err != nil {
+			return
+		}
+		var top map[string]json.RawMessage
+		if json.Unmarshal(body, &top) != nil || top == nil {
+			return
+		}
+		pl, err := withBootstrap(body, pre, 42, 0)
+		if err != nil {
+			t.Fatalf("bootstrap on an accepted body: %v", err)
+		}
+		out := append(append([]byte{}, pl.head...), pl.tail...)
+		var got map[string]json.RawMessage
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("bootstrap body is not JSON: %v\n%s", err, out)
+		}
+		if string(got["bootstrap_room"]) != "42" || string(got["bootstrap_port"]) != "8998" {
+			t.Fatalf("bootstrap fields: %s", out)
+		}
+		for k, v := range top {
+			if len(k) > 10 && k[:10] == "bootstrap_" {
+				continue
+			}
+			var a, b any
+			_ = json.Unmarshal(v, &a)
+			_ = json.Unmarshal(got[k], &b)
+			ja, _ := json.Marshal(a)
+			jb, _ := json.Marshal(b)
+			if string(ja) != string(jb) {
+				t.Fatalf("key %q changed: %s -> %s", k, v, got[k])
+			}
+		}
+	})
+}
+
+// FuzzExplainRequest feeds the /admin/explain decoder: it never panics.
+func FuzzExplainRequest(f *testing.F) {
+	for _, s := range []string{`{"model":"m","input_tokens":5,"max_tokens":3,"session_id":"s"}`, `{"input_tokens":-1}`,
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":3}`, `{}`} {
+		f.Add([]byte(s))
+	}
+	srv, err := New(plainPlan("E1"), Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		_, _, _, _ = srv.explainFacts(body)
+	})
+}
+
+// TestTokenCacheMetrics: preparing the same long conversation twice counts a miss per
+// message, then a hit per message, in the token cache's series.
+func TestTokenCacheMetrics(t *testing.T) {
+	srv, err := New(plainPlan("E1"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func() (hits, misses float64) {
+		fams, err := srv.metrics.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fams {
+			for _, m := range f.GetMetric() {
+				if l := m.GetLabel(); len(l) != 1 || l[0].GetName() != "tokenizer" || l[0].GetValue() != "standin" {
+					continue
+				}
+				switch f.GetName() {
+				case "router_token_cache_hits_total":
+					hits = m.GetCounter().GetValue()
+				case "router_token_cache_misses_total":
+					misses = m.GetCounter().GetValue()
+				}
+			}
+		}
+		return hits, misses
+	}
+	body := longChat(2000)
+	unseen(body) // new to this process's stand-in cache
+	hits0, misses0 := read()
+	for range 2 {
+		r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
+		if _, err := srv.prepare(httptest.NewRecorder(), r, srv.models.Chat); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hits, misses := read()
+	const turns = 4 // 2000 words in turns of 500; the last user turn "and now?" is short
+	if hits-hits0 < turns || misses-misses0 < turns {
+		t.Fatalf("token cache series moved by %v hits and %v misses, want at least %d each", hits-hits0, misses-misses0, turns)
+	}
+}
