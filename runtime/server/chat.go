@@ -8,6 +8,8 @@ import (
 
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/decision"
+	"github.com/routerkit/router/runtime/dispatch"
+	"github.com/routerkit/router/runtime/logline"
 	"github.com/routerkit/router/runtime/policy"
 	"github.com/routerkit/router/runtime/request"
 	"github.com/routerkit/router/runtime/token"
@@ -22,7 +24,7 @@ func (s *Server) routed(prepare request.Preparer) http.HandlerFunc {
 }
 
 func (s *Server) serveRouted(w http.ResponseWriter, r *http.Request, prepare request.Preparer) {
-	rec := &recorder{ResponseWriter: w, start: time.Now(), reqID: requestID(r)}
+	rec := &recorder{ResponseWriter: w, start: time.Now(), reqID: requestID(r), metrics: s.metrics}
 	h := w.Header()
 	h["X-Request-Id"], h["Date"] = []string{rec.reqID}, responseDate.at(rec.start)
 	d := &Decision{Time: rec.start, RequestID: rec.reqID, Generation: s.generation}
@@ -56,6 +58,39 @@ func (s *Server) serveRouted(w http.ResponseWriter, r *http.Request, prepare req
 		return
 	}
 	s.dispatch(rec, r, p, sel, d)
+}
+
+// dispatch hands a selected request to the generation's dispatcher, retries on
+// another selection what it asks to, and answers its failure.
+func (s *Server) dispatch(rec *recorder, r *http.Request, p *request.Prepared, sel bucket.Selection, d *Decision) {
+	// Every way out has answered the client. A non-streamed answer is buffered whole
+	// (see package dispatch): it goes out now, in one write, before the request is logged
+	// and counted, and before shutdown, which waits for the active requests, may close
+	// the connection.
+	defer rec.flush()
+	err := s.dispatcher.Do(rec, r, p, sel, func() (bucket.Selection, error) {
+		next, err := s.route(r, p, d)
+		if err == nil {
+			s.metrics.retries.WithLabelValues(p.Model.Name).Inc()
+			d.Retries++
+		}
+		return next, err
+	})
+	if err != nil {
+		s.writeFailure(rec, err, d)
+	}
+}
+
+// writeFailure answers a failed dispatch (unless the response already started), logs
+// its details under the request id and counts it.
+func (s *Server) writeFailure(rec *recorder, err *dispatch.Error, d *Decision) {
+	status, code, msg := statusOf(err)
+	s.metrics.observeFailure(err)
+	d.Error = code + ": " + err.Error()
+	s.log.Warn("dispatch failed", "request_id", rec.reqID, "error", logline.Clip(err.Error(), logline.MaxErrorText))
+	if rec.status == 0 {
+		writeError(rec, status, code, msg+" (request id "+rec.reqID+")")
+	}
 }
 
 // prepare reads the request's body and prepares it with the endpoint's preparer.

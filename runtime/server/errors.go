@@ -3,9 +3,12 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/routerkit/router/runtime/bucket"
+	"github.com/routerkit/router/runtime/dispatch"
+	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/request"
 )
 
@@ -46,7 +49,7 @@ func statusOf(err error) (status int, code, msg string) {
 		he *httpError
 		re *request.Error
 		be *bucket.Error
-		de *dispatchError
+		de *dispatch.Error
 	)
 	switch {
 	case errors.As(err, &he):
@@ -94,4 +97,58 @@ func errorBody(status int, code, msg string) map[string]any {
 		typ = "server_error"
 	}
 	return map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": code}}
+}
+
+// Dispatch error codes.
+const (
+	codeEngineTimeout     = "engine_timeout"
+	codeEngineUnavailable = "engine_unavailable"
+	codeClientClosed      = "client_closed"
+	codeOverCapacity      = "over_capacity"
+	codeBodyTimeout       = "body_read_timeout"
+)
+
+// failureResponse is the one place a dispatch failure becomes what the client sees:
+// status, code and message. Messages name the engine by its configured id, never its URL,
+// and carry no engine body except a 4xx's own message.
+func failureResponse(de *dispatch.Error) (status int, code, msg string) {
+	failed := codeEngineError
+	if de.Stage == plan.RolePrefill {
+		failed = codePrefillError
+	}
+	who := "engine " + de.EngineID()
+	if de.Stage != plan.RolePlain {
+		who = string(de.Stage) + " " + who
+	}
+	switch de.Kind {
+	case dispatch.BreakerOpen:
+		return http.StatusServiceUnavailable, codeEngineUnavailable, who + " is failing (circuit breaker open); no other engine was available"
+	case dispatch.Timeout:
+		code := codeEngineTimeout
+		if de.Stage == plan.RolePrefill {
+			code = codePrefillError
+		}
+		return http.StatusGatewayTimeout, code, fmt.Sprintf("%s timed out (%s, %v)", who, de.Phase, de.After)
+	case dispatch.BadStatus:
+		m := fmt.Sprintf("%s answered %d %s", who, de.Status, http.StatusText(de.Status))
+		switch {
+		case de.Rejection():
+			if de.EngineMsg != "" {
+				m += ": " + de.EngineMsg
+			}
+			return de.Status, codeEngineRejected, m
+		case de.Status == http.StatusTooManyRequests:
+			// Passed on as 429, so clients back off, but counted against the engine's
+			// breaker: an engine shedding load must stop attracting traffic.
+			return de.Status, codeEngineRejected, m
+		}
+		return http.StatusBadGateway, failed, m
+	case dispatch.Malformed:
+		return http.StatusBadGateway, failed, who + " failed: malformed answer"
+	case dispatch.ClientGone:
+		return statusClientClosed, codeClientClosed, "client closed the request"
+	case dispatch.Shutdown:
+		return http.StatusServiceUnavailable, codeDraining, "the router is shutting down"
+	}
+	return http.StatusBadGateway, failed, who + " failed: connection error"
 }

@@ -2,67 +2,10 @@ package server
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"testing"
-
-	"github.com/routerkit/router/runtime/engine"
-	"github.com/routerkit/router/runtime/plan"
 )
-
-// FuzzBootstrap: a body the request decoder accepts gets bootstrap fields that leave
-// valid JSON with the router's values and every other key as the client sent it.
-func FuzzBootstrap(f *testing.F) {
-	for _, s := range []string{
-		`{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":3}`,
-		`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"bootstrap_room":7}`,
-		`{ "model" : "m" , "messages" : [ ] }`, `{}`, `{"model":"m","max_tokens":1,"max_tokens":2}`,
-		`{"model":"m","messages":[{"role":"user","content":"\u00e9<&>"}],"stream":true,"n":2}`,
-	} {
-		f.Add([]byte(s))
-	}
-	pre := engine.New(plan.Engine{ID: "P1", URL: "http://127.0.0.1:1", BootstrapPort: 8998})
-	srv, err := New(plainPlan("E1"), Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
-		if _, err := srv.models.Chat(r, body); err != nil {
-			return
-		}
-		var top map[string]json.RawMessage
-		if json.Unmarshal(body, &top) != nil || top == nil {
-			return
-		}
-		pl, err := withBootstrap(body, pre, 42, 0)
-		if err != nil {
-			t.Fatalf("bootstrap on an accepted body: %v", err)
-		}
-		out := append(append([]byte{}, pl.head...), pl.tail...)
-		var got map[string]json.RawMessage
-		if err := json.Unmarshal(out, &got); err != nil {
-			t.Fatalf("bootstrap body is not JSON: %v\n%s", err, out)
-		}
-		if string(got["bootstrap_room"]) != "42" || string(got["bootstrap_port"]) != "8998" {
-			t.Fatalf("bootstrap fields: %s", out)
-		}
-		for k, v := range top {
-			if len(k) > 10 && k[:10] == "bootstrap_" {
-				continue
-			}
-			var a, b any
-			_ = json.Unmarshal(v, &a)
-			_ = json.Unmarshal(got[k], &b)
-			ja, _ := json.Marshal(a)
-			jb, _ := json.Marshal(b)
-			if string(ja) != string(jb) {
-				t.Fatalf("key %q changed: %s -> %s", k, v, got[k])
-			}
-		}
-	})
-}
 
 // FuzzExplainRequest feeds the /admin/explain decoder: it never panics.
 func FuzzExplainRequest(f *testing.F) {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/routerkit/router/runtime/dispatch"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/request"
@@ -63,7 +64,7 @@ const preallocMax = 1 << 20
 // every later step (decoding, dispatch to both PD halves) works on these bytes.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *httpError) {
 	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(s.timeouts.bodyRead))
+	_ = rc.SetReadDeadline(time.Now().Add(s.timeouts.BodyRead))
 	timedOut := false
 	defer func() {
 		// After a timeout the deadline stays passed and the connection closes after the
@@ -97,8 +98,8 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *http
 			case errors.Is(err, os.ErrDeadlineExceeded):
 				timedOut = true
 				w.Header().Set("Connection", "close")
-				s.metrics.timeouts.WithLabelValues("client", phaseBodyRead).Inc()
-				return nil, &httpError{status: http.StatusRequestTimeout, code: codeBodyTimeout, msg: fmt.Sprintf("request body not received within %v", s.timeouts.bodyRead)}
+				s.metrics.timeouts.WithLabelValues("client", dispatch.PhaseBodyRead).Inc()
+				return nil, &httpError{status: http.StatusRequestTimeout, code: codeBodyTimeout, msg: fmt.Sprintf("request body not received within %v", s.timeouts.BodyRead)}
 			}
 			return nil, &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, msg: "reading request body: " + err.Error()}
 		}

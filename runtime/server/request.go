@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/decision"
+	"github.com/routerkit/router/runtime/dispatch"
+	"github.com/routerkit/router/runtime/logline"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
 )
@@ -29,7 +32,7 @@ func (s *Server) finish(rec *recorder, d *Decision) {
 	}
 	// A client chooses the model name and much of an error's text: the decision ring and
 	// the log keep a bounded prefix of each.
-	d.Model, d.Error = clipText(d.Model, maxModelText), clipText(d.Error, maxErrorText)
+	d.Model, d.Error = logline.Clip(d.Model, logline.MaxModelText), logline.Clip(d.Error, logline.MaxErrorText)
 	s.metrics.observeRequest(d, rec, elapsed)
 	s.recent.add(d)
 	s.logRequest(d)
@@ -75,6 +78,7 @@ const statusClientClosed = 499
 // ended a stream after its 200.
 type recorder struct {
 	http.ResponseWriter
+	metrics     *metrics
 	reqID       string
 	start       time.Time
 	status      int
@@ -84,8 +88,24 @@ type recorder struct {
 	failure     string
 }
 
-// streamFailure records an engine failure that ended a started stream.
-func (r *recorder) streamFailure(code, msg string) { r.failureCode, r.failure = code, msg }
+// ID is the request's id.
+func (r *recorder) ID() string { return r.reqID }
+
+// Status is the final status written, 0 before any.
+func (r *recorder) Status() int { return r.status }
+
+// Served reports whether the client got a 200 whose stream did not fail.
+func (r *recorder) Served() bool { return r.status == http.StatusOK && r.failure == "" }
+
+// StreamFailed records an engine failure that ended a started stream, counts it, and
+// returns the OpenAI-shaped error event that tells the client.
+func (r *recorder) StreamFailed(err *dispatch.Error) []byte {
+	r.metrics.observeFailure(err)
+	_, code, msg := statusOf(err)
+	r.failureCode, r.failure = code, err.Error()
+	event, _ := json.Marshal(errorBody(http.StatusBadGateway, code, msg+" (request id "+r.reqID+")"))
+	return event
+}
 
 func (r *recorder) WriteHeader(code int) {
 	// Interim 1xx responses pass through; only the final status is the request's.

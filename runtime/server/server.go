@@ -12,13 +12,13 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/routerkit/router/runtime/dispatch"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/monitor"
 	"github.com/routerkit/router/runtime/plan"
@@ -70,7 +70,7 @@ type core struct {
 	// active caps concurrent chat requests (limits.max_concurrent_requests) and lets
 	// shutdown wait for their final words.
 	active *activeSet
-	// hardStop is cancelled, with errHardStop as its cause, when the shutdown grace
+	// hardStop is cancelled, with dispatch.ErrHardStop as its cause, when the shutdown grace
 	// period runs out: every dispatch still running ends, a stream with an error event.
 	// It is the base of every request's context (http.Server.BaseContext), so a
 	// dispatch learns of it from its own context, without registering on a context that
@@ -98,14 +98,9 @@ type Server struct {
 	deps       policy.Deps
 	generation uint64
 	// routes are this generation's HTTP routes; Handler serves the current generation's.
-	routes http.Handler
-	// proxy is the generation's one ReverseProxy (see newProxy): its error handler reads
-	// the generation's timeouts.
-	proxy *httputil.ReverseProxy
-
-	timeouts    timeouts
-	headers     headerPolicy
-	maxAttempts int
+	routes     http.Handler
+	dispatcher *dispatch.Dispatcher
+	timeouts   dispatch.Timeouts
 }
 
 // New builds a router from a compiled plan.
@@ -116,12 +111,12 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 	if opts.RequestLog == nil {
 		opts.RequestLog = opts.Logger
 	}
-	tos := timeoutsOf(p.Timeouts)
+	tos := dispatch.TimeoutsOf(p.Timeouts)
 	// Polling has connections of its own (monitor.New with a nil client) unless a
 	// test injects the transport, which then carries polls too.
 	injected := opts.Transport != nil
 	if !injected {
-		opts.Transport = newTransport(tos)
+		opts.Transport = dispatch.NewTransport(tos)
 	}
 	if opts.RecentDecisions <= 0 {
 		opts.RecentDecisions = 64
@@ -189,12 +184,10 @@ func (c *core) generation(p *plan.Plan, deps policy.Deps, n uint64) (*Server, er
 	}
 	s := &Server{
 		core: c, plan: p, models: models, deps: deps, generation: n,
-		timeouts:    timeoutsOf(p.Timeouts),
-		headers:     newHeaderPolicy(p.Headers),
-		maxAttempts: max(p.Retries.MaxAttempts, 1),
+		timeouts:   dispatch.TimeoutsOf(p.Timeouts),
+		dispatcher: dispatch.New(p, c.client, c.table, deps, c.log),
 	}
 	s.routes = s.buildRoutes()
-	s.proxy = s.newProxy()
 	return s, nil
 }
 
@@ -296,7 +289,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	shutCtx, cancel := context.WithTimeout(context.Background(), grace-final)
 	defer cancel()
 	if err := srv.Shutdown(shutCtx); err != nil {
-		s.stopHard(errHardStop)
+		s.stopHard(dispatch.ErrHardStop)
 		s.active.waitIdle(final)
 		_ = srv.Close()
 		return fmt.Errorf("draining: %w", err)

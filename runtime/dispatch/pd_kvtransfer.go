@@ -1,4 +1,4 @@
-package server
+package dispatch
 
 import (
 	"context"
@@ -30,13 +30,13 @@ var remoteDecode = json.RawMessage(`{"do_remote_decode":true,"do_remote_prefill"
 // not. Unlike SGLang's protocol the halves run one after the other: the decode needs
 // what the prefill returns. A prefill failure is the request's failure (4xx stays 4xx);
 // once the prefill ran, nothing is retried.
-func (s *Server) dispatchKVTransfer(rec *recorder, r *http.Request, p *request.Prepared, sel bucket.Selection) *dispatchError {
+func (dp *Dispatcher) dispatchKVTransfer(out Writer, r *http.Request, p *request.Prepared, sel bucket.Selection) *Error {
 	pre, dec := sel.Prefill.Engine, sel.Decode.Engine
 	preBody, err := prefillBody(p.Body)
 	if err != nil {
-		return &dispatchError{kind: failMalformed, stage: plan.RolePrefill, worker: pre, detail: err.Error()}
+		return &Error{Kind: Malformed, Stage: plan.RolePrefill, Worker: pre, Detail: err.Error()}
 	}
-	params, derr := s.prefillForTransfer(r, rec.reqID, pre, preBody)
+	params, derr := dp.prefillForTransfer(r, out.ID(), pre, preBody)
 	if derr != nil {
 		if b := dec.Breaker(); b != nil {
 			b.Abandon() // the decode engine was never asked
@@ -45,9 +45,9 @@ func (s *Server) dispatchKVTransfer(rec *recorder, r *http.Request, p *request.P
 	}
 	decBody, err := withFields(p.Body, map[string]json.RawMessage{"kv_transfer_params": params})
 	if err != nil {
-		return &dispatchError{kind: failMalformed, stage: plan.RoleDecode, worker: dec, detail: err.Error(), sent: true}
+		return &Error{Kind: Malformed, Stage: plan.RoleDecode, Worker: dec, Detail: err.Error(), sent: true}
 	}
-	if derr := s.forward(rec, r, payload{head: decBody}, dec, plan.RoleDecode, nil); derr != nil {
+	if derr := dp.forward(out, r, payload{head: decBody}, dec, plan.RoleDecode, nil); derr != nil {
 		out := *derr
 		out.sent = true // the prefill holds KV for this request: never retried
 		return &out
@@ -90,22 +90,22 @@ var errNoTransfer = errors.New("answered without kv_transfer_params: is the engi
 
 // prefillForTransfer posts body to the prefill engine within timeouts.prefill_status_ms
 // and returns the kv_transfer_params of its answer.
-func (s *Server) prefillForTransfer(in *http.Request, reqID string, w *engine.Worker, body []byte) (json.RawMessage, *dispatchError) {
-	guard := s.table.Acquire(w)
+func (dp *Dispatcher) prefillForTransfer(in *http.Request, reqID string, w *engine.Worker, body []byte) (json.RawMessage, *Error) {
+	guard := dp.table.Acquire(w)
 	defer guard.Release()
-	a := &attempt{s: s, w: w, stage: plan.RolePrefill}
-	fail := func(e *dispatchError) (json.RawMessage, *dispatchError) {
+	a := &attempt{dp: dp, w: w, Stage: plan.RolePrefill}
+	fail := func(e *Error) (json.RawMessage, *Error) {
 		a.verdict(e)
 		return nil, e
 	}
-	ctx, cancel := context.WithTimeoutCause(in.Context(), s.timeouts.prefillStatus,
-		&dispatchError{kind: failTimeout, stage: plan.RolePrefill, worker: w, phase: phasePrefillStatus, after: s.timeouts.prefillStatus})
+	ctx, cancel := context.WithTimeoutCause(in.Context(), dp.timeouts.PrefillStatus,
+		&Error{Kind: Timeout, Stage: plan.RolePrefill, Worker: w, Phase: PhasePrefillStatus, After: dp.timeouts.PrefillStatus})
 	defer cancel()
-	req, err := s.engineRequest(ctx, in, reqID, w, payload{head: body})
+	req, err := dp.engineRequest(ctx, in, reqID, w, payload{head: body})
 	if err != nil {
-		return fail(&dispatchError{kind: failMalformed, stage: plan.RolePrefill, worker: w, detail: err.Error()})
+		return fail(&Error{Kind: Malformed, Stage: plan.RolePrefill, Worker: w, Detail: err.Error()})
 	}
-	resp, err := s.client.Do(req)
+	resp, err := dp.client.Do(req)
 	if err != nil {
 		return fail(classify(ctx, in.Context(), err, w, plan.RolePrefill))
 	}
@@ -125,7 +125,7 @@ func (s *Server) prefillForTransfer(in *http.Request, reqID string, w *engine.Wo
 		if err != nil {
 			detail = "answered with a body that is not JSON: " + err.Error()
 		}
-		return fail(&dispatchError{kind: failMalformed, stage: plan.RolePrefill, worker: w, detail: detail})
+		return fail(&Error{Kind: Malformed, Stage: plan.RolePrefill, Worker: w, Detail: detail})
 	}
 	a.verdict(nil)
 	return answer.KVTransferParams, nil

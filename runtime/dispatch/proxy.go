@@ -1,4 +1,4 @@
-package server
+package dispatch
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/routerkit/router/runtime/engine"
+	"github.com/routerkit/router/runtime/logline"
 	"github.com/routerkit/router/runtime/plan"
 )
 
@@ -39,15 +40,15 @@ func (p payload) reader() io.ReadCloser {
 }
 
 // attempt is one dispatch to one engine. It is also the dispatch's context (the client's
-// context with the dispatch's cancellation), so the server's one ReverseProxy finds the
+// context with the dispatch's cancellation), so the generation's one ReverseProxy finds the
 // attempt in every hook through the request it is handed, with nothing allocated per
 // request for hooks.
 type attempt struct {
 	context.Context
-	s      *Server
+	dp     *Dispatcher
 	w      *engine.Worker
-	stage  plan.Role
-	rec    *recorder
+	Stage  plan.Role
+	out    Writer
 	body   payload
 	client context.Context // the client's request context
 	ctx    context.Context
@@ -55,7 +56,7 @@ type attempt struct {
 	// prefill, for the decode half of a PD request, is where the prefill's status
 	// arrives; the decode response waits for it.
 	prefill *prefillStatus
-	err     *dispatchError
+	err     *Error
 	judged  bool
 }
 
@@ -76,10 +77,10 @@ func attemptOf(r *http.Request) *attempt {
 
 // verdict reports the dispatch's outcome to the engine's breaker, once. A failure of
 // another engine (the PD prefill half cancelling this decode) is no verdict on this one.
-func (a *attempt) verdict(err *dispatchError) {
+func (a *attempt) verdict(err *Error) {
 	b := a.w.Breaker()
-	if err != nil && err.worker != a.w {
-		err = &dispatchError{kind: failClientGone}
+	if err != nil && err.Worker != a.w {
+		err = &Error{Kind: ClientGone}
 	}
 	if b == nil || a.judged {
 		if b != nil && err != nil && err.breakerFailure() {
@@ -102,20 +103,20 @@ func (a *attempt) verdict(err *dispatchError) {
 // response to the client. It returns the failure when nothing usable reached the client;
 // a stream that fails after its start ends with an error event and returns nil. The
 // engine's in-flight count covers exactly the time the request is with it.
-func (s *Server) forward(rec *recorder, r *http.Request, body payload, w *engine.Worker, stage plan.Role, pf *prefillStatus) *dispatchError {
-	guard := s.table.Acquire(w)
+func (dp *Dispatcher) forward(out Writer, r *http.Request, body payload, w *engine.Worker, stage plan.Role, pf *prefillStatus) *Error {
+	guard := dp.table.Acquire(w)
 	defer guard.Release()
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	a := &attempt{Context: ctx, s: s, w: w, stage: stage, rec: rec, body: body, client: r.Context(), ctx: ctx, prefill: pf}
-	a.dl = s.startDeadlines(ctx, cancel, w, stage, pf)
+	a := &attempt{Context: ctx, dp: dp, w: w, Stage: stage, out: out, body: body, client: r.Context(), ctx: ctx, prefill: pf}
+	a.dl = dp.startDeadlines(ctx, cancel, w, stage, pf)
 	defer a.dl.stop()
 
 	// The body and the engine's headers are set by the proxy's Rewrite (see newProxy):
 	// neither the client's body nor its headers are what ReverseProxy forwards.
-	out := r.WithContext(a)
-	out.Body, out.ContentLength, out.GetBody = nil, 0, nil
-	s.proxy.ServeHTTP(rec, out)
+	req := r.WithContext(a)
+	req.Body, req.ContentLength, req.GetBody = nil, 0, nil
+	dp.proxy.ServeHTTP(out, req)
 	a.verdict(a.err)
 	return a.err
 }
@@ -135,19 +136,19 @@ func (s *Server) forward(rec *recorder, r *http.Request, body payload, w *engine
 // non-streamed answer, which modifyResponse has read whole and given its length,
 // goes out in one write when the handler returns. Flushing it too would start a timer
 // per request that flushes the headers on their own, racing the body's write.
-func (s *Server) newProxy() *httputil.ReverseProxy {
+func (dp *Dispatcher) newProxy() *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			a := attemptOf(pr.In)
 			pr.SetURL(a.w.Target())
 			// pr.Out.Header is ReverseProxy's copy of the client's headers, hop-by-hop
 			// headers already removed.
-			a.s.headers.apply(pr.Out.Header, a.rec.reqID)
+			a.dp.headers.apply(pr.Out.Header, a.out.ID())
 			pr.Out.Header["Content-Length"] = []string{strconv.FormatInt(a.body.len(), 10)}
 			setForwarded(pr.Out.Header, pr.In)
 			pr.Out.Body, pr.Out.ContentLength, pr.Out.GetBody = a.body.reader(), a.body.len(), a.body.getBody
 		},
-		Transport:     s.client.Transport,
+		Transport:     dp.client.Transport,
 		FlushInterval: 0,
 		BufferPool:    copyBuffers{},
 		ModifyResponse: func(resp *http.Response) error {
@@ -155,12 +156,12 @@ func (s *Server) newProxy() *httputil.ReverseProxy {
 		},
 		ErrorHandler: func(_ http.ResponseWriter, r *http.Request, err error) {
 			a := attemptOf(r)
-			a.err = classify(a.ctx, a.client, err, a.w, a.stage)
-			if a.err.kind == failTimeout && a.err.phase == phaseConnect {
-				a.err.after = s.timeouts.connect
+			a.err = classify(a.ctx, a.client, err, a.w, a.Stage)
+			if a.err.Kind == Timeout && a.err.Phase == PhaseConnect {
+				a.err.After = dp.timeouts.Connect
 			}
 		},
-		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		ErrorLog: slog.NewLogLogger(dp.log.Handler(), slog.LevelDebug),
 	}
 }
 
@@ -184,7 +185,7 @@ func (copyBuffers) Put(b []byte) {
 // modifyResponse runs when the engine's response headers arrive, before anything
 // reaches the client. A decode response first waits for its prefill's status. An error
 // status, a redirect or a non-streamed body that is cut or not JSON becomes a
-// dispatchError (answered by the caller); engine headers the client should not see are
+// Error (answered by the caller); engine headers the client should not see are
 // dropped; a stream is guarded against a cut and an idle engine.
 func (a *attempt) modifyResponse(resp *http.Response) error {
 	a.dl.gotHeaders()
@@ -195,20 +196,20 @@ func (a *attempt) modifyResponse(resp *http.Response) error {
 		}
 	}
 	a.dl.headers()
-	fail := func(kind failKind, detail string) error {
+	fail := func(kind Kind, detail string) error {
 		resp.Body.Close()
-		return &dispatchError{kind: kind, stage: a.stage, worker: a.w, status: resp.StatusCode, detail: detail}
+		return &Error{Kind: kind, Stage: a.Stage, Worker: a.w, Status: resp.StatusCode, Detail: detail}
 	}
 	switch code := resp.StatusCode; {
 	case code >= 400:
 		raw, _ := io.ReadAll(io.LimitReader(&idleReader{ReadCloser: resp.Body, d: a.dl}, 64<<10))
-		err := fail(failStatus, clipText(string(raw), maxErrorText)).(*dispatchError)
-		if err.rejection() {
-			err.engineMsg, err.detail = clipText(engineMessage(raw), 512), ""
+		err := fail(BadStatus, logline.Clip(string(raw), logline.MaxErrorText)).(*Error)
+		if err.Rejection() {
+			err.EngineMsg, err.Detail = logline.Clip(engineMessage(raw), 512), ""
 		}
 		return err
 	case code >= 300 || code < 200:
-		return fail(failMalformed, "engine answered "+resp.Status+" "+resp.Header.Get("Location"))
+		return fail(Malformed, "engine answered "+resp.Status+" "+resp.Header.Get("Location"))
 	}
 	filterResponseHeaders(resp.Header)
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
@@ -222,11 +223,11 @@ func (a *attempt) modifyResponse(resp *http.Response) error {
 		case err != nil && err != io.EOF:
 			sb.release()
 			resp.Body.Close()
-			return classify(a.ctx, a.client, err, a.w, a.stage)
+			return classify(a.ctx, a.client, err, a.w, a.Stage)
 		case n > 0 && !strings.ContainsRune("deir:\r\n", rune(sb.head[0])):
 			first := string(sb.head[:1])
 			sb.release()
-			return fail(failMalformed, "event stream starts with "+strconv.Quote(first))
+			return fail(Malformed, "event stream starts with "+strconv.Quote(first))
 		}
 		if n > 0 {
 			a.dl.progress()
@@ -243,13 +244,13 @@ func (a *attempt) modifyResponse(resp *http.Response) error {
 	switch {
 	case err != nil:
 		jb.Close()
-		return classify(a.ctx, a.client, err, a.w, a.stage)
+		return classify(a.ctx, a.client, err, a.w, a.Stage)
 	case len(body) > maxResponseBytes:
 		jb.Close()
-		return fail(failMalformed, "answer over "+strconv.Itoa(maxResponseBytes)+" bytes")
+		return fail(Malformed, "answer over "+strconv.Itoa(maxResponseBytes)+" bytes")
 	case strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") && !json.Valid(body):
 		defer jb.Close()
-		return fail(failMalformed, "answer is not JSON: "+clipText(string(body), 200))
+		return fail(Malformed, "answer is not JSON: "+logline.Clip(string(body), 200))
 	}
 	a.verdict(nil)
 	jb.rd.Reset(body)
@@ -371,16 +372,12 @@ func (b *streamBody) Read(p []byte) (int, error) {
 		return n, err
 	}
 	a := b.a
-	de := classify(a.ctx, a.client, err, a.w, a.stage)
-	if de.kind == failClientGone {
+	de := classify(a.ctx, a.client, err, a.w, a.Stage)
+	if de.Kind == ClientGone {
 		return n, err
 	}
 	a.verdict(de)
-	a.s.metrics.observeFailure(de)
-	_, code, msg := failureResponse(de)
-	a.rec.streamFailure(code, de.Error())
-	event, _ := json.Marshal(errorBody(http.StatusBadGateway, code, msg+" (request id "+a.rec.reqID+")"))
-	b.pending = append(append([]byte("\n\ndata: "), event...), "\n\n"...)
+	b.pending = append(append([]byte("\n\ndata: "), a.out.StreamFailed(de)...), "\n\n"...)
 	b.failed = true
 	return n, nil
 }

@@ -1,4 +1,4 @@
-package server
+package dispatch
 
 import (
 	"context"
@@ -14,35 +14,37 @@ import (
 	"github.com/routerkit/router/runtime/upstream"
 )
 
-// timeouts are the plan's dispatch deadlines as durations, defaults filled in for a
-// plan built without the compiler.
-type timeouts struct {
-	connect, firstByte, streamIdle, total, prefillStatus, bodyRead time.Duration
+// Timeouts are the plan's dispatch deadlines as durations, defaults filled in for a
+// plan built without the compiler. BodyRead bounds the client's body, which the HTTP edge
+// reads.
+type Timeouts struct {
+	Connect, FirstByte, StreamIdle, Total, PrefillStatus, BodyRead time.Duration
 }
 
-func timeoutsOf(t plan.Timeouts) timeouts {
+// TimeoutsOf returns t as durations.
+func TimeoutsOf(t plan.Timeouts) Timeouts {
 	ms := func(v, def int) time.Duration {
 		if v <= 0 {
 			v = def
 		}
 		return time.Duration(v) * time.Millisecond
 	}
-	return timeouts{
-		connect:       ms(t.ConnectMS, 5000),
-		firstByte:     ms(t.FirstByteMS, 300_000),
-		streamIdle:    ms(t.StreamIdleMS, 60_000),
-		total:         ms(t.TotalMS, 1_800_000),
-		prefillStatus: ms(t.PrefillStatusMS, 30_000),
-		bodyRead:      ms(t.BodyReadMS, 30_000),
+	return Timeouts{
+		Connect:       ms(t.ConnectMS, 5000),
+		FirstByte:     ms(t.FirstByteMS, 300_000),
+		StreamIdle:    ms(t.StreamIdleMS, 60_000),
+		Total:         ms(t.TotalMS, 1_800_000),
+		PrefillStatus: ms(t.PrefillStatusMS, 30_000),
+		BodyRead:      ms(t.BodyReadMS, 30_000),
 	}
 }
 
-// newTransport is the production transport: plain-HTTP engines are spoken to by
+// NewTransport is the production transport: plain-HTTP engines are spoken to by
 // upstream.Transport in the dispatching goroutine, on pooled keep-alive connections (up
 // to 256 idle per engine), and https or proxied engines by a net/http Transport pooled
 // the same way; both dial with the configured connect timeout.
-func newTransport(t timeouts) *upstream.Transport {
-	dial := (&net.Dialer{Timeout: t.connect, KeepAlive: 30 * time.Second}).DialContext
+func NewTransport(t Timeouts) *upstream.Transport {
+	dial := (&net.Dialer{Timeout: t.Connect, KeepAlive: 30 * time.Second}).DialContext
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 256
 	tr.DialContext = dial
@@ -50,7 +52,7 @@ func newTransport(t timeouts) *upstream.Transport {
 }
 
 // deadlines enforce one dispatch's first-byte, stream-idle and total deadlines with one
-// timer. Each cancels the dispatch context with a timeout dispatchError as its cause, so
+// timer. Each cancels the dispatch context with a timeout Error as its cause, so
 // every reader of the context (the transport, the proxy's error handler, the stream
 // guard) sees which deadline passed.
 //
@@ -75,7 +77,7 @@ type deadlines struct {
 	totalAt  time.Time
 	cancel   context.CancelCauseFunc
 	w        *engine.Worker
-	stage    plan.Role
+	Stage    plan.Role
 	first    time.Duration
 	idleFor  time.Duration
 	totalIn  time.Duration
@@ -86,10 +88,10 @@ type deadlines struct {
 // startDeadlines starts a dispatch's deadlines. A PD decode half (pf set) waits for the
 // KV hand-over from its prefill before it can answer, so its first-byte deadline starts
 // once the prefill's status is known; until then timeouts.prefill_status_ms bounds it.
-func (s *Server) startDeadlines(ctx context.Context, cancel context.CancelCauseFunc, w *engine.Worker, stage plan.Role, pf *prefillStatus) *deadlines {
+func (dp *Dispatcher) startDeadlines(ctx context.Context, cancel context.CancelCauseFunc, w *engine.Worker, stage plan.Role, pf *prefillStatus) *deadlines {
 	now := time.Now()
-	d := &deadlines{cancel: cancel, w: w, stage: stage, first: s.timeouts.firstByte, idleFor: s.timeouts.streamIdle, totalIn: s.timeouts.total,
-		base: now, firstAt: now.Add(s.timeouts.firstByte), totalAt: now.Add(s.timeouts.total), waiting: pf != nil}
+	d := &deadlines{cancel: cancel, w: w, Stage: stage, first: dp.timeouts.FirstByte, idleFor: dp.timeouts.StreamIdle, totalIn: dp.timeouts.Total,
+		base: now, firstAt: now.Add(dp.timeouts.FirstByte), totalAt: now.Add(dp.timeouts.Total), waiting: pf != nil}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	next := d.nextLocked(now) // the lock is held: a timer that fires at once waits for d.timer
@@ -145,14 +147,14 @@ func (d *deadlines) check() {
 		return
 	}
 	now := time.Now()
-	var err *dispatchError
+	var err *Error
 	switch {
 	case !now.Before(d.totalAt):
-		err = &dispatchError{kind: failTimeout, stage: d.stage, worker: d.w, phase: phaseTotal, after: d.totalIn}
+		err = &Error{Kind: Timeout, Stage: d.Stage, Worker: d.w, Phase: PhaseTotal, After: d.totalIn}
 	case d.idle && now.Sub(d.base)-time.Duration(d.lastRead.Load()) >= d.idleFor:
-		err = &dispatchError{kind: failTimeout, stage: d.stage, worker: d.w, phase: phaseStreamIdle, after: d.idleFor}
+		err = &Error{Kind: Timeout, Stage: d.Stage, Worker: d.w, Phase: PhaseStreamIdle, After: d.idleFor}
 	case !d.started && !d.waiting && !now.Before(d.firstAt):
-		err = &dispatchError{kind: failTimeout, stage: d.stage, worker: d.w, phase: phaseFirstByte, after: d.first}
+		err = &Error{Kind: Timeout, Stage: d.Stage, Worker: d.w, Phase: PhaseFirstByte, After: d.first}
 	default:
 		d.armLocked(now)
 	}

@@ -1,4 +1,4 @@
-package server
+package dispatch
 
 import (
 	"context"
@@ -11,11 +11,11 @@ import (
 )
 
 // started starts a dispatch's deadlines under timeouts to, on a context the test ends.
-func started(t *testing.T, to timeouts, role plan.Role, pf *prefillStatus) (context.Context, *deadlines) {
+func started(t *testing.T, to Timeouts, role plan.Role, pf *prefillStatus) (context.Context, *deadlines) {
 	t.Helper()
 	ctx, cancel := context.WithCancelCause(context.Background())
-	s := &Server{timeouts: to}
-	d := s.startDeadlines(ctx, cancel, engine.New(plan.Engine{ID: "E1"}), role, pf)
+	dp := &Dispatcher{timeouts: to}
+	d := dp.startDeadlines(ctx, cancel, engine.New(plan.Engine{ID: "E1"}), role, pf)
 	t.Cleanup(func() { d.stop(); cancel(nil) })
 	return ctx, d
 }
@@ -23,7 +23,7 @@ func started(t *testing.T, to timeouts, role plan.Role, pf *prefillStatus) (cont
 // A stream that keeps delivering within the idle time lives past many idle periods; one
 // that goes quiet is cut with the stream-idle phase as the cause.
 func TestStreamIdleDeadlineFollowsReads(t *testing.T) {
-	ctx, d := started(t, timeouts{firstByte: time.Minute, streamIdle: 300 * time.Millisecond, total: time.Minute}, plan.RolePlain, nil)
+	ctx, d := started(t, Timeouts{FirstByte: time.Minute, StreamIdle: 300 * time.Millisecond, Total: time.Minute}, plan.RolePlain, nil)
 	d.gotHeaders()
 	d.headers()
 	for range 20 { // a second and a half of reads, five idle periods
@@ -38,8 +38,8 @@ func TestStreamIdleDeadlineFollowsReads(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a quiet stream was never cut")
 	}
-	var de *dispatchError
-	if !errors.As(context.Cause(ctx), &de) || de.kind != failTimeout || de.phase != phaseStreamIdle || de.after != 300*time.Millisecond {
+	var de *Error
+	if !errors.As(context.Cause(ctx), &de) || de.Kind != Timeout || de.Phase != PhaseStreamIdle || de.After != 300*time.Millisecond {
 		t.Fatalf("cause = %v, want a stream_idle timeout after 300ms", context.Cause(ctx))
 	}
 }
@@ -47,15 +47,15 @@ func TestStreamIdleDeadlineFollowsReads(t *testing.T) {
 // The first-byte deadline names its own phase, and stopping the deadlines leaves no
 // timer to fire.
 func TestFirstByteDeadlineAndStop(t *testing.T) {
-	ctx, d := started(t, timeouts{firstByte: 50 * time.Millisecond, streamIdle: time.Minute, total: time.Minute}, plan.RolePlain, nil)
+	ctx, d := started(t, Timeouts{FirstByte: 50 * time.Millisecond, StreamIdle: time.Minute, Total: time.Minute}, plan.RolePlain, nil)
 	<-ctx.Done()
 	d.stop()
-	var de *dispatchError
-	if !errors.As(context.Cause(ctx), &de) || de.phase != phaseFirstByte {
+	var de *Error
+	if !errors.As(context.Cause(ctx), &de) || de.Phase != PhaseFirstByte {
 		t.Fatalf("cause = %v, want a first_byte timeout", context.Cause(ctx))
 	}
 
-	ctx2, d := started(t, timeouts{firstByte: 50 * time.Millisecond, streamIdle: 20 * time.Millisecond, total: time.Minute}, plan.RolePlain, nil)
+	ctx2, d := started(t, Timeouts{FirstByte: 50 * time.Millisecond, StreamIdle: 20 * time.Millisecond, Total: time.Minute}, plan.RolePlain, nil)
 	d.gotHeaders()
 	d.headers()
 	d.stop()
@@ -73,32 +73,32 @@ func phaseOf(t *testing.T, ctx context.Context, within time.Duration) string {
 	case <-time.After(within):
 		t.Fatalf("not cancelled within %v", within)
 	}
-	var de *dispatchError
-	if !errors.As(context.Cause(ctx), &de) || de.kind != failTimeout {
+	var de *Error
+	if !errors.As(context.Cause(ctx), &de) || de.Kind != Timeout {
 		t.Fatalf("cause = %v, want a timeout", context.Cause(ctx))
 	}
-	return de.phase
+	return de.Phase
 }
 
 // The one timer, re-armed for the total deadline while the headers were in (a PD decode
 // half waiting for its prefill's status), is brought forward when the body may flow: the
 // stream-idle deadline still holds.
 func TestIdleDeadlineAfterAWaitBetweenHeadersAndBody(t *testing.T) {
-	ctx, d := started(t, timeouts{firstByte: 50 * time.Millisecond, streamIdle: 200 * time.Millisecond, total: time.Minute}, plan.RolePlain, nil)
+	ctx, d := started(t, Timeouts{FirstByte: 50 * time.Millisecond, StreamIdle: 200 * time.Millisecond, Total: time.Minute}, plan.RolePlain, nil)
 	d.gotHeaders()
 	time.Sleep(300 * time.Millisecond) // the timer fired and re-armed for the total deadline
 	if ctx.Err() != nil {
 		t.Fatalf("cut while waiting after the headers: %v", context.Cause(ctx))
 	}
 	d.headers()
-	if p := phaseOf(t, ctx, 5*time.Second); p != phaseStreamIdle {
-		t.Fatalf("phase %s, want %s", p, phaseStreamIdle)
+	if p := phaseOf(t, ctx, 5*time.Second); p != PhaseStreamIdle {
+		t.Fatalf("phase %s, want %s", p, PhaseStreamIdle)
 	}
 }
 
 // The total deadline cuts a stream that never goes quiet.
 func TestTotalDeadlineCutsABusyStream(t *testing.T) {
-	ctx, d := started(t, timeouts{firstByte: time.Minute, streamIdle: time.Minute, total: 150 * time.Millisecond}, plan.RolePlain, nil)
+	ctx, d := started(t, Timeouts{FirstByte: time.Minute, StreamIdle: time.Minute, Total: 150 * time.Millisecond}, plan.RolePlain, nil)
 	d.gotHeaders()
 	d.headers()
 	go func() {
@@ -107,21 +107,21 @@ func TestTotalDeadlineCutsABusyStream(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
-	if p := phaseOf(t, ctx, 5*time.Second); p != phaseTotal {
-		t.Fatalf("phase %s, want %s", p, phaseTotal)
+	if p := phaseOf(t, ctx, 5*time.Second); p != PhaseTotal {
+		t.Fatalf("phase %s, want %s", p, PhaseTotal)
 	}
 }
 
 // A PD decode half's first-byte deadline starts when its prefill's status is known.
 func TestDecodeFirstByteDeadlineStartsAfterPrefill(t *testing.T) {
 	pf := newPrefillStatus()
-	ctx, _ := started(t, timeouts{firstByte: 100 * time.Millisecond, streamIdle: time.Minute, total: time.Minute}, plan.RoleDecode, pf)
+	ctx, _ := started(t, Timeouts{FirstByte: 100 * time.Millisecond, StreamIdle: time.Minute, Total: time.Minute}, plan.RoleDecode, pf)
 	time.Sleep(300 * time.Millisecond)
 	if ctx.Err() != nil {
 		t.Fatalf("the first-byte deadline ran while the prefill was pending: %v", context.Cause(ctx))
 	}
 	pf.set(nil)
-	if p := phaseOf(t, ctx, 5*time.Second); p != phaseFirstByte {
-		t.Fatalf("phase %s, want %s", p, phaseFirstByte)
+	if p := phaseOf(t, ctx, 5*time.Second); p != PhaseFirstByte {
+		t.Fatalf("phase %s, want %s", p, PhaseFirstByte)
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package dispatch
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/engine"
+	"github.com/routerkit/router/runtime/logline"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/request"
 	"github.com/routerkit/router/runtime/strictjson"
@@ -27,13 +28,13 @@ import (
 type prefillStatus struct {
 	once sync.Once
 	done chan struct{}
-	err  *dispatchError
+	err  *Error
 }
 
 func newPrefillStatus() *prefillStatus { return &prefillStatus{done: make(chan struct{})} }
 
 // set records the status and reports whether this call was the one that set it.
-func (p *prefillStatus) set(err *dispatchError) (won bool) {
+func (p *prefillStatus) set(err *Error) (won bool) {
 	p.once.Do(func() { p.err, won = err, true; close(p.done) })
 	return won
 }
@@ -52,7 +53,7 @@ func (p *prefillStatus) wait(ctx context.Context) error {
 }
 
 // known returns the prefill's failure if its status is already known.
-func (p *prefillStatus) known() *dispatchError {
+func (p *prefillStatus) known() *Error {
 	select {
 	case <-p.done:
 		return p.err
@@ -76,41 +77,41 @@ var errDecodeDone = errors.New("decode finished")
 // are released on every path. The returned failure, when both halves failed, prefers a
 // 4xx rejection (the request is wrong; no retry helps) and then the prefill's failure,
 // which usually caused the decode's.
-func (s *Server) dispatchPD(rec *recorder, r *http.Request, p *request.Prepared, sel bucket.Selection) *dispatchError {
+func (dp *Dispatcher) dispatchPD(out Writer, r *http.Request, p *request.Prepared, sel bucket.Selection) *Error {
 	pre, dec := sel.Prefill.Engine, sel.Decode.Engine
 	body, err := withBootstrap(p.Body, pre, rand.Uint64()&(1<<63-1), p.Batch)
 	if err != nil {
-		return &dispatchError{kind: failMalformed, stage: plan.RolePrefill, worker: pre, detail: err.Error()}
+		return &Error{Kind: Malformed, Stage: plan.RolePrefill, Worker: pre, Detail: err.Error()}
 	}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	status := newPrefillStatus()
-	deadline := time.AfterFunc(s.timeouts.prefillStatus, func() {
-		e := &dispatchError{kind: failTimeout, stage: plan.RolePrefill, worker: pre, phase: phasePrefillStatus, after: s.timeouts.prefillStatus}
+	deadline := time.AfterFunc(dp.timeouts.PrefillStatus, func() {
+		e := &Error{Kind: Timeout, Stage: plan.RolePrefill, Worker: pre, Phase: PhasePrefillStatus, After: dp.timeouts.PrefillStatus}
 		if status.set(e) {
 			cancel(e)
 		}
 	})
 	defer deadline.Stop()
-	preGuard := s.table.Acquire(pre)
+	preGuard := dp.table.Acquire(pre)
 	prefillDone := make(chan struct{})
 	go func() {
 		defer close(prefillDone)
 		defer preGuard.Release()
-		s.prefill(ctx, cancel, pre, r, rec.reqID, body, status)
+		dp.prefill(ctx, cancel, pre, r, out.ID(), body, status)
 	}()
-	decErr := s.forward(rec, r.WithContext(ctx), body, dec, plan.RoleDecode, status)
+	decErr := dp.forward(out, r.WithContext(ctx), body, dec, plan.RoleDecode, status)
 	cancel(errDecodeDone)
 	<-prefillDone
 	if decErr == nil {
 		return nil
 	}
 	preErr := status.known()
-	out := decErr
-	if !decErr.rejection() && preErr != nil && (preErr.rejection() || decErr.kind != failClientGone) {
-		out = preErr
+	failed := decErr
+	if !decErr.Rejection() && preErr != nil && (preErr.Rejection() || decErr.Kind != ClientGone) {
+		failed = preErr
 	}
-	cp := *out
+	cp := *failed
 	cp.sent = true // both halves were dispatched: never retried
 	return &cp
 }
@@ -119,11 +120,11 @@ func (s *Server) dispatchPD(rec *recorder, r *http.Request, p *request.Prepared,
 // sees; a non-2xx status is a failure. The status is reported as soon as it is known; a
 // failure, then or while the answer drains, cancels the whole PD request with itself as
 // the cause.
-func (s *Server) prefill(ctx context.Context, cancel context.CancelCauseFunc, w *engine.Worker, in *http.Request, reqID string, body payload, status *prefillStatus) {
-	a := &attempt{s: s, w: w, stage: plan.RolePrefill}
-	fail := func(e *dispatchError) {
+func (dp *Dispatcher) prefill(ctx context.Context, cancel context.CancelCauseFunc, w *engine.Worker, in *http.Request, reqID string, body payload, status *prefillStatus) {
+	a := &attempt{dp: dp, w: w, Stage: plan.RolePrefill}
+	fail := func(e *Error) {
 		if errors.Is(context.Cause(ctx), errDecodeDone) {
-			a.verdict(&dispatchError{kind: failClientGone}) // the decode half ended first: no verdict
+			a.verdict(&Error{Kind: ClientGone}) // the decode half ended first: no verdict
 			return
 		}
 		a.verdict(e)
@@ -133,20 +134,20 @@ func (s *Server) prefill(ctx context.Context, cancel context.CancelCauseFunc, w 
 	}
 	// The deadline only cancels; this goroutine alone reports the outcome, reading the
 	// timeout back as the context's cause.
-	total := time.AfterFunc(s.timeouts.total, func() {
-		cancel(&dispatchError{kind: failTimeout, stage: plan.RolePrefill, worker: w, phase: phaseTotal, after: s.timeouts.total})
+	total := time.AfterFunc(dp.timeouts.Total, func() {
+		cancel(&Error{Kind: Timeout, Stage: plan.RolePrefill, Worker: w, Phase: PhaseTotal, After: dp.timeouts.Total})
 	})
 	defer total.Stop()
-	req, err := s.engineRequest(ctx, in, reqID, w, body)
+	req, err := dp.engineRequest(ctx, in, reqID, w, body)
 	if err != nil {
-		fail(&dispatchError{kind: failMalformed, stage: plan.RolePrefill, worker: w, detail: err.Error()})
+		fail(&Error{Kind: Malformed, Stage: plan.RolePrefill, Worker: w, Detail: err.Error()})
 		return
 	}
-	resp, err := s.client.Do(req)
+	resp, err := dp.client.Do(req)
 	if err != nil {
 		e := classify(ctx, in.Context(), err, w, plan.RolePrefill)
-		if e.kind == failTimeout && e.phase == phaseConnect {
-			e.after = s.timeouts.connect
+		if e.Kind == Timeout && e.Phase == PhaseConnect {
+			e.After = dp.timeouts.Connect
 		}
 		fail(e)
 		return
@@ -167,13 +168,13 @@ func (s *Server) prefill(ctx context.Context, cancel context.CancelCauseFunc, w 
 
 // engineRequest is the POST of body to engine w on the client's path, with the header
 // set every half of a request gets (the header policy, the request id, forwarding).
-func (s *Server) engineRequest(ctx context.Context, in *http.Request, reqID string, w *engine.Worker, body payload) (*http.Request, error) {
+func (dp *Dispatcher) engineRequest(ctx context.Context, in *http.Request, reqID string, w *engine.Worker, body payload) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.Target().JoinPath(in.URL.Path).String(), body.reader())
 	if err != nil {
 		return nil, err
 	}
 	req.ContentLength, req.GetBody = body.len(), func() (io.ReadCloser, error) { return body.reader(), nil }
-	req.Header = s.headers.outbound(in.Header, reqID)
+	req.Header = dp.headers.Outbound(in.Header, reqID)
 	setForwarded(req.Header, in)
 	if _, ok := req.Header["User-Agent"]; !ok {
 		req.Header.Set("User-Agent", "") // as the proxy does: no Go default in its place
@@ -183,13 +184,13 @@ func (s *Server) engineRequest(ctx context.Context, in *http.Request, reqID stri
 
 // statusFailure is an engine's non-2xx answer raw as a dispatch failure: a rejection
 // (4xx) keeps the engine's own message for the client, anything else only the router's.
-func statusFailure(w *engine.Worker, stage plan.Role, status int, raw []byte) *dispatchError {
-	e := &dispatchError{kind: failStatus, stage: stage, worker: w, status: status, detail: clipText(string(raw), maxErrorText)}
+func statusFailure(w *engine.Worker, stage plan.Role, status int, raw []byte) *Error {
+	e := &Error{Kind: BadStatus, Stage: stage, Worker: w, Status: status, Detail: logline.Clip(string(raw), logline.MaxErrorText)}
 	if status/100 == 3 {
-		e.kind = failMalformed
+		e.Kind = Malformed
 	}
-	if e.rejection() {
-		e.engineMsg, e.detail = clipText(engineMessage(raw), 512), ""
+	if e.Rejection() {
+		e.EngineMsg, e.Detail = logline.Clip(engineMessage(raw), 512), ""
 	}
 	return e
 }

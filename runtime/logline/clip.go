@@ -1,16 +1,16 @@
-package server
+package logline
 
 import "strings"
 
 // Bounds on client-influenced text the router keeps (decisions, logs).
 const (
-	maxModelText = 128
-	maxErrorText = 1024
+	MaxModelText = 128
+	MaxErrorText = 1024
 )
 
-// clipText returns s cut to at most n bytes on a rune boundary, marked with "…" when cut,
+// Clip returns s cut to at most n bytes on a rune boundary, marked with "…" when cut,
 // with control characters replaced so a log line stays one line.
-func clipText(s string, n int) string {
+func Clip(s string, n int) string {
 	cut := false
 	if len(s) > n {
 		s, cut = strings.ToValidUTF8(s[:n], ""), true // drops a rune cut in half
