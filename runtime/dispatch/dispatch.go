@@ -10,7 +10,6 @@ package dispatch
 import (
 	"log/slog"
 	"net/http"
-	"net/http/httputil"
 
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/engine"
@@ -45,18 +44,13 @@ type Dispatcher struct {
 	timeouts    Timeouts
 	headers     HeaderPolicy
 	maxAttempts int
-	// proxy is the generation's one ReverseProxy (see newProxy): its error handler reads
-	// the generation's timeouts.
-	proxy *httputil.ReverseProxy
 }
 
 // New builds the dispatcher of plan p: engines are spoken to through client, their
 // in-flight counts kept in table and the prefix indexes in deps taught what they served.
 func New(p *plan.Plan, client *http.Client, table *load.Table, deps policy.Deps, log *slog.Logger) *Dispatcher {
-	dp := &Dispatcher{client: client, table: table, deps: deps, log: log,
+	return &Dispatcher{client: client, table: table, deps: deps, log: log,
 		timeouts: TimeoutsOf(p.Timeouts), headers: NewHeaderPolicy(p.Headers), maxAttempts: max(p.Retries.MaxAttempts, 1)}
-	dp.proxy = dp.newProxy()
-	return dp
 }
 
 // Do sends a selected request to its engines. An attempt the engines never received

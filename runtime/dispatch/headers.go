@@ -58,8 +58,8 @@ func (hp HeaderPolicy) Outbound(in http.Header, reqID string) http.Header {
 }
 
 // apply turns a copy of a client request's headers into the headers an engine gets for
-// the request with id reqID, in place. The proxy applies it to the copy ReverseProxy
-// makes anyway, so that a dispatch copies the client's headers once.
+// the request with id reqID, in place. The proxy applies it to the copy of the client's
+// request it makes for the engine anyway, so that a dispatch copies the headers once.
 func (hp HeaderPolicy) apply(h http.Header, reqID string) {
 	var named map[string]bool
 	for _, v := range h["Connection"] {

@@ -5,10 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
+	"mime"
 	"net"
 	"net/http"
-	"net/http/httputil"
+	"net/http/httptrace"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,40 +40,23 @@ func (p payload) reader() io.ReadCloser {
 	return io.NopCloser(io.MultiReader(bytes.NewReader(p.head), bytes.NewReader(p.tail)))
 }
 
-// attempt is one dispatch to one engine. It is also the dispatch's context (the client's
-// context with the dispatch's cancellation), so the generation's one ReverseProxy finds the
-// attempt in every hook through the request it is handed, with nothing allocated per
-// request for hooks.
+// attempt is one dispatch to one engine: where it goes, what it sends, and its deadlines
+// and breaker verdict. It is a local of forward, handed explicitly to each step (as
+// Caddy's reverse proxy keeps its per-request state in locals and calls its transport
+// itself), so a reader can follow a body to its engine and back.
 type attempt struct {
-	context.Context
 	dp     *Dispatcher
 	w      *engine.Worker
 	Stage  plan.Role
 	out    Writer
 	body   payload
 	client context.Context // the client's request context
-	ctx    context.Context
+	ctx    context.Context // the dispatch's: the client's with the deadlines' cancellation
 	dl     *deadlines
 	// prefill, for the decode half of a PD request, is where the prefill's status
 	// arrives; the decode response waits for it.
 	prefill *prefillStatus
-	err     *Error
 	judged  bool
-}
-
-// attemptKey finds the attempt in a context derived from it.
-type attemptKey struct{}
-
-// Value returns the attempt itself for attemptKey.
-func (a *attempt) Value(key any) any {
-	if key == (attemptKey{}) {
-		return a
-	}
-	return a.Context.Value(key)
-}
-
-func attemptOf(r *http.Request) *attempt {
-	return r.Context().Value(attemptKey{}).(*attempt)
 }
 
 // verdict reports the dispatch's outcome to the engine's breaker, once. A failure of
@@ -108,85 +92,173 @@ func (dp *Dispatcher) forward(out Writer, r *http.Request, body payload, w *engi
 	defer guard.Release()
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	a := &attempt{Context: ctx, dp: dp, w: w, Stage: stage, out: out, body: body, client: r.Context(), ctx: ctx, prefill: pf}
+	a := &attempt{dp: dp, w: w, Stage: stage, out: out, body: body, client: r.Context(), ctx: ctx, prefill: pf}
 	a.dl = dp.startDeadlines(ctx, cancel, w, stage, pf)
 	defer a.dl.stop()
-
-	// The body and the engine's headers are set by the proxy's Rewrite (see newProxy):
-	// neither the client's body nor its headers are what ReverseProxy forwards.
-	req := r.WithContext(a)
-	req.Body, req.ContentLength, req.GetBody = nil, 0, nil
-	dp.proxy.ServeHTTP(out, req)
-	a.verdict(a.err)
-	return a.err
+	err := a.proxy(r)
+	a.verdict(err)
+	return err
 }
 
-// newProxy is the server's one ReverseProxy. Its hooks read the dispatch from the
-// outgoing request's context (see attempt), and its copy buffers come from a pool, so a
-// request allocates neither a proxy nor its hooks nor a 32 KiB buffer.
-//
-// Rewrite gives the outgoing request its body, the payload in memory. A body passed
-// through ReverseProxy instead is wrapped in a reader the transport does not know to be
-// in memory, so the transport writes the request headers and the body in two write
-// calls, two TCP segments for the engine to wake up to; an in-memory body goes out with
-// its headers in one.
-//
-// FlushInterval is zero: a stream (text/event-stream) is still flushed after every
-// write, which ReverseProxy does for streams whatever the setting, while a
-// non-streamed answer, which modifyResponse has read whole and given its length,
-// goes out in one write when the handler returns. Flushing it too would start a timer
-// per request that flushes the headers on their own, racing the body's write.
-func (dp *Dispatcher) newProxy() *httputil.ReverseProxy {
-	return &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			a := attemptOf(pr.In)
-			pr.SetURL(a.w.Target())
-			// pr.Out.Header is ReverseProxy's copy of the client's headers, hop-by-hop
-			// headers already removed.
-			a.dp.headers.apply(pr.Out.Header, a.out.ID())
-			pr.Out.Header["Content-Length"] = []string{strconv.FormatInt(a.body.len(), 10)}
-			setForwarded(pr.Out.Header, pr.In)
-			pr.Out.Body, pr.Out.ContentLength, pr.Out.GetBody = a.body.reader(), a.body.len(), a.body.getBody
-		},
-		Transport:     dp.client.Transport,
-		FlushInterval: 0,
-		BufferPool:    copyBuffers{},
-		ModifyResponse: func(resp *http.Response) error {
-			return attemptOf(resp.Request).modifyResponse(resp)
-		},
-		ErrorHandler: func(_ http.ResponseWriter, r *http.Request, err error) {
-			a := attemptOf(r)
-			a.err = classify(a.ctx, a.client, err, a.w, a.Stage)
-			if a.err.Kind == Timeout && a.err.Phase == PhaseConnect {
-				a.err.After = dp.timeouts.Connect
+// proxy sends the attempt's body to its engine on the client's method, path and query,
+// and copies the engine's answer to the client, as httputil.ReverseProxy does (the
+// router used it until the attempt became explicit; these steps keep its behaviour):
+// the outgoing request gets the header policy's headers, the forwarding headers and no
+// default User-Agent; an informational (1xx) answer reaches the client; the response
+// headers go out once modifyResponse accepted them; a stream (text/event-stream, or an
+// answer of unknown length) is flushed after every write, while a non-streamed answer,
+// which modifyResponse read whole and gave its length, goes out in one write when the
+// handler returns; trailers follow the body; and a copy that fails after the headers
+// went out aborts the client's connection (http.ErrAbortHandler), the only way left to
+// tell a client the answer is cut.
+func (a *attempt) proxy(in *http.Request) *Error {
+	req := a.request(in)
+	var (
+		mu        sync.Mutex
+		roundDone bool
+	)
+	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, header textproto.MIMEHeader) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if roundDone {
+			return nil
+		}
+		h := a.out.Header()
+		copyHeader(h, http.Header(header))
+		a.out.WriteHeader(code)
+		clear(h)
+		return nil
+	}}
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+	resp, err := a.dp.client.Transport.RoundTrip(req)
+	mu.Lock()
+	roundDone = true
+	mu.Unlock()
+	if err != nil {
+		return a.failure(err)
+	}
+	removeHopByHop(resp.Header)
+	if err := a.modifyResponse(resp); err != nil {
+		resp.Body.Close()
+		return a.failure(err)
+	}
+	copyHeader(a.out.Header(), resp.Header)
+	announced := len(resp.Trailer)
+	if announced > 0 {
+		keys := make([]string, 0, announced)
+		for k := range resp.Trailer {
+			keys = append(keys, k)
+		}
+		a.out.Header().Add("Trailer", strings.Join(keys, ", "))
+	}
+	a.out.WriteHeader(resp.StatusCode)
+	if err := a.copyBody(resp); err != nil {
+		defer resp.Body.Close()
+		if in.Context().Value(http.ServerContextKey) != nil {
+			panic(http.ErrAbortHandler) // net/http recovers it and closes the connection
+		}
+		return nil
+	}
+	resp.Body.Close() // now rather than deferred: closing fills resp.Trailer
+	if len(resp.Trailer) > 0 {
+		_ = http.NewResponseController(a.out).Flush() // chunked, so the trailers can follow
+	}
+	if len(resp.Trailer) == announced {
+		copyHeader(a.out.Header(), resp.Trailer)
+		return nil
+	}
+	for k, vv := range resp.Trailer {
+		for _, v := range vv {
+			a.out.Header().Add(http.TrailerPrefix+k, v)
+		}
+	}
+	return nil
+}
+
+// request is the request to the engine: the client's method, path (under the engine's
+// URL) and query, the payload as an in-memory body and the engine's headers. An
+// in-memory body goes out with its headers in one write; a body the transport cannot
+// see is in memory is written in a second call, a second TCP segment for the engine to
+// wake up to.
+func (a *attempt) request(in *http.Request) *http.Request {
+	out := in.Clone(a.ctx)
+	out.Close = false
+	target := a.w.Target()
+	out.URL.Scheme, out.URL.Host, out.Host = target.Scheme, target.Host, ""
+	out.URL.Path, out.URL.RawPath = joinURLPath(target, in.URL)
+	out.URL.RawQuery = cleanQuery(out.URL.RawQuery)
+	if target.RawQuery != "" {
+		out.URL.RawQuery = strings.TrimSuffix(target.RawQuery+"&"+out.URL.RawQuery, "&")
+	}
+	// out.Header is a copy of the client's; the policy removes the hop-by-hop headers,
+	// those Connection names and the forwarding headers with the rest it never forwards.
+	a.dp.headers.apply(out.Header, a.out.ID())
+	out.Header["Content-Length"] = []string{strconv.FormatInt(a.body.len(), 10)}
+	setForwarded(out.Header, in)
+	if _, ok := out.Header["User-Agent"]; !ok {
+		out.Header["User-Agent"] = []string{""} // no Go default in its place
+	}
+	out.Body, out.ContentLength, out.GetBody = a.body.reader(), a.body.len(), a.body.getBody
+	return out
+}
+
+// failure classifies a failure of the attempt (see classify), naming the connect
+// timeout's length.
+func (a *attempt) failure(err error) *Error {
+	e := classify(a.ctx, a.client, err, a.w, a.Stage)
+	if e.Kind == Timeout && e.Phase == PhaseConnect {
+		e.After = a.dp.timeouts.Connect
+	}
+	return e
+}
+
+// copyBody copies the answer's body to the client with a pooled buffer, flushing after
+// every write for a stream (see proxy). It returns the first write error, or a read
+// error (the stream reader turns engine failures into an error event instead).
+func (a *attempt) copyBody(resp *http.Response) error {
+	flush := func() {}
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" || resp.ContentLength == -1 {
+		rc := http.NewResponseController(a.out)
+		flush = func() { _ = rc.Flush() }
+	}
+	buf := copyBufferPool.Get().(*[copyBufferSize]byte)
+	defer copyBufferPool.Put(buf)
+	for {
+		n, rerr := resp.Body.Read(buf[:])
+		if rerr != nil && rerr != io.EOF && rerr != context.Canceled {
+			a.dp.log.Debug("dispatch: read error during body copy", "request_id", a.out.ID(), "error", rerr)
+		}
+		if n > 0 {
+			nw, werr := a.out.Write(buf[:n])
+			if werr != nil {
+				return werr
 			}
-		},
-		ErrorLog: slog.NewLogLogger(dp.log.Handler(), slog.LevelDebug),
+			if nw != n {
+				return io.ErrShortWrite
+			}
+			flush()
+		}
+		if rerr == io.EOF {
+			return nil
+		}
+		if rerr != nil {
+			return rerr
+		}
 	}
 }
 
 // copyBufferSize is the size of the buffers that copy response bodies to clients, the
-// size ReverseProxy allocates when it has no pool.
+// size ReverseProxy allocated for each copy.
 const copyBufferSize = 32 << 10
 
 var copyBufferPool = sync.Pool{New: func() any { return new([copyBufferSize]byte) }}
-
-// copyBuffers lends ReverseProxy its copy buffers from copyBufferPool.
-type copyBuffers struct{}
-
-func (copyBuffers) Get() []byte { return copyBufferPool.Get().(*[copyBufferSize]byte)[:] }
-
-func (copyBuffers) Put(b []byte) {
-	if len(b) == copyBufferSize {
-		copyBufferPool.Put((*[copyBufferSize]byte)(b))
-	}
-}
 
 // modifyResponse runs when the engine's response headers arrive, before anything
 // reaches the client. A decode response first waits for its prefill's status. An error
 // status, a redirect or a non-streamed body that is cut or not JSON becomes a
 // Error (answered by the caller); engine headers the client should not see are
-// dropped; a stream is guarded against a cut and an idle engine.
+// dropped; a stream is guarded against a cut and an idle engine. It runs on the
+// engine's headers with the hop-by-hop ones removed.
 func (a *attempt) modifyResponse(resp *http.Response) error {
 	a.dl.gotHeaders()
 	if a.prefill != nil {
@@ -261,7 +333,7 @@ func (a *attempt) modifyResponse(resp *http.Response) error {
 }
 
 // jsonBody is a non-streamed answer read whole, lent from jsonBodies with its buffer and
-// returned when ReverseProxy closes it after copying it to the client.
+// returned when the proxy closes it after copying it to the client.
 type jsonBody struct {
 	buf bytes.Buffer
 	rd  bytes.Reader
@@ -275,7 +347,7 @@ var jsonBodies = sync.Pool{New: func() any { return new(jsonBody) }}
 
 func (b *jsonBody) Read(p []byte) (int, error) { return b.rd.Read(p) }
 
-// Close returns the body to the pool. ReverseProxy closes a body once it is copied.
+// Close returns the body to the pool. The proxy closes a body once it is copied.
 func (b *jsonBody) Close() error {
 	b.rd.Reset(nil)
 	if b.buf.Cap() <= maxPooledBody {
@@ -330,7 +402,7 @@ type streamBody struct {
 	failed     bool
 }
 
-// Close closes the engine's stream and returns the reader to its pool. ReverseProxy
+// Close closes the engine's stream and returns the reader to its pool. The proxy
 // closes it once, when the copy is over, and reads it no more; a second Close is
 // refused rather than putting the reader in the pool twice, where two streams would
 // share it.
