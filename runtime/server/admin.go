@@ -13,6 +13,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/decision"
 	"github.com/routerkit/router/runtime/discovery"
@@ -31,7 +32,7 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 		if tok := s.plan.AdminToken; tok != "" {
 			got, ok := bearer(r.Header.Get("Authorization"))
 			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
-				writeError(w, http.StatusUnauthorized, codeUnauthorized, "admin endpoints need Authorization: Bearer <admin_token>")
+				writeError(w, http.StatusUnauthorized, answer.CodeUnauthorized, "admin endpoints need Authorization: Bearer <admin_token>")
 				return
 			}
 		}
@@ -105,7 +106,7 @@ type BucketState struct {
 func (s *Server) state(w http.ResponseWriter, _ *http.Request) {
 	fams, err := s.metrics.reg.Gather()
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, bucket.CodeInternal, "gathering metrics: "+err.Error())
+		writeError(w, http.StatusInternalServerError, answer.CodeInternal, "gathering metrics: "+err.Error())
 		return
 	}
 	byName := map[string]*dto.MetricFamily{}

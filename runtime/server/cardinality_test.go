@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/logline"
 )
 
@@ -19,7 +20,7 @@ func TestUnknownModelsDoNotGrowMetrics(t *testing.T) {
 	for i := range 40 {
 		name, _ := json.Marshal(fmt.Sprintf("%s\x01\n%d", long, i))
 		status, code, _ := fc.post(t, `{"model":`+string(name)+`,"messages":[{"role":"user","content":"x"}]}`)
-		if status != http.StatusNotFound || code != codeModelNotFound {
+		if status != http.StatusNotFound || code != answer.CodeModelNotFound {
 			t.Fatalf("unknown model: %d %s", status, code)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/request"
 )
@@ -61,27 +62,27 @@ func (s *Server) engineInfo(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if url == "" {
-		writeError(w, http.StatusServiceUnavailable, codeNoHealthyEngine, fmt.Sprintf("model %q has no healthy engine to ask", m.Plan.Name))
+		writeError(w, http.StatusServiceUnavailable, answer.CodeNoHealthyEngine, fmt.Sprintf("model %q has no healthy engine to ask", m.Plan.Name))
 		return
 	}
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, url+r.URL.Path, nil)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, codeEngineError, err.Error())
+		writeError(w, http.StatusInternalServerError, answer.CodeEngineError, err.Error())
 		return
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		writeError(w, http.StatusBadGateway, codeEngineError, fmt.Sprintf("asking an engine of model %q: %v", m.Plan.Name, err))
+		writeError(w, http.StatusBadGateway, answer.CodeEngineError, fmt.Sprintf("asking an engine of model %q: %v", m.Plan.Name, err))
 		return
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxInfoBytes))
 	if err != nil {
-		writeError(w, http.StatusBadGateway, codeEngineError, fmt.Sprintf("reading the answer of an engine of model %q: %v", m.Plan.Name, err))
+		writeError(w, http.StatusBadGateway, answer.CodeEngineError, fmt.Sprintf("reading the answer of an engine of model %q: %v", m.Plan.Name, err))
 		return
 	}
 	if resp.StatusCode/100 != 2 {
-		writeError(w, http.StatusBadGateway, codeEngineError, fmt.Sprintf("an engine of model %q answered %s", m.Plan.Name, resp.Status))
+		writeError(w, http.StatusBadGateway, answer.CodeEngineError, fmt.Sprintf("an engine of model %q answered %s", m.Plan.Name, resp.Status))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/dispatch"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/monitor"
@@ -369,10 +370,10 @@ var routeList = func() string {
 func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	if method, ok := routes[r.URL.Path]; ok {
 		w.Header().Set("Allow", method)
-		writeError(w, http.StatusMethodNotAllowed, codeMethod, fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, method))
+		writeError(w, http.StatusMethodNotAllowed, answer.CodeMethod, fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, method))
 		return
 	}
-	writeError(w, http.StatusNotFound, codeNotFound, fmt.Sprintf("no route %s %s: this router serves %s", r.Method, r.URL.Path, routeList))
+	writeError(w, http.StatusNotFound, answer.CodeNotFound, fmt.Sprintf("no route %s %s: this router serves %s", r.Method, r.URL.Path, routeList))
 }
 
 func (s *Server) listModels(w http.ResponseWriter, _ *http.Request) {
