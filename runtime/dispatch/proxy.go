@@ -23,23 +23,6 @@ import (
 // before answering (so a cut or malformed answer is a 502, never a truncated 200).
 const maxResponseBytes = 64 << 20
 
-// payload is a request body sent to engines without copying the client's bytes: the
-// body itself, or for PD the body's head and a tail with the bootstrap fields.
-type payload struct {
-	head, tail []byte
-}
-
-func (p payload) len() int64 { return int64(len(p.head) + len(p.tail)) }
-
-func (p payload) getBody() (io.ReadCloser, error) { return p.reader(), nil }
-
-func (p payload) reader() io.ReadCloser {
-	if p.tail == nil {
-		return io.NopCloser(bytes.NewReader(p.head))
-	}
-	return io.NopCloser(io.MultiReader(bytes.NewReader(p.head), bytes.NewReader(p.tail)))
-}
-
 // attempt is one dispatch to one engine: where it goes, what it sends, and its deadlines
 // and breaker verdict. It is a local of forward, handed explicitly to each step (as
 // Caddy's reverse proxy keeps its per-request state in locals and calls its transport
@@ -173,33 +156,6 @@ func (a *attempt) proxy(in *http.Request) *Error {
 		}
 	}
 	return nil
-}
-
-// request is the request to the engine: the client's method, path (under the engine's
-// URL) and query, the payload as an in-memory body and the engine's headers. An
-// in-memory body goes out with its headers in one write; a body the transport cannot
-// see is in memory is written in a second call, a second TCP segment for the engine to
-// wake up to.
-func (a *attempt) request(in *http.Request) *http.Request {
-	out := in.Clone(a.ctx)
-	out.Close = false
-	target := a.w.Target()
-	out.URL.Scheme, out.URL.Host, out.Host = target.Scheme, target.Host, ""
-	out.URL.Path, out.URL.RawPath = joinURLPath(target, in.URL)
-	out.URL.RawQuery = cleanQuery(out.URL.RawQuery)
-	if target.RawQuery != "" {
-		out.URL.RawQuery = strings.TrimSuffix(target.RawQuery+"&"+out.URL.RawQuery, "&")
-	}
-	// out.Header is a copy of the client's; the policy removes the hop-by-hop headers,
-	// those Connection names and the forwarding headers with the rest it never forwards.
-	a.dp.headers.apply(out.Header, a.out.ID())
-	out.Header["Content-Length"] = []string{strconv.FormatInt(a.body.len(), 10)}
-	setForwarded(out.Header, in)
-	if _, ok := out.Header["User-Agent"]; !ok {
-		out.Header["User-Agent"] = []string{""} // no Go default in its place
-	}
-	out.Body, out.ContentLength, out.GetBody = a.body.reader(), a.body.len(), a.body.getBody
-	return out
 }
 
 // failure classifies a failure of the attempt (see classify), naming the connect
@@ -452,4 +408,51 @@ func (b *streamBody) Read(p []byte) (int, error) {
 	b.pending = append(append([]byte("\n\ndata: "), a.out.StreamFailed(de)...), "\n\n"...)
 	b.failed = true
 	return n, nil
+}
+
+// hopHeaders, removeHopByHop and copyHeader are net/http/httputil's (Copyright The Go
+// Authors, BSD-style license), as proxy keeps ReverseProxy's behaviour.
+
+// hopHeaders are the hop-by-hop headers an engine's answer never passes on.
+var hopHeaders = []string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+// removeHopByHop removes the hop-by-hop headers and those the Connection header names.
+func removeHopByHop(h http.Header) {
+	for _, f := range h["Connection"] {
+		for sf := range strings.SplitSeq(f, ",") {
+			if sf = textproto.TrimString(sf); sf != "" {
+				h.Del(sf)
+			}
+		}
+	}
+	for _, f := range hopHeaders {
+		h.Del(f)
+	}
+}
+
+func copyHeader(dst, src http.Header) {
+	for k, vv := range src {
+		for _, v := range vv {
+			dst.Add(k, v)
+		}
+	}
+}
+
+// clientResponseHeaders are the engine response headers a client gets. Anything else
+// (Set-Cookie, Server, Location, engine-internal headers) stays with the router: a
+// client talks to the router, not to the engine behind it.
+var clientResponseHeaders = map[string]bool{
+	"Content-Type": true, "Content-Length": true, "Content-Encoding": true,
+	"Cache-Control": true, "X-Accel-Buffering": true, "Retry-After": true,
+}
+
+func filterResponseHeaders(h http.Header) {
+	for k := range h {
+		if !clientResponseHeaders[k] {
+			delete(h, k)
+		}
+	}
 }

@@ -305,3 +305,56 @@ func (ms *Models) pdModel(m *plan.Model) bool {
 	}
 	return false
 }
+
+// fieldSetter sets the field of a request of type T that one key names from its parsed
+// value v, whose bytes in the body are raw, as encoding/json would, and reports false
+// for a value json would refuse.
+type fieldSetter[T any] func(req *T, v *strictjson.Value, raw []byte) bool
+
+// decodeOnePass decodes a request body in one pass, as decodeChat does for chats: the
+// body is parsed once (strictjson.Parse) and each key with a setter in fields sets its
+// field; other keys are ignored, as json ignores them. A body the pass does not take
+// whole is decoded again by the general strict decoder, whose error the client gets.
+// FuzzDecodeRequests checks that both ways agree. The parsed body is returned, nil when
+// the pass did not take it, for the values that are read further (promptsOf).
+func decodeOnePass[T any](body []byte, req *T, fields map[string]fieldSetter[T]) (*strictjson.Value, *Error) {
+	if v, err := strictjson.Parse(body, req); err == nil && v.Kind == strictjson.Object && setFields(req, &v, body, fields) {
+		return &v, nil
+	}
+	*req = *new(T)
+	return nil, decodeBody(body, req)
+}
+
+func setFields[T any](req *T, v *strictjson.Value, body []byte, fields map[string]fieldSetter[T]) bool {
+	for i, k := range v.Keys {
+		e := &v.Elems[i]
+		if set := fields[k]; set != nil && !set(req, e, body[e.Start:e.End]) {
+			return false
+		}
+	}
+	return true
+}
+
+func modelField[T any](field func(*T) **string) fieldSetter[T] {
+	return func(req *T, v *strictjson.Value, _ []byte) bool { return setModel(field(req), v) }
+}
+
+func rawField[T any](field func(*T) *json.RawMessage) fieldSetter[T] {
+	return func(req *T, _ *strictjson.Value, raw []byte) bool { *field(req) = raw; return true }
+}
+
+func intField[T any](field func(*T) **int64) fieldSetter[T] {
+	return func(req *T, v *strictjson.Value, _ []byte) bool { return setInt(field(req), v) }
+}
+
+func boolField[T any](field func(*T) *bool) fieldSetter[T] {
+	return func(req *T, v *strictjson.Value, _ []byte) bool { return setBool(field(req), v) }
+}
+
+// withSampling adds the setters of the sampling parameters to fields.
+func withSampling[T any](fields map[string]fieldSetter[T], sp func(*T) *sampling) map[string]fieldSetter[T] {
+	for _, key := range []string{"top_k", "temperature", "top_p", "min_p", "frequency_penalty", "presence_penalty", "repetition_penalty"} {
+		fields[key] = func(req *T, v *strictjson.Value, _ []byte) bool { return sp(req).set(key, v) }
+	}
+	return fields
+}
