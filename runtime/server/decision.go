@@ -1,12 +1,16 @@
 package server
 
 import (
+	"context"
+	"log/slog"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/decision"
+	"github.com/routerkit/router/runtime/logline"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
 )
@@ -128,4 +132,57 @@ func (r *recent) list() []Decision {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.After(out[j].Time) })
 	return out
+}
+
+// finish records a finished request: metrics, the recent-decisions ring and one log line.
+func (s *Server) finish(rec *recorder, d *Decision) {
+	status := rec.status
+	if status == 0 {
+		status = answer.StatusClientClosed
+	}
+	elapsed := time.Since(rec.start)
+	d.Status, d.DurationMS = status, float64(elapsed.Microseconds())/1000
+	switch {
+	case rec.failure != "":
+		d.Error = rec.failure
+	case d.Error == "" && rec.errCode != "":
+		d.Error = rec.errCode
+	}
+	// A client chooses the model name and much of an error's text: the decision ring and
+	// the log keep a bounded prefix of each.
+	d.Model, d.Error = logline.Clip(d.Model, logline.MaxModelText), logline.Clip(d.Error, logline.MaxErrorText)
+	s.metrics.observeRequest(d, rec, elapsed)
+	s.recent.add(d)
+	s.logRequest(d)
+}
+
+// logRequest writes the request's log line. The attributes are typed and the engines
+// are a group (engines.plain=E1, or "engines":{"plain":"E1"} in JSON) rather than a map,
+// which a handler would format by reflection on every request. The record goes to the
+// handler directly: slog.Logger would also capture the caller's stack for a source
+// location the router never logs.
+func (s *Server) logRequest(d *Decision) {
+	ctx := context.Background()
+	h := s.reqLog
+	if !h.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	var engines [len(d.picked)]slog.Attr
+	n := 0
+	for _, p := range d.picks() {
+		engines[n] = slog.String(p.stage, p.engine)
+		n++
+	}
+	if n == 2 && engines[0].Key > engines[1].Key { // stages by name, as a map's keys were
+		engines[0], engines[1] = engines[1], engines[0]
+	}
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
+	r.AddAttrs(slog.String("model", d.Model), slog.String("bucket", d.Bucket),
+		slog.Attr{Key: "engines", Value: slog.GroupValue(engines[:n]...)},
+		slog.Int("status", d.Status), slog.Float64("duration_ms", d.DurationMS),
+		slog.Int64("input_tokens", d.InputTokens))
+	if d.Error != "" {
+		r.AddAttrs(slog.String("error", d.Error))
+	}
+	_ = h.Handle(ctx, r)
 }
