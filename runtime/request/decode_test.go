@@ -40,26 +40,14 @@ func testModels(tb testing.TB, tok *plan.Tokenizer) *Models {
 	return ms
 }
 
-// longChat is a conversation of about words words in turns of 500, ending with a user
-// turn.
+// longChat is a conversation of turns of 500 words, at least words in all, ending with
+// a user turn.
 func longChat(words int) []byte {
-	type msg struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	}
-	var msgs []msg
+	var msgs []map[string]string
 	for i := 0; i*500 < words; i++ {
-		var s strings.Builder
-		for j := range 500 {
-			fmt.Fprintf(&s, "w%d%d ", i%97, j)
-		}
-		role := "user"
-		if i%2 == 1 {
-			role = "assistant"
-		}
-		msgs = append(msgs, msg{role, s.String()})
+		msgs = append(msgs, map[string]string{"role": [2]string{"user", "assistant"}[i%2], "content": strings.Repeat(fmt.Sprintf("w%d ", i), 500)})
 	}
-	msgs = append(msgs, msg{"user", "and now?"})
+	msgs = append(msgs, map[string]string{"role": "user", "content": "and now?"})
 	body, _ := json.Marshal(map[string]any{"model": "m", "messages": msgs, "max_tokens": 16})
 	return body
 }
