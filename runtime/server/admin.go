@@ -14,8 +14,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/routerkit/router/runtime/answer"
-	"github.com/routerkit/router/runtime/bucket"
-	"github.com/routerkit/router/runtime/decision"
 	"github.com/routerkit/router/runtime/discovery"
 	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
@@ -206,24 +204,24 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var (
-		facts    policy.Facts
-		resolver *bucket.Resolver
-		peakErr  error
-		err      error
+		facts   policy.Facts
+		m       *request.Model
+		peakErr error
+		err     error
 	)
 	var probe struct {
 		Messages    json.RawMessage `json:"messages"`
 		InputTokens json.RawMessage `json:"input_tokens"`
 	}
 	if strictjson.Unmarshal(body, &probe) == nil && (probe.Messages == nil || probe.InputTokens != nil) {
-		resolver, facts, peakErr, err = s.explainFacts(body)
+		m, facts, peakErr, err = s.explainFacts(body)
 	} else {
 		p, err := s.models.Chat(r, body)
 		if err != nil {
 			writeErr(w, err)
 			return
 		}
-		resolver, facts = p.Resolver, p.Facts
+		m, facts = s.models.Get(p.Facts.Model), p.Facts
 	}
 	if err != nil {
 		if _, ok := errors.AsType[*request.Error](err); !ok {
@@ -232,22 +230,13 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	trace := &decision.Trace{}
-	var sel bucket.Selection
-	err = peakErr
-	if err == nil {
-		sel, err = resolver.Route(r.Context(), &facts, &policy.Pass{Trace: trace, DryRun: true})
-	}
-	x := explain.New(&facts, trace, sel, err, s.reg, s.table, time.Now())
-	if m := s.models.Get(facts.Model); m != nil && facts.TokenIDs != nil {
-		x.SetTokens(m.TokName, facts.TokenIDs, s.deps.KV.BlockSizes(facts.Model))
-	}
+	x := explain.Run(r.Context(), m.Model, &facts, peakErr, s.deps, s.reg, s.table, time.Now(), facts.TokenIDs != nil)
 	writeJSON(w, http.StatusOK, x)
 }
 
-// explainFacts reads an explain.Request into the model's resolver and routing facts, or
-// the expected-peak failure that stops selection before it starts.
-func (s *Server) explainFacts(body []byte) (_ *bucket.Resolver, _ policy.Facts, peakErr, err error) {
+// explainFacts reads an explain.Request into its model and routing facts, or the
+// expected-peak failure that stops selection before it starts.
+func (s *Server) explainFacts(body []byte) (_ *request.Model, _ policy.Facts, peakErr, err error) {
 	var req explain.Request
 	if err := strictjson.Check(body, &req); err != nil {
 		return nil, policy.Facts{}, nil, fmt.Errorf("explain request: %w", err)
@@ -271,7 +260,7 @@ func (s *Server) explainFacts(body []byte) (_ *bucket.Resolver, _ policy.Facts, 
 	if err != nil {
 		return nil, policy.Facts{}, nil, &request.Error{Kind: request.Invalid, Msg: err.Error()}
 	}
-	return m.Resolver, facts, peakErr, nil
+	return m, facts, peakErr, nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
