@@ -39,7 +39,7 @@ fuzz:
 	$(GO) test ./runtime/request -run '^$$' -fuzz '^FuzzDecodeChat$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/request -run '^$$' -fuzz '^FuzzDecodeRequests$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/request -run '^$$' -fuzz '^FuzzPromptsOf$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzBootstrap$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/dispatch -run '^$$' -fuzz '^FuzzBootstrap$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzExplainRequest$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/monitor -run '^$$' -fuzz '^FuzzLoadReports$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/state/kv -run '^$$' -fuzz '^FuzzDecodeMessage$$' -fuzztime $(FUZZTIME)
