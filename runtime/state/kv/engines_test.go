@@ -22,7 +22,8 @@ func applyMessage(t *testing.T, ix *Index, seq uint64, batch any) {
 // f36f65268ed81dd1e2636bb2e0fa0a0e22c10688), written with the same msgpack library and
 // struct options: its "no parent" is ParentHash 0 (kvblock.EmptyBlockHash), not nil.
 type simStored struct {
-	_msgpack        struct{} `msgpack:",as_array"` //nolint:unused // msgpack reads the tag
+	//lint:ignore U1000 msgpack reads the field's tag
+	_msgpack        struct{} `msgpack:",as_array"`
 	Tag             string
 	BlockHashes     []any
 	ParentBlockHash any
