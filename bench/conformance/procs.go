@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -20,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -259,8 +259,8 @@ func Complete(ctx context.Context, client *http.Client, base string, prompt []ui
 	return ttft, nil
 }
 
-// PrefixCache is a simulator's vllm:prefix_cache_queries_total and
-// vllm:prefix_cache_hits_total, in prompt tokens.
+// PrefixCache is a simulator's vllm:prefix_cache_queries and vllm:prefix_cache_hits
+// counters (vLLM itself names them with _total), in prompt tokens.
 type PrefixCache struct{ Queries, Hits float64 }
 
 // Sub is the counters' growth since before.
@@ -279,22 +279,17 @@ func ReadPrefixCache(s *Sim) (PrefixCache, error) {
 	if err != nil {
 		return PrefixCache{}, err
 	}
+	// The series appear with the first request; before it they are zero.
 	var p PrefixCache
-	var found int
 	for _, line := range bytes.Split(text, []byte("\n")) {
 		name, value, ok := metricLine(line)
 		switch {
 		case !ok:
-		case name == "vllm:prefix_cache_queries_total":
+		case strings.TrimSuffix(name, "_total") == "vllm:prefix_cache_queries":
 			p.Queries += value
-			found++
-		case name == "vllm:prefix_cache_hits_total":
+		case strings.TrimSuffix(name, "_total") == "vllm:prefix_cache_hits":
 			p.Hits += value
-			found++
 		}
-	}
-	if found == 0 {
-		return p, errors.New("simulator /metrics has no vllm:prefix_cache_* series")
 	}
 	return p, nil
 }

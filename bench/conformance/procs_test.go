@@ -13,7 +13,7 @@ func TestMetricLine(t *testing.T) {
 		value float64
 		ok    bool
 	}{
-		{`vllm:prefix_cache_hits_total{model_name="fake-model"} 1536`, "vllm:prefix_cache_hits_total", 1536, true},
+		{`vllm:prefix_cache_hits{model_name="fake-model"} 1536`, "vllm:prefix_cache_hits", 1536, true},
 		{`vllm:prefix_cache_queries_total 3.2e+03`, "vllm:prefix_cache_queries_total", 3200, true},
 		{`# TYPE vllm:prefix_cache_hits_total counter`, "", 0, false},
 		{``, "", 0, false},

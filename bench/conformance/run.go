@@ -208,8 +208,9 @@ func checkFormat(ctx context.Context, o Options, format string, res *Result) err
 	res.check(name("two publishers on one bind endpoint, each indexed under its topic"), ok,
 		"blocks simA=%d simB=%d, want at least 31 each (512 tokens)", st.Engine("simA").Blocks(), st.Engine("simB").Blocks())
 
-	// Repeated completions through the router go to the engine that served them first,
-	// and the simulators count the repeat as prefix-cache hits.
+	// Repeated completions: a prompt first served by one simulator directly (alternating
+	// between them, so that picking by load alone would be right half the time), then
+	// sent through the router, goes to that simulator, which counts it as prefix hits.
 	before := map[string]PrefixCache{}
 	for _, s := range f.sims {
 		if before[s.Name], err = ReadPrefixCache(s); err != nil {
@@ -220,25 +221,22 @@ func checkFormat(ctx context.Context, o Options, format string, res *Result) err
 	same := 0
 	for k := range repeats {
 		p := prompt(200+k, 1024, k, 16)
+		holder := f.sims[k%2]
 		st, _ = r.AdminState()
-		held := map[string]int{}
-		for _, s := range f.sims {
-			held[s.Name] = st.Engine(s.Name).Blocks()
-		}
-		first, err := routed(ctx, client, r, p)
-		if err != nil {
+		held := st.Engine(holder.Name).Blocks()
+		if _, err := Complete(ctx, client, holder.URL(), p); err != nil {
 			return err
 		}
-		// The first completion's 65 blocks reach the index through the simulator's events.
+		// The completion's 65 blocks reach the index through the simulator's events.
 		until(5*time.Second, func() bool {
 			st, _ = r.AdminState()
-			return st.Engine(first).Blocks() >= held[first]+len(p)/16
+			return st.Engine(holder.Name).Blocks() >= held+len(p)/16
 		})
-		second, err := routed(ctx, client, r, p)
+		picked, err := routed(ctx, client, r, p)
 		if err != nil {
 			return err
 		}
-		if first == second {
+		if picked == holder.Name {
 			same++
 		}
 	}
@@ -295,7 +293,7 @@ func routed(ctx context.Context, client *http.Client, r *Router, p []uint32) (st
 	if len(st.Decisions) == 0 {
 		return "", fmt.Errorf("the router lists no decision after a completion")
 	}
-	for _, e := range st.Decisions[len(st.Decisions)-1].Engines {
+	for _, e := range st.Decisions[0].Engines { // newest first
 		return e, nil
 	}
 	return "", fmt.Errorf("the router's last decision names no engine")

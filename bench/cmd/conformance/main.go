@@ -16,7 +16,7 @@ func main() {
 	var o conformance.Options
 	flag.StringVar(&o.Router, "router", "bin/router", "router binary")
 	flag.StringVar(&o.Sim, "sim", "", "llm-d-inference-sim binary (make conformance builds v0.10.2)")
-	flag.IntVar(&o.Requests, "requests", 120, "requests of the routing-quality run, per policy")
+	flag.IntVar(&o.Requests, "requests", 240, "requests of the routing-quality run, per policy")
 	flag.IntVar(&o.Documents, "documents", 8, "shared 1536-token prefixes of the routing-quality run")
 	flag.IntVar(&o.Concurrency, "concurrency", 4, "clients at once in the routing-quality run")
 	flag.Uint64Var(&o.Seed, "seed", 1, "seed of the routing-quality workload")
