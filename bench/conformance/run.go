@@ -56,7 +56,6 @@ func (r *Result) check(name string, ok bool, format string, args ...any) {
 type fleet struct {
 	sims   []*Sim
 	router *Router
-	bin    string
 }
 
 func (f *fleet) stop() {
@@ -79,7 +78,7 @@ func startFleet(o Options, dir string, policy string, so SimOptions) (*fleet, er
 		return nil, err
 	}
 	kvEndpoint := "tcp://127.0.0.1:" + strconv.Itoa(kvPort)
-	f := &fleet{bin: o.Sim}
+	f := &fleet{}
 	for _, name := range []string{"simA", "simB"} {
 		s, err := NewSim(dir, name, kvEndpoint, so)
 		if err != nil {
