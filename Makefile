@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin/router
 
-.PHONY: build run test lint fuzz bench bench-quality bench-proxy bench-long bench-polling update tidy redis python3-zmq
+.PHONY: build run test lint fuzz bench bench-quality bench-proxy bench-long bench-polling conformance update tidy redis python3-zmq
 
 build:
 	$(GO) build -o $(BIN) ./cmd/router
@@ -87,6 +87,22 @@ bench-long: build
 # engines, as CPU of its process (bench/cmd/polling).
 bench-polling: build
 	$(GO) run ./bench/cmd/polling -router $(BIN)
+
+# The router against an engine nobody here wrote (bench/conformance, docs/benchmarks.md
+# "Conformance"): llm-d-inference-sim SIM_VERSION, downloaded from the Go module proxy as a
+# module (the proxy hides its version list, so `go install ...@version` is refused) and
+# built from that module's source into a temporary directory; its ZMQ is pure Go, so no
+# cgo or Debian package is needed. Both KV-event formats in bind mode, a publisher
+# restarting beside another on one endpoint, vLLM load from /metrics, prefix hits on
+# repeated completions, and cache_aware vs power_of_two TTFT and cached-token fraction.
+# Not part of `make test`. A few minutes, most of it the first build of the simulator.
+SIM_VERSION ?= v0.10.2
+conformance: build
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	src=$$(cd "$$tmp" && GOFLAGS= $(GO) mod download -json github.com/llm-d/llm-d-inference-sim@$(SIM_VERSION) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p') && \
+	test -n "$$src" && \
+	(cd "$$src" && GOFLAGS= CGO_ENABLED=0 $(GO) build -o "$$tmp/llm-d-inference-sim" ./cmd/llm-d-inference-sim) && \
+	$(GO) run ./bench/cmd/conformance -router $(BIN) -sim "$$tmp/llm-d-inference-sim" $(CONFORMANCE_FLAGS)
 
 # Rewrite the expected output of testscripts after an intended change.
 update:

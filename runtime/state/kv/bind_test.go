@@ -16,6 +16,7 @@ import (
 
 	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/state/kv/zmtp"
 )
 
 // freePort returns a TCP port that was free a moment ago on 127.0.0.1.
@@ -333,5 +334,54 @@ func TestJoinSyncsFromTheReplayEndpoint(t *testing.T) {
 	}
 	if got := eng.served(); len(got) != 1 || got[0] != 0 {
 		t.Fatalf("replays asked from %v, want one from 0", got)
+	}
+}
+
+// TestBindPublisherLeavingKeepsTheNeighbours: publishers of several engines dial one bound
+// endpoint. One of them breaking a limit after its handshake, or going away, clears the
+// ranks it fed and nothing else: its neighbour keeps its connection, its sequence and its
+// blocks. Before, either restarted the whole listener, which dropped every publisher's
+// connection and cleared every engine on the endpoint (issue 28: killing one
+// llm-d-inference-sim dropped its neighbour's 320 blocks).
+func TestBindPublisherLeavingKeepsTheNeighbours(t *testing.T) {
+	endpoint := "tcp://127.0.0.1:" + strconv.Itoa(freePort(t))
+	kv := func(topic string) *plan.KVEvents {
+		return &plan.KVEvents{Mode: plan.KVBind, Endpoint: endpoint, Topic: topic, BlockSize: 16, MaxMessageBytes: 64 << 10}
+	}
+	p := &plan.Plan{Engines: []plan.Engine{
+		{ID: "A", Model: "m", URL: "http://127.0.0.1:8000", KVEvents: kv("kv@A@m")},
+		{ID: "B", Model: "m", URL: "http://127.0.0.1:8000", KVEvents: kv("kv@B@m")},
+	}}
+	ix, _ := subscribe(t, p)
+	a, b := dialPub(t, endpoint, "kv@A@m"), dialPub(t, endpoint, "kv@B@m")
+	joinBind(t, a, ix, 1, 100)
+	seqB := joinBind(t, b, ix, 0, 200)
+
+	// A breaks the message limit: its connection is closed and A's blocks dropped.
+	big := make([]byte, 100<<10)
+	if err := a.sock.Send(zmq4.NewMsgFrom([]byte(a.topic), binary.BigEndian.AppendUint64(nil, 99), big)); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, "A's blocks dropped after its violation", func() bool { return ix.Rejected(zmtp.TooLarge) == 1 && !holds(ix, 100) })
+	if !holds(ix, 200) {
+		t.Fatal("A's violation dropped B's blocks")
+	}
+	// B's connection is the one it had: its next batch follows on without a gap.
+	b.store(seqB, 201)
+	seqB++
+	wait.For(t, "B's next block", func() bool { return holds(ix, 201) })
+
+	// A publisher of A again, which then goes away: the same, by a disconnect.
+	a2 := dialPub(t, endpoint, "kv@A@m")
+	joinBind(t, a2, ix, 1, 110)
+	a2.sock.Close()
+	wait.For(t, "A's blocks dropped after its publisher left", func() bool { return !holds(ix, 110) })
+	b.store(seqB, 202)
+	wait.For(t, "B's block after A left", func() bool { return holds(ix, 202) })
+	if !holds(ix, 200) || !holds(ix, 201) {
+		t.Fatal("A's publisher leaving dropped B's blocks")
+	}
+	if s := ix.Stats("B"); s.Gaps != 0 {
+		t.Fatalf("B saw %d sequence gaps, want 0: its connection was dropped", s.Gaps)
 	}
 }

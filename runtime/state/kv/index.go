@@ -73,6 +73,32 @@ func parseMedium(name string, absent Medium) Medium {
 	}
 }
 
+// groupSet is a set of KV-cache groups of vLLM's hybrid-attention models (group_idx):
+// a model with full-attention and sliding-window layers keeps one cache group per kind
+// and publishes each group's stores and removals separately, under the same block
+// hashes. The index tells groupSlots groups apart; indices beyond share the last slot,
+// where a removal from one drops the others' claim, never keeps a stale one.
+type groupSet uint16
+
+const (
+	groupSlots = 16
+	allGroups  = groupSet(1<<groupSlots - 1)
+)
+
+// placement is where a rank holds a block: a bit per (group, tier), 4 tiers per group.
+type placement uint64
+
+// placeOf returns the placements of tiers m in groups g.
+func placeOf(m Medium, g groupSet) placement {
+	var p placement
+	for slot := range groupSlots {
+		if g&(1<<slot) != 0 {
+			p |= placement(m&allMedia) << (4 * slot)
+		}
+	}
+	return p
+}
+
 // EventKind is the type of a KV event.
 type EventKind uint8
 
@@ -91,6 +117,11 @@ type Event struct {
 	Medium Medium
 	// BlockSize is the page size the engine reported with a store, 0 when absent.
 	BlockSize int
+	// Groups is the KV-cache group stored to or removed from; empty when the engine
+	// names none, which means group 0 for a store and every group for a removal. A rank holds a block while any
+	// group holds it on any tier: a sliding-window group dropping a block the
+	// full-attention group still holds does not end the claim.
+	Groups groupSet
 
 	// A store's token ids, len(Hashes) blocks of them, and the engine's hash of the block
 	// before the first (HasParent false: the first block of a sequence). A store without
@@ -99,6 +130,10 @@ type Event struct {
 	Tokens    []uint32
 	Parent    int64
 	HasParent bool
+	// ParentMayBeRoot marks parent hash 0 in the array encoding, which llm-d's
+	// simulator writes for "no parent": the blocks start a sequence unless the rank
+	// holds a block the engine calls 0.
+	ParentMayBeRoot bool
 	// Foreign marks blocks whose engine hash covers more than their tokens (a LoRA
 	// adapter, multimodal inputs, a cache salt). The router's hash of the tokens alone
 	// would claim them for plain prompts, so they are not indexed.

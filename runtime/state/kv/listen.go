@@ -3,9 +3,11 @@ package kv
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -76,7 +78,9 @@ func (l *listener) swap(next *listener, keep func(engine string) bool) {
 	l.feeds = feeds
 }
 
-// session listens and applies messages until the socket fails.
+// session listens and applies messages until the socket fails. A publisher's connection
+// ending (it left, restarted, or broke a limit) is not the socket failing: only the
+// ranks that publisher fed are cleared (see left), and the others keep their state.
 func (l *listener) session(ctx context.Context) (received bool, err error) {
 	sock := zmq4.NewSub(zmtp.WithConfig(ctx, l.cfg), zmqLogger(l.log))
 	defer sock.Close()
@@ -91,6 +95,11 @@ func (l *listener) session(ctx context.Context) (received bool, err error) {
 	l.log.Debug("kv events: listening")
 	for {
 		msg, err := sock.Recv()
+		var ended *zmtp.ConnError
+		if errors.As(err, &ended) && ctx.Err() == nil {
+			l.left(ended)
+			continue
+		}
 		if err != nil {
 			return received, err
 		}
@@ -98,6 +107,28 @@ func (l *listener) session(ctx context.Context) (received bool, err error) {
 		if msg.Type == zmq4.UsrMsg && len(msg.Frames) > 0 {
 			l.apply(ctx, msg.Frames)
 		}
+	}
+}
+
+// left clears the ranks a publisher that left fed, and resets their sequences for the
+// connection that replaces it; every rank when it fed more topics than its connection
+// recorded. zmq4 hands over a connection's end after its last message, so nothing it
+// sent is applied after this.
+func (l *listener) left(ended *zmtp.ConnError) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var cleared []string
+	for topic, f := range l.feeds {
+		if ended.AllTopics || slices.Contains(ended.Topics, topic) {
+			f.ix.ClearRank(f.engine, f.rank)
+			f.reset()
+			cleared = append(cleared, topic)
+		}
+	}
+	if len(cleared) > 0 {
+		slices.Sort(cleared)
+		l.log.Info("kv events: a publisher's connection ended; entries of its topics cleared",
+			"peer", ended.Peer, "topics", cleared, "err", ended.Err)
 	}
 }
 

@@ -1,15 +1,16 @@
 package kv
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"slices"
 )
 
 // held is one block a rank holds, under the engine's name for it.
 type held struct {
-	router int64  // the router's hash of the block
-	medium Medium // the tiers holding it
-	gen    uint32 // matches the block's entry in rankState.order while it is current
+	router int64     // the router's hash of the block
+	where  placement // the groups and tiers holding it
+	gen    uint32    // matches the block's entry in rankState.order while it is current
 }
 
 // orderEntry records when a rank took a block, for evicting the oldest at the cap.
@@ -52,7 +53,7 @@ func (ix *Index) Apply(engineID string, rank int, events ...Event) bool {
 			buf = ix.store(o, e, st, buf)
 		case BlockRemoved:
 			for _, h := range e.Hashes {
-				ix.remove(o, h, e.Medium)
+				ix.remove(o, h, placeOf(e.Medium, cmp.Or(e.Groups, allGroups)))
 			}
 		case AllBlocksCleared:
 			ix.clear(o)
@@ -71,9 +72,10 @@ func (ix *Index) store(o owner, e Event, st *engineStats, buf []byte) []byte {
 		st.foreign.add(len(e.Hashes))
 		return buf
 	}
+	where := placeOf(e.Medium, cmp.Or(e.Groups, 1))
 	if len(e.Tokens) == 0 {
 		for _, h := range e.Hashes {
-			ix.hold(o, h, h, nil, e.Medium, st)
+			ix.hold(o, h, h, nil, where, st)
 		}
 		return buf
 	}
@@ -85,10 +87,11 @@ func (ix *Index) store(o owner, e Event, st *engineStats, buf []byte) []byte {
 	size := len(e.Tokens) / n
 	var parent *[sha256.Size]byte
 	if e.HasParent {
-		if h, ok := ix.ranks[o].held[e.Parent]; ok {
+		h, ok := ix.ranks[o].held[e.Parent]
+		if ok {
 			parent = ix.blocks[h.router].digest
 		}
-		if parent == nil {
+		if parent == nil && !(e.ParentMayBeRoot && !ok) {
 			st.orphans.add(n)
 			return buf
 		}
@@ -97,19 +100,19 @@ func (ix *Index) store(o owner, e Event, st *engineStats, buf []byte) []byte {
 		digest := new([sha256.Size]byte)
 		var router int64
 		*digest, router, buf = chainHash(parent, e.Tokens[i*size:(i+1)*size], buf)
-		parent = ix.hold(o, h, router, digest, e.Medium, st)
+		parent = ix.hold(o, h, router, digest, where, st)
 	}
 	return buf
 }
 
 // hold makes rank o hold the block the engine calls engine and the router calls router,
-// on medium m, evicting the rank's oldest block when that passes its cap. It returns the
+// in placements w, evicting the rank's oldest block when that passes its cap. It returns the
 // block's digest as the index keeps it, nil when unknown.
-func (ix *Index) hold(o owner, engine, router int64, digest *[sha256.Size]byte, m Medium, st *engineStats) *[sha256.Size]byte {
+func (ix *Index) hold(o owner, engine, router int64, digest *[sha256.Size]byte, w placement, st *engineStats) *[sha256.Size]byte {
 	rs := ix.ranks[o]
 	if cur, ok := rs.held[engine]; ok {
 		if cur.router == router {
-			cur.medium |= m
+			cur.where |= w
 			rs.held[engine] = cur
 			return ix.learnDigest(router, digest)
 		}
@@ -124,7 +127,7 @@ func (ix *Index) hold(o owner, engine, router int64, digest *[sha256.Size]byte, 
 	}
 	ix.blocks[router] = b
 	rs.gen++
-	rs.held[engine] = held{router: router, medium: m, gen: rs.gen}
+	rs.held[engine] = held{router: router, where: w, gen: rs.gen}
 	rs.order = append(rs.order, orderEntry{engine: engine, gen: rs.gen})
 	if rs.max > 0 && len(rs.held) > rs.max {
 		ix.evictOldest(o, st)
@@ -177,15 +180,16 @@ func (rs *rankState) compact() {
 	rs.order, rs.head = kept, 0
 }
 
-// remove takes tiers m away from the rank's block; the rank holds it until no tier does.
-func (ix *Index) remove(o owner, engine int64, m Medium) {
+// remove takes placements w away from the rank's block; the rank holds it until no group
+// holds it on any tier.
+func (ix *Index) remove(o owner, engine int64, w placement) {
 	rs := ix.ranks[o]
 	cur, ok := rs.held[engine]
 	if !ok {
 		return
 	}
-	if left := cur.medium &^ m; left != 0 {
-		cur.medium = left
+	if left := cur.where &^ w; left != 0 {
+		cur.where = left
 		rs.held[engine] = cur
 		return
 	}

@@ -33,8 +33,9 @@ type message struct {
 // or a map {"ts", "events", "data_parallel_rank"} (vLLM's EventBatch without
 // array_like). Events are tagged positional arrays (SGLang, older vLLM)
 //
-//	["BlockStored", block_hashes, parent_block_hash, token_ids, block_size, lora_id, medium, lora_name, extra_keys, ...]
-//	["BlockRemoved", block_hashes, medium, ...]
+//	["BlockStored", block_hashes, parent_block_hash, token_ids, block_size, lora_id, medium, lora_name, extra_keys,
+//	 group_idx, kv_cache_spec_kind, kv_cache_spec_sliding_window, ...]
+//	["BlockRemoved", block_hashes, medium, group_idx, ...]
 //	["AllBlocksCleared"]
 //
 // or maps tagged by "type" with those field names (vLLM since PR #42892). Trailing fields
@@ -101,7 +102,9 @@ const (
 	posStoredMedium  = 6
 	posLoraName      = 7
 	posExtraKeys     = 8
+	posStoredGroup   = 9
 	posRemovedMedium = 2
+	posRemovedGroup  = 3
 
 	fieldType      = "type"
 	fieldHashes    = "block_hashes"
@@ -112,14 +115,17 @@ const (
 	fieldMedium    = "medium"
 	fieldLoraName  = "lora_name"
 	fieldExtraKeys = "extra_keys"
+	fieldGroup     = "group_idx"
 )
 
 // decodeEvent normalises one event. An unknown type yields a zero Event and no error.
 func decodeEvent(v any) (Event, error) {
 	var tag string
 	var field func(pos int, name string) any
+	positional := false
 	switch ev := v.(type) {
 	case []any:
+		positional = true
 		if len(ev) == 0 {
 			return Event{}, errors.New("empty event array")
 		}
@@ -141,7 +147,7 @@ func decodeEvent(v any) (Event, error) {
 	}
 	switch tag {
 	case "BlockStored":
-		return decodeStored(field)
+		return decodeStored(field, positional)
 	case "BlockRemoved":
 		hashes, err := decodeHashes(field(posHashes, fieldHashes))
 		if err != nil {
@@ -151,7 +157,11 @@ func decodeEvent(v any) (Event, error) {
 		if err != nil {
 			return Event{}, err
 		}
-		return Event{Kind: BlockRemoved, Hashes: hashes, Medium: medium}, nil
+		groups, err := decodeGroup(field(posRemovedGroup, fieldGroup))
+		if err != nil {
+			return Event{}, err
+		}
+		return Event{Kind: BlockRemoved, Hashes: hashes, Medium: medium, Groups: groups}, nil
 	case "AllBlocksCleared":
 		return Event{Kind: AllBlocksCleared}, nil
 	default:
@@ -159,7 +169,9 @@ func decodeEvent(v any) (Event, error) {
 	}
 }
 
-func decodeStored(field func(pos int, name string) any) (Event, error) {
+// decodeStored reads a BlockStored event; positional tells the array encoding, in which
+// llm-d's simulator writes parent hash 0 for "no parent".
+func decodeStored(field func(pos int, name string) any, positional bool) (Event, error) {
 	hashes, err := decodeHashes(field(posHashes, fieldHashes))
 	if err != nil {
 		return Event{}, err
@@ -168,7 +180,11 @@ func decodeStored(field func(pos int, name string) any) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
-	e := Event{Kind: BlockStored, Hashes: hashes, Medium: medium}
+	groups, err := decodeGroup(field(posStoredGroup, fieldGroup))
+	if err != nil {
+		return Event{}, err
+	}
+	e := Event{Kind: BlockStored, Hashes: hashes, Medium: medium, Groups: groups}
 	size, _ := asInt(field(posStoredSize, fieldBlockSize))
 	e.BlockSize = int(size)
 	if p := field(posParent, fieldParent); p != nil {
@@ -176,6 +192,11 @@ func decodeStored(field func(pos int, name string) any) (Event, error) {
 			return Event{}, fmt.Errorf("parent_block_hash: %w", err)
 		}
 		e.HasParent = true
+		// llm-d-inference-sim's array format writes its "no parent" (llm-d-kv-cache's
+		// EmptyBlockHash, 0) where SGLang and vLLM write nil, and llm-d's own indexer reads
+		// 0 as none. A 0 there is taken as the start of a sequence unless the rank holds a
+		// block the engine calls 0 (see Index.store).
+		e.ParentMayBeRoot = positional && e.Parent == 0
 	}
 	if e.Tokens, err = decodeTokens(field(posTokens, fieldTokens)); err != nil {
 		return Event{}, err
@@ -237,6 +258,9 @@ func decodeHash(v any) (int64, error) {
 	return 0, fmt.Errorf("is %T, want an integer or bytes", v)
 }
 
+// decodeTokens reads a store's token ids: integers, or, from SGLang with EAGLE
+// speculative decoding, the bigram keys of its radix tree, pairs (t[i], t[i+1]) of
+// consecutive tokens, one per token, whose first elements are the block's tokens.
 func decodeTokens(v any) ([]uint32, error) {
 	if v == nil {
 		return nil, nil
@@ -249,14 +273,62 @@ func decodeTokens(v any) ([]uint32, error) {
 		return nil, fmt.Errorf("%d token ids in one event, more than %d", len(list), maxTokensPerEvent)
 	}
 	ids := make([]uint32, len(list))
+	bigrams := len(list) > 0 && isList(list[0])
+	next := int64(-1) // the second token of the previous bigram
 	for i, t := range list {
-		n, ok := asInt(t)
-		if !ok || n < 0 || n > 1<<32-1 {
-			return nil, fmt.Errorf("token id %d is %v, want an unsigned 32-bit integer", i, t)
+		if bigrams {
+			pair, ok := t.([]any)
+			if !ok || len(pair) != 2 {
+				return nil, fmt.Errorf("token id %d is %v, want an EAGLE bigram [token, next token] like the ones before it", i, t)
+			}
+			first, err := tokenID(pair[0])
+			if err != nil {
+				return nil, fmt.Errorf("bigram %d: %w", i, err)
+			}
+			if next >= 0 && int64(first) != next {
+				return nil, fmt.Errorf("bigram %d starts with %d, not the %d that ended bigram %d", i, first, next, i-1)
+			}
+			second, err := tokenID(pair[1])
+			if err != nil {
+				return nil, fmt.Errorf("bigram %d: %w", i, err)
+			}
+			ids[i], next = first, int64(second)
+			continue
 		}
-		ids[i] = uint32(n)
+		n, err := tokenID(t)
+		if err != nil {
+			return nil, fmt.Errorf("token id %d: %w", i, err)
+		}
+		ids[i] = n
 	}
 	return ids, nil
+}
+
+func isList(v any) bool {
+	_, ok := v.([]any)
+	return ok
+}
+
+func tokenID(v any) (uint32, error) {
+	n, ok := asInt(v)
+	if !ok || n < 0 || n > 1<<32-1 {
+		return 0, fmt.Errorf("%v is not an unsigned 32-bit integer", v)
+	}
+	return uint32(n), nil
+}
+
+// decodeGroup reads vLLM's group_idx, the KV-cache group of a hybrid-attention model
+// (full attention, sliding window, ...) an event is about, as a set of group slots,
+// empty when the field is nil or missing.
+func decodeGroup(v any) (groupSet, error) {
+	if v == nil {
+		return 0, nil
+	}
+	n, ok := asInt(v)
+	if !ok || n < 0 {
+		return 0, fmt.Errorf("group_idx is %v, want a non-negative integer", v)
+	}
+	return 1 << min(n, groupSlots-1), nil
 }
 
 // asInt reads a decoded msgpack integer, whose Go type follows its encoding's width. A

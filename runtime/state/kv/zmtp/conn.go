@@ -38,8 +38,9 @@ type Conn struct {
 	// buf[r:a] is accepted and not yet read, buf[a:w] received and not yet whole.
 	buf     []byte
 	r, a, w int
-	err     error // sticky: the error after the accepted bytes
-	ready   bool  // the handshake deadline has been lifted
+	err     error      // sticky: the error after the accepted bytes
+	ended   *ConnError // err with what the connection carried, built once
+	ready   bool       // the handshake deadline has been lifted
 }
 
 // NewConn bounds c by cfg and starts the handshake deadline.
@@ -54,7 +55,10 @@ func NewConn(c net.Conn, cfg *Config) *Conn {
 func (c *Conn) Read(p []byte) (int, error) {
 	for c.r == c.a {
 		if c.err != nil {
-			return 0, c.err
+			if c.ended == nil {
+				c.ended = &ConnError{Peer: c.RemoteAddr().String(), Topics: c.s.topics, AllTopics: c.s.tooManyTopics, Err: c.err}
+			}
+			return 0, c.ended
 		}
 		c.fill()
 	}
@@ -124,6 +128,35 @@ type scanner struct {
 	ready   bool  // the peer's READY command is accepted
 	parts   int   // frames of the message in progress
 	size    int64 // bytes of the message in progress
+
+	// topics are the distinct first frames of the messages accepted, at most maxTopics
+	// of at most maxTopicBytes; tooManyTopics is set when one more did not fit.
+	topics        []string
+	tooManyTopics bool
+}
+
+// Bounds of the topics a connection's ConnError names: a publisher sends one topic per
+// engine it serves, a few bytes each.
+const (
+	maxTopics     = 16
+	maxTopicBytes = 256
+)
+
+// noteTopic records the first frame of a message.
+func (s *scanner) noteTopic(frame []byte) {
+	if s.tooManyTopics || (len(s.topics) > 0 && s.topics[len(s.topics)-1] == string(frame)) {
+		return
+	}
+	for _, t := range s.topics {
+		if t == string(frame) {
+			return
+		}
+	}
+	if len(s.topics) == maxTopics || len(frame) > maxTopicBytes {
+		s.tooManyTopics = true
+		return
+	}
+	s.topics = append(s.topics, string(frame))
 }
 
 // violation is a reason and a detail for an Error.
@@ -214,6 +247,9 @@ func (s *scanner) frame(b []byte) (int, *violation) {
 			return 0, v
 		}
 		return n, nil
+	}
+	if s.parts == 0 {
+		s.noteTopic(b[hdr:n])
 	}
 	s.parts++
 	s.size += int64(size)

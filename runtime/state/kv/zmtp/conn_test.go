@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -160,8 +161,13 @@ func TestConnPassesValidStreams(t *testing.T) {
 		c := NewConn(&wire{in: in, chunk: chunk}, &Config{Limits: Limits{MaxMessageBytes: 300 << 10, MaxParts: 3},
 			Reject: func(e *Error) { reported = e }})
 		out, err := drain(c)
-		if err != io.EOF || reported != nil || !bytes.Equal(out, in) {
+		if !errors.Is(err, io.EOF) || reported != nil || !bytes.Equal(out, in) {
 			t.Fatalf("chunk %d: handed over %d of %d bytes, err %v, reported %v; want all and EOF", chunk, len(out), len(in), err, reported)
+		}
+		// The end names the topics the peer's messages carried, once each.
+		var ended *ConnError
+		if !errors.As(err, &ended) || !slices.Equal(ended.Topics, []string{"kv@E"}) || ended.AllTopics {
+			t.Fatalf("chunk %d: the end is %#v, want a ConnError naming topic kv@E", chunk, err)
 		}
 	}
 }
@@ -268,5 +274,25 @@ func TestHandshakeDeadline(t *testing.T) {
 		if _, err := io.ReadFull(c, make([]byte, 4)); err != nil || reported != nil {
 			t.Fatalf("after the handshake: err %v, reported %v; want the message", err, reported)
 		}
+	}
+}
+
+// TestConnErrorTopicsAreBounded: a peer that sends more distinct topics than a ConnError
+// records (or a longer one) is marked as having fed every topic, so a listener clears
+// all it serves rather than keep what that peer may have fed.
+func TestConnErrorTopicsAreBounded(t *testing.T) {
+	in := cat(greeting(), ready("PUB"))
+	for i := range maxTopics {
+		in = cat(in, message([]byte{'t', byte('a' + i)}, []byte{0}))
+	}
+	c := NewConn(&wire{in: in, chunk: 64 << 10}, &Config{})
+	_, err := drain(c)
+	var ended *ConnError
+	if !errors.As(err, &ended) || len(ended.Topics) != maxTopics || ended.AllTopics {
+		t.Fatalf("after %d topics the end is %#v, want all of them named", maxTopics, err)
+	}
+	c = NewConn(&wire{in: cat(in, message([]byte("one more"), []byte{0})), chunk: 64 << 10}, &Config{})
+	if _, err = drain(c); !errors.As(err, &ended) || !ended.AllTopics {
+		t.Fatalf("after %d topics the end is %#v, want AllTopics", maxTopics+1, err)
 	}
 }

@@ -140,6 +140,28 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("zmtp: connection with %s closed: %s", e.Peer, e.Detail)
 }
 
+// ConnError is what a Conn's reader gets once the connection has ended, whatever ended
+// it (the peer leaving, a violation, the socket closing): the cause, and the topics
+// (first frames) of the messages the peer sent over it. zmq4 hands a connection's read
+// error to the socket's Recv after that connection's earlier messages, so a socket
+// shared by several peers (a bind-mode SUB) can tell which peer left and forget only
+// what it fed, and keep serving the others.
+type ConnError struct {
+	Peer string
+	// Topics are the distinct topics the peer's messages carried, in order first seen;
+	// AllTopics is set when they were more than this records (16 topics of 256 bytes),
+	// and the peer may have fed any topic.
+	Topics    []string
+	AllTopics bool
+	Err       error
+}
+
+func (e *ConnError) Error() string {
+	return fmt.Sprintf("zmtp: connection with %s ended: %v", e.Peer, e.Err)
+}
+
+func (e *ConnError) Unwrap() error { return e.Err }
+
 // The transport registered as Scheme.
 type boundedTCP struct{ tcp transport.Transport }
 
