@@ -215,7 +215,7 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 		InputTokens json.RawMessage `json:"input_tokens"`
 	}
 	if strictjson.Unmarshal(body, &probe) == nil && (probe.Messages == nil || probe.InputTokens != nil) {
-		resolver, facts, peakErr, err = s.explainFacts(body)
+		resolver, facts, peakErr, err = s.explainFacts(r, body)
 	} else {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		p, herr := s.prepareChat(w, r)
@@ -250,7 +250,7 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 
 // explainFacts reads an explain.Request into the model's resolver and routing facts, or
 // the expected-peak failure that stops selection before it starts.
-func (s *Server) explainFacts(body []byte) (_ *bucket.Resolver, _ policy.Facts, peakErr, err error) {
+func (s *Server) explainFacts(r *http.Request, body []byte) (_ *bucket.Resolver, _ policy.Facts, peakErr, err error) {
 	var req explain.Request
 	if err := strictjson.Check(body, &req); err != nil {
 		return nil, policy.Facts{}, nil, fmt.Errorf("explain request: %w", err)
@@ -270,9 +270,9 @@ func (s *Server) explainFacts(body []byte) (_ *bucket.Resolver, _ policy.Facts, 
 	if req.InputTokens < 0 || (req.MaxTokens != nil && *req.MaxTokens < 0) {
 		return nil, policy.Facts{}, nil, &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, msg: "input_tokens and max_tokens must not be negative"}
 	}
-	facts, _, peakErr, err := req.Facts(req.Model, m.Tok)
+	facts, _, peakErr, err := req.Facts(s.meter(r), req.Model, m.Tok)
 	if err != nil {
-		return nil, policy.Facts{}, nil, badRequest("%v", err)
+		return nil, policy.Facts{}, nil, tokenizeFailed(r, err, "")
 	}
 	return m.Resolver, facts, peakErr, nil
 }

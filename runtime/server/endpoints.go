@@ -176,7 +176,11 @@ func generateBudget(raw json.RawMessage, n int) (int64, *httpError) {
 
 // batchPrepared is prepared for a request of one or several prompts.
 func (s *Server) batchPrepared(r *http.Request, m *served, body []byte, in prompts, budget *int64, stream bool) (*prepared, *httpError) {
-	p, herr := s.prepared(r, m, body, in.longest(m.Tok), budget, stream)
+	ids, herr := in.longest(r, s.meter(r), m.Tok)
+	if herr != nil {
+		return nil, herr
+	}
+	p, herr := s.prepared(r, m, body, ids, budget, stream)
 	if herr != nil {
 		return nil, herr
 	}
@@ -268,13 +272,20 @@ func (s *Server) prepareInputs(shape inputShape) preparer {
 		if herr != nil {
 			return nil, herr
 		}
-		ids := in.longest(m.Tok)
+		meter := s.meter(r)
+		ids, herr := in.longest(r, meter, m.Tok)
+		if herr != nil {
+			return nil, herr
+		}
 		if shape.query {
 			q, herr := promptsOf(root, req.Query, "query")
 			if herr != nil {
 				return nil, herr
 			}
-			query := q.longest(m.Tok)
+			query, herr := q.longest(r, meter, m.Tok)
+			if herr != nil {
+				return nil, herr
+			}
 			ids = append(query[:len(query):len(query)], ids...)
 		}
 		zero := int64(0)

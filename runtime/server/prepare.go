@@ -87,17 +87,19 @@ func (s *Server) prepareChat(w http.ResponseWriter, r *http.Request) (*prepared,
 	}
 	c := req.chat()
 	c.Decoded, c.Parsed = msgs, parsed
-	ids, err := m.Tok.EncodeChat(c)
+	meter := s.meter(r)
+	ids, err := m.Tok.EncodeChat(meter, c)
 	exact := true
-	switch {
-	case errors.Is(err, token.ErrUnpredictable):
+	if errors.Is(err, token.ErrUnpredictable) {
 		// Served all the same: the stand-in's count of the text stands in for the
 		// length, and no prefix is hashed that the engine would not have.
-		ids, _ = token.Standin{}.EncodeChat(c)
+		ids, err = token.Standin{}.EncodeChat(meter, c)
 		exact = false
-	case err != nil:
-		return nil, &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, model: m.Plan.Name,
-			msg: "rendering the chat template: " + err.Error()}
+	}
+	if err != nil {
+		herr := tokenizeFailed(r, err, "rendering the chat template")
+		herr.model = m.Plan.Name
+		return nil, herr
 	}
 	budget := req.MaxCompletionTokens
 	if budget == nil {

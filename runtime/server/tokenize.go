@@ -47,10 +47,10 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 			writeHTTPError(w, herr)
 			return
 		}
-		ids, err := m.Tok.EncodeChat(token.Chat{Messages: req.Messages, Tools: req.Tools, Kwargs: req.ChatTemplateKwargs,
+		ids, err := m.Tok.EncodeChat(s.meter(r), token.Chat{Messages: req.Messages, Tools: req.Tools, Kwargs: req.ChatTemplateKwargs,
 			NoGenerationPrompt: req.AddGenerationPrompt != nil && !*req.AddGenerationPrompt, Decoded: msgs})
 		if err != nil {
-			writeHTTPError(w, badRequest("rendering the chat template: %v", err))
+			writeHTTPError(w, tokenizeFailed(r, err, "rendering the chat template"))
 			return
 		}
 		out["tokens"], out["count"] = nonNil(ids), len(ids)
@@ -60,8 +60,13 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 	// Engines add the tokenizer's template tokens (Llama's BOS) to a prompt by default.
 	special := req.AddSpecialTokens == nil || *req.AddSpecialTokens
 	var one string
+	meter := s.meter(r)
 	if json.Unmarshal(req.Prompt, &one) == nil {
-		ids := m.Tok.Encode(one, special)
+		ids, err := m.Tok.Encode(meter, one, special)
+		if err != nil {
+			writeHTTPError(w, tokenizeFailed(r, err, "prompt"))
+			return
+		}
 		out["tokens"], out["count"] = nonNil(ids), len(ids)
 		writeJSON(w, http.StatusOK, out)
 		return
@@ -73,8 +78,12 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 	}
 	lists, counts := make([][]uint32, len(batch)), make([]int, len(batch))
 	for i, text := range batch {
-		lists[i] = nonNil(m.Tok.Encode(text, special))
-		counts[i] = len(lists[i])
+		ids, err := m.Tok.Encode(meter, text, special)
+		if err != nil {
+			writeHTTPError(w, tokenizeFailed(r, err, "prompt"))
+			return
+		}
+		lists[i], counts[i] = nonNil(ids), len(ids)
 	}
 	out["tokens"], out["count"] = lists, counts
 	writeJSON(w, http.StatusOK, out)

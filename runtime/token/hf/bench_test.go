@@ -3,6 +3,7 @@ package hf
 import (
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -13,17 +14,22 @@ func uncached(t *Tokenizer) *Tokenizer {
 }
 
 // BenchmarkEncode measures Encode on the documents of testdata/text (English prose, Go
-// and Python source, Chinese/Japanese/Korean text) with the cache warm and without it.
+// and Python source, Chinese/Japanese/Korean text) and on 1 MiB of whitespace (runs of
+// spaces, each one pre-token 4 KiB long, and one newline after each), with the caches
+// warm and without them.
 func BenchmarkEncode(b *testing.B) {
 	tok := loadQwen(b)
-	for _, doc := range []string{"prose", "code", "cjk"} {
+	for _, doc := range []string{"prose", "code", "cjk", "whitespace"} {
 		text, err := os.ReadFile("testdata/text/" + doc + ".txt")
+		if doc == "whitespace" {
+			text, err = []byte(strings.Repeat(strings.Repeat(" ", 4095)+"\n", 256)), nil
+		}
 		if err != nil {
 			b.Fatal(err)
 		}
 		s := string(text)
 		b.Run(doc+"/warm", func(b *testing.B) {
-			tok.Encode(s, false)
+			tok.encodeAll(s, false)
 			benchEncode(b, tok, s)
 		})
 		b.Run(doc+"/off", func(b *testing.B) {
@@ -39,7 +45,7 @@ func benchEncode(b *testing.B, tok *Tokenizer, s string) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for b.Loop() {
-		tok.Encode(s, false)
+		tok.encodeAll(s, false)
 	}
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(b.N)/(float64(len(s))/1024), "allocs/KB")
@@ -51,7 +57,7 @@ func BenchmarkDecode(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ids := tok.Encode(string(text), false)
+	ids := tok.encodeAll(string(text), false)
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
 		if _, err := tok.Decode(ids); err != nil {
