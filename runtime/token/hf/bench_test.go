@@ -14,26 +14,40 @@ func uncached(t *Tokenizer) *Tokenizer {
 }
 
 // BenchmarkEncode measures Encode on the documents of testdata/text (English prose, Go
-// and Python source, Chinese/Japanese/Korean text) and on 1 MiB of whitespace (runs of
-// spaces, each one pre-token 4 KiB long, and one newline after each), with the caches
-// warm and without them.
+// and Python source, Chinese/Japanese/Korean text) and on two of 1 MiB of whitespace,
+// each one pre-token: "spaces" is one run of spaces (mergeRuns), "lines" lines of 4095
+// spaces (mergeRanks). "warm" has the caches warm, "off" none, and "heap" none and the
+// merge order of the tokenizers crate, one heap of every candidate (mergeHeap), as
+// before mergeRanks.
 func BenchmarkEncode(b *testing.B) {
 	tok := loadQwen(b)
-	for _, doc := range []string{"prose", "code", "cjk", "whitespace"} {
-		text, err := os.ReadFile("testdata/text/" + doc + ".txt")
-		if doc == "whitespace" {
-			text, err = []byte(strings.Repeat(strings.Repeat(" ", 4095)+"\n", 256)), nil
+	heap := uncached(tok)
+	model := *tok.model
+	model.monotone = false
+	heap.model = &model
+	for _, doc := range []string{"prose", "code", "cjk", "spaces", "lines"} {
+		var text string
+		switch doc {
+		case "spaces":
+			text = strings.Repeat(" ", 1<<20)
+		case "lines":
+			text = strings.Repeat(strings.Repeat(" ", 4095)+"\n", 256)
+		default:
+			data, err := os.ReadFile("testdata/text/" + doc + ".txt")
+			if err != nil {
+				b.Fatal(err)
+			}
+			text = string(data)
 		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		s := string(text)
 		b.Run(doc+"/warm", func(b *testing.B) {
-			tok.encodeAll(s, false)
-			benchEncode(b, tok, s)
+			tok.encodeAll(text, false)
+			benchEncode(b, tok, text)
 		})
 		b.Run(doc+"/off", func(b *testing.B) {
-			benchEncode(b, uncached(tok), s)
+			benchEncode(b, uncached(tok), text)
+		})
+		b.Run(doc+"/heap", func(b *testing.B) {
+			benchEncode(b, heap, text)
 		})
 	}
 }

@@ -15,6 +15,11 @@ const noMerge = math.MaxUint64
 // quadratic.
 const heapMin = 64
 
+// ranksMin is the pre-token length from which merge uses mergeRanks rather than
+// mergeHeap: below it the heap stays in the processor's cache, and mergeRanks' table of
+// ranks (4 bytes a merge rank, 600 KB for Qwen) would cost more to set up than it saves.
+const ranksMin = 4096
+
 // checkMerges is how many merges a long pre-token's merge loop does between two looks at
 // the request's context: a pre-token can be megabytes of one repeated character.
 const checkMerges = 1 << 16
@@ -59,14 +64,16 @@ type bpeBuf struct {
 // the order of the tokenizers crate's heap (Word::merge_all). A long pre-token's merging
 // looks at meter's context now and then, and returns its error once it has ended.
 func (m *model) merge(dst []uint32, p string, b *bpeBuf, meter *token.Meter) ([]uint32, error) {
-	switch {
-	case len(p) < heapMin:
+	if len(p) < heapMin {
 		return m.mergeScan(dst, p, b), nil
-	case m.monotone:
+	}
+	if m.monotone {
 		if out, ok := m.mergeRuns(dst, p, b); ok {
 			return out, nil
 		}
-		return m.mergeRanks(dst, p, b, meter)
+		if len(p) >= ranksMin {
+			return m.mergeRanks(dst, p, b, meter)
+		}
 	}
 	return m.mergeHeap(dst, p, b, meter)
 }
@@ -144,7 +151,9 @@ func appendSymbols(dst []uint32, b *bpeBuf, syms []uint32, next, prev []int32) [
 // mergeHeap is merge for long pre-tokens in O(n log n): symbols form a linked list over
 // the byte positions, and candidate merges wait in a min-heap ordered by (rank, position).
 // Entries made stale by an earlier merge are recognised and dropped when popped. It
-// serves vocabularies that are not monotone; mergeRanks is several times faster.
+// serves pre-tokens below ranksMin bytes and vocabularies that are not monotone; on a
+// long pre-token the heap outgrows the cache, and one of a repeated character leaves it
+// many stale entries (about 1 µs a byte on a whitespace run).
 func (m *model) mergeHeap(dst []uint32, p string, b *bpeBuf, meter *token.Meter) ([]uint32, error) {
 	syms, next, prev := m.symbols(p, b)
 	n := len(p)
@@ -345,6 +354,7 @@ func (m *model) mergeRuns(dst []uint32, p string, b *bpeBuf) ([]uint32, bool) {
 			j++
 		}
 		if len(runs) == maxRuns {
+			b.runs = runs
 			return dst, false
 		}
 		runs = append(runs, symRun{m.byteID[p[i]], j - i})
