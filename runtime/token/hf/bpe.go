@@ -54,7 +54,7 @@ type bpeBuf struct {
 	head    []int32
 	buckets [][]int32
 	free    []int32
-	rankQ   []uint32
+	rankQ   []heapItem // by rank alone: pos is 0
 	// mergeRuns': the pre-token as runs of one symbol.
 	runs []symRun
 }
@@ -255,7 +255,7 @@ func (m *model) mergeRanks(dst []uint32, p string, b *bpeBuf, meter *token.Meter
 	push := func(v uint64, pos int32) {
 		r := uint32(v >> 32)
 		if head[r] < 0 {
-			rankQ = rankPush(rankQ, r)
+			rankQ = heapPush(rankQ, heapItem{val: uint64(r) << 32})
 			if n := len(b.free); n > 0 {
 				head[r], b.free = b.free[n-1], b.free[:n-1]
 			} else {
@@ -273,8 +273,8 @@ func (m *model) mergeRanks(dst []uint32, p string, b *bpeBuf, meter *token.Meter
 	}
 	// On return, whether finished or stopped, every bucket is free again.
 	defer func() {
-		for _, r := range rankQ {
-			done(r)
+		for _, it := range rankQ {
+			done(uint32(it.val >> 32))
 		}
 		b.rankQ = rankQ[:0]
 	}()
@@ -285,8 +285,9 @@ func (m *model) mergeRanks(dst []uint32, p string, b *bpeBuf, meter *token.Meter
 	}
 	merges := 0
 	for len(rankQ) > 0 {
-		var r uint32
-		r, rankQ = rankPop(rankQ)
+		var top heapItem
+		top, rankQ = heapPop(rankQ)
+		r := uint32(top.val >> 32)
 		// No merge of rank r adds to its own bucket, so it holds still while swept.
 		batch := b.buckets[head[r]]
 		if !slices.IsSorted(batch) { // ascending runs, one from each earlier rank's sweep
@@ -415,42 +416,6 @@ func appendRun(runs []symRun, r symRun) []symRun {
 		return runs
 	}
 	return append(runs, r)
-}
-
-// rankPush and rankPop keep a binary min-heap of ranks.
-func rankPush(h []uint32, r uint32) []uint32 {
-	h = append(h, r)
-	for i := len(h) - 1; i > 0; {
-		parent := (i - 1) / 2
-		if h[parent] <= h[i] {
-			break
-		}
-		h[i], h[parent] = h[parent], h[i]
-		i = parent
-	}
-	return h
-}
-
-func rankPop(h []uint32) (uint32, []uint32) {
-	top := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	h = h[:last]
-	for i := 0; ; {
-		l, r, small := 2*i+1, 2*i+2, i
-		if l < last && h[l] < h[small] {
-			small = l
-		}
-		if r < last && h[r] < h[small] {
-			small = r
-		}
-		if small == i {
-			break
-		}
-		h[i], h[small] = h[small], h[i]
-		i = small
-	}
-	return top, h
 }
 
 // isMonotone reports whether every merge ranks after every merge that makes one of its
