@@ -227,3 +227,36 @@ func TestMergeNotMonotone(t *testing.T) {
 		t.Fatal("mergeRanks gets this non-monotone list right: the test no longer shows why merge must not use it")
 	}
 }
+
+// FuzzMerge compares the merge loops on a pre-token built from the fuzzer's bytes: s
+// repeated to ranksMin bytes or more, each byte of s stretched to n%1024+1 copies, so
+// that long runs of one byte (for mergeRuns) and long mixed pre-tokens (for mergeRanks)
+// both come up. Their ids must be mergeHeap's.
+func FuzzMerge(f *testing.F) {
+	for _, s := range []string{" ", "  \n", "ab", "你好", "=-=", "\t \r\n"} {
+		f.Add(s, uint16(1))
+		f.Add(s, uint16(300))
+	}
+	m := loadQwen(f).model
+	f.Fuzz(func(t *testing.T, s string, n uint16) {
+		if s == "" {
+			return
+		}
+		s = s[:min(len(s), 64)] // at most 64 KiB a round below
+		var b strings.Builder
+		for b.Len() < ranksMin {
+			for i := range len(s) {
+				b.WriteString(strings.Repeat(s[i:i+1], int(n%1024)+1))
+			}
+		}
+		w := b.String()
+		var buf bpeBuf
+		heap, _ := m.mergeHeap(nil, w, &buf, nil)
+		if ranks, _ := m.mergeRanks(nil, w, &buf, nil); !slices.Equal(ranks, heap) {
+			t.Fatalf("merges of %q: mergeRanks %v, mergeHeap %v", w, ranks, heap)
+		}
+		if runs, ok := m.mergeRuns(nil, w, &buf); ok && !slices.Equal(runs, heap) {
+			t.Fatalf("merges of %q: mergeRuns %v, mergeHeap %v", w, runs, heap)
+		}
+	})
+}
