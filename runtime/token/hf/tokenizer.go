@@ -138,6 +138,7 @@ func (t *Tokenizer) Encode(meter *token.Meter, text string, addSpecial bool) ([]
 			start := len(ids)
 			var err error
 			if ids, err = t.encodeSection(ids, s, sec.text, meter); err != nil {
+				token.Recycle(ids)
 				return nil, err
 			}
 			t.segments.Put(sec.text, ids[start:])
