@@ -48,15 +48,14 @@ type bpeBuf struct {
 	next []int32
 	prev []int32
 	heap []heapItem
-	// mergeRanks': each rank's bucket index or -1 (all -1 between calls), the buckets
-	// (positions; an empty one is free for any rank), the free buckets, and the ranks
-	// whose buckets hold positions.
-	head    []int32
-	buckets [][]int32
-	free    []int32
-	rankQ   []heapItem // by rank alone: pos is 0
-	// mergeRuns': the pre-token as runs of one symbol.
-	runs []symRun
+	// mergeRanks': each rank's first item or -1 (all -1 between calls), the items, the
+	// ranks whose buckets hold items, and one bucket's positions.
+	head  []int32
+	items []rankItem
+	rankQ []heapItem // by rank alone: pos is 0
+	batch []int32
+	// mergeRuns': the pre-token as runs of one symbol, before and after a sweep.
+	runs, runs2 []symRun
 }
 
 // merge appends the ids of the pre-token p to dst: starting from its bytes, it merges the
@@ -251,32 +250,32 @@ func (m *model) mergeRanks(dst []uint32, p string, b *bpeBuf, meter *token.Meter
 			b.head[i] = -1
 		}
 	}
-	head, rankQ := b.head, b.rankQ[:0]
+	if cap(b.items) < len(p) {
+		// At most one candidate a byte to start with, and a swept bucket's items are
+		// reused: growing megabytes of them would cost more than the merging.
+		b.items, b.batch = make([]rankItem, 0, len(p)), make([]int32, 0, len(p))
+	}
+	head, items, rankQ, free := b.head, b.items[:0], b.rankQ[:0], int32(-1)
 	push := func(v uint64, pos int32) {
 		r := uint32(v >> 32)
 		if head[r] < 0 {
 			rankQ = heapPush(rankQ, heapItem{val: uint64(r) << 32})
-			if n := len(b.free); n > 0 {
-				head[r], b.free = b.free[n-1], b.free[:n-1]
-			} else {
-				head[r] = int32(len(b.buckets))
-				b.buckets = append(b.buckets, nil)
-			}
 		}
-		b.buckets[head[r]] = append(b.buckets[head[r]], pos)
+		it := rankItem{pos, head[r]}
+		if free >= 0 {
+			head[r], free = free, items[free].next
+			items[head[r]] = it
+		} else {
+			head[r] = int32(len(items))
+			items = append(items, it)
+		}
 	}
-	// done empties rank r's bucket and frees it.
-	done := func(r uint32) {
-		k := head[r]
-		b.buckets[k], head[r] = b.buckets[k][:0], -1
-		b.free = append(b.free, k)
-	}
-	// On return, whether finished or stopped, every bucket is free again.
+	// On return, whether finished or stopped, every bucket is empty again.
 	defer func() {
 		for _, it := range rankQ {
-			done(uint32(it.val >> 32))
+			head[it.val>>32] = -1
 		}
-		b.rankQ = rankQ[:0]
+		b.items, b.rankQ = items, rankQ[:0]
 	}()
 	for i := 0; i+1 < len(syms); i++ {
 		if v := m.pair(syms[i], syms[i+1]); v != noMerge {
@@ -288,11 +287,19 @@ func (m *model) mergeRanks(dst []uint32, p string, b *bpeBuf, meter *token.Meter
 		var top heapItem
 		top, rankQ = heapPop(rankQ)
 		r := uint32(top.val >> 32)
-		// No merge of rank r adds to its own bucket, so it holds still while swept.
-		batch := b.buckets[head[r]]
-		if !slices.IsSorted(batch) { // ascending runs, one from each earlier rank's sweep
+		// The bucket's positions, its items then free for reuse. They were pushed
+		// last first, in runs that each ascend (one run from each earlier rank's
+		// sweep). No merge of rank r adds to its own bucket.
+		batch, last := b.batch[:0], head[r]
+		for k := head[r]; k >= 0; k = items[k].next {
+			batch, last = append(batch, items[k].pos), k
+		}
+		items[last].next, free, head[r] = free, head[r], -1
+		slices.Reverse(batch)
+		if !slices.IsSorted(batch) {
 			slices.Sort(batch)
 		}
+		b.batch = batch
 		for _, i := range batch {
 			j := next[i]
 			if syms[i] == math.MaxUint32 || j < 0 {
@@ -304,7 +311,6 @@ func (m *model) mergeRanks(dst []uint32, p string, b *bpeBuf, meter *token.Meter
 			}
 			if merges++; merges%checkMerges == 0 {
 				if err := meter.Err(); err != nil {
-					done(r)
 					return dst, err
 				}
 			}
@@ -323,13 +329,22 @@ func (m *model) mergeRanks(dst []uint32, p string, b *bpeBuf, meter *token.Meter
 				}
 			}
 		}
-		done(r)
 	}
 	return appendSymbols(dst, b, syms, next, prev), nil
 }
 
-// maxRuns is the most runs of one repeated byte a pre-token may have for mergeRuns.
-const maxRuns = 16
+// rankItem is a candidate merge of the symbol at pos with its right neighbour, in the
+// bucket of its rank; next is the bucket's next item or -1.
+type rankItem struct{ pos, next int32 }
+
+// A pre-token goes to mergeRuns when its runs of one repeated byte average at least
+// minRunBytes bytes (or it has at most 16 runs), and mergeRuns gives up on it, for
+// mergeRanks, once its sweeps have looked at runsWork runs a byte of it: their number
+// depends on the vocabulary, so the work is bounded for any text.
+const (
+	minRunBytes = 32
+	runsWork    = 4
+)
 
 // symRun is n symbols sym in a row.
 type symRun struct {
@@ -337,10 +352,10 @@ type symRun struct {
 	n   int
 }
 
-// mergeRuns is merge for a long pre-token of a monotone vocabulary made of at most
-// maxRuns runs of one repeated byte, such as a whitespace run: it does mergeRanks' sweeps
-// on the runs instead of the symbols, in time linear in the number of runs. It reports
-// false, having done nothing, for a pre-token of more runs.
+// mergeRuns is merge for a long pre-token of a monotone vocabulary made of long runs of
+// one repeated byte, such as whitespace: it does mergeRanks' sweeps on the runs instead
+// of the symbols, each sweep in time linear in the number of runs. It reports false,
+// having appended nothing, for a pre-token of shorter runs and when it gives up.
 //
 // In a sweep of the pair (a, b) with a != b, each a-run that a b-run follows gives its
 // last symbol and the b-run its first to one ab, as the occurrences cannot overlap. With
@@ -348,21 +363,24 @@ type symRun struct {
 // staying last. No other pair can come before the lowest-ranked pair present, since
 // every pair a sweep makes ranks above it (see mergeRanks).
 func (m *model) mergeRuns(dst []uint32, p string, b *bpeBuf) ([]uint32, bool) {
-	runs := b.runs[:0]
+	maxRuns := max(16, len(p)/minRunBytes)
+	runs, next := b.runs[:0], b.runs2[:0]
+	defer func() { b.runs, b.runs2 = runs, next }()
 	for i := 0; i < len(p); {
 		j := i + 1
 		for j < len(p) && p[j] == p[i] {
 			j++
 		}
 		if len(runs) == maxRuns {
-			b.runs = runs
 			return dst, false
 		}
 		runs = append(runs, symRun{m.byteID[p[i]], j - i})
 		i = j
 	}
-	next := make([]symRun, 0, 2*maxRuns+1)
-	for {
+	for work := 0; ; work += len(runs) {
+		if work > runsWork*len(p) {
+			return dst, false
+		}
 		best := uint64(noMerge)
 		for i, r := range runs {
 			if r.n > 1 {
@@ -402,7 +420,6 @@ func (m *model) mergeRuns(dst []uint32, p string, b *bpeBuf) ([]uint32, bool) {
 			dst = append(dst, r.sym)
 		}
 	}
-	b.runs = runs
 	return dst, true
 }
 
