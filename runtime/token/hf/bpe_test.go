@@ -260,3 +260,34 @@ func FuzzMerge(f *testing.F) {
 		}
 	})
 }
+
+// TestMergeRunsGivesUp: with a vocabulary whose merges eat a run one byte a sweep, the
+// runs' sweeps would cost more than runsWork runs a byte, and mergeRuns hands the
+// pre-token back; merge still gives the scan's ids.
+func TestMergeRunsGivesUp(t *testing.T) {
+	const x, y, z = 1, 2, 3
+	m := &model{merges: newMergeTable(49), ranks: 49}
+	for i := range m.byteID {
+		m.byteID[i] = uint32(100 + i)
+	}
+	m.byteID['x'], m.byteID['y'], m.byteID['z'] = x, y, z
+	m.merges.put(x<<32|y, 0<<32|10) // xy
+	for i := uint64(1); i < 49; i++ {
+		m.merges.put(x<<32|(9+i), i<<32|(10+i)) // x, then the last merge's token
+	}
+	if m.monotone = m.merges.isMonotone(); !m.monotone {
+		t.Fatal("a chain of merges, each using the token the one before made, is found not monotone")
+	}
+	// 64 bytes in 16 runs; each of 49 sweeps looks at 16 runs, 12 a byte.
+	w := strings.Repeat("x", 49) + strings.Repeat("yz", 7) + "y"
+	if _, ok := m.mergeRuns(nil, w, &bpeBuf{}); ok {
+		t.Fatalf("mergeRuns did %d runs a byte of sweeps; want it to give up past %d", 49*16/len(w), runsWork)
+	}
+	syms := make([]uint32, len(w))
+	for i := range len(w) {
+		syms[i] = m.byteID[w[i]]
+	}
+	if got, err := m.merge(nil, w, &bpeBuf{}, nil); err != nil || !slices.Equal(got, scanMerge(m, syms)) {
+		t.Fatalf("merge(%q) = %v, %v; want the scan's %v", w, got, err, scanMerge(m, syms))
+	}
+}
