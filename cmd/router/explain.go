@@ -211,7 +211,7 @@ func explainLocal(c *cli.Context, files []string, req explain.Request) (*explain
 	if err != nil {
 		return nil, err
 	}
-	facts, tokenized, peakErr, err := req.Facts(m.Name, sm.Tok)
+	facts, tokenized, peakErr, err := req.Facts(nil, m.Name, sm.Tok)
 	if err != nil {
 		return nil, cli.Exit(err.Error(), exitFailure)
 	}

@@ -32,6 +32,9 @@ const (
 	CodeDraining        = "shutting_down"
 	CodeNoTokenizer     = "no_tokenizer"
 	CodeNoHealthyEngine = "no_healthy_engine"
+	// CodePromptTooLarge answers a request whose text to tokenize is over
+	// limits.max_tokenize_bytes.
+	CodePromptTooLarge = "prompt_too_large"
 )
 
 // Error is a failure the HTTP edge decided itself (a body too large, a body read
@@ -67,6 +70,13 @@ func StatusOf(err error) (status int, code, msg string) {
 			return http.StatusNotImplemented, CodeNoTokenizer, re.Msg
 		case request.Internal:
 			return http.StatusInternalServerError, CodeInternal, re.Msg
+		case request.TooLarge:
+			return http.StatusRequestEntityTooLarge, CodePromptTooLarge, re.Msg
+		case request.Ended:
+			if errors.Is(re.Cause, dispatch.ErrHardStop) {
+				return http.StatusServiceUnavailable, CodeDraining, "the router is shutting down"
+			}
+			return StatusClientClosed, CodeClientClosed, "client closed the request"
 		}
 		return http.StatusBadRequest, CodeInvalidRequest, re.Msg
 	case errors.As(err, &be):

@@ -1,7 +1,11 @@
 package answer
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +14,8 @@ import (
 	"github.com/routerkit/router/runtime/dispatch"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/request"
+	"github.com/routerkit/router/runtime/token"
 )
 
 // The one mapping from dispatch failures to what a client sees.
@@ -59,6 +65,39 @@ func TestSelectionStatus(t *testing.T) {
 		status, code, _ := StatusOf(fmt.Errorf("routing: %w", err))
 		if status != tc.status || code != err.Code() {
 			t.Errorf("%s: got %d %s, want %d %s", tc.reason, status, code, tc.status, err.Code())
+		}
+	}
+}
+
+// A tokenization's failures, as request.Tokenizing types them: over the budget a 413
+// naming the setting, a request whose client left 499, one the router's hard stop ended
+// 503, and a failure of the text itself a 400 saying what failed.
+func TestTokenizeFailures(t *testing.T) {
+	live := httptest.NewRequest(http.MethodPost, "/v1/completions", nil)
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	stopped, stop := context.WithCancelCause(context.Background())
+	stop(dispatch.ErrHardStop)
+	for _, tc := range []struct {
+		name   string
+		r      *http.Request
+		err    error
+		status int
+		code   string
+		msg    string
+	}{
+		{"over the budget", live, &token.TooLargeError{Limit: 1024, Size: 2048}, http.StatusRequestEntityTooLarge, CodePromptTooLarge, "2048 bytes, over the limit of 1024 bytes per request: shorten the prompt, or raise limits.max_tokenize_bytes"},
+		{"client left", live.WithContext(gone), context.Canceled, StatusClientClosed, CodeClientClosed, "client closed the request"},
+		{"hard stop", live.WithContext(stopped), context.Canceled, http.StatusServiceUnavailable, CodeDraining, "shutting down"},
+		{"template error", live, errors.New("undefined variable"), http.StatusBadRequest, CodeInvalidRequest, "rendering the chat template: undefined variable"},
+	} {
+		err := request.Tokenizing(tc.r, tc.err, "m", "rendering the chat template")
+		status, code, msg := StatusOf(err)
+		if status != tc.status || code != tc.code || !strings.Contains(msg, tc.msg) {
+			t.Errorf("%s: got %d %s %q, want %d %s containing %q", tc.name, status, code, msg, tc.status, tc.code, tc.msg)
+		}
+		if err.Model != "m" {
+			t.Errorf("%s: the error names model %q, want m (the decision log reads it)", tc.name, err.Model)
 		}
 	}
 }

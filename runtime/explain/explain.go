@@ -337,12 +337,12 @@ type Request struct {
 var ErrTwoPrompts = errors.New("give the prompt one way: input_tokens, text or messages")
 
 // Facts are the routing facts of the request for model, its text or messages tokenized
-// with tok (tokenized reports that they were); both explain paths, offline and
-// POST /admin/explain, read a request through it. A budget whose peak overflows is
+// with tok under meter (tokenized reports that they were); both explain paths, offline
+// and POST /admin/explain, read a request through it. A budget whose peak overflows is
 // returned apart (peakErr): it is explained like any other selection failure.
-func (r *Request) Facts(model string, tok token.Tokenizer) (facts policy.Facts, tokenized bool, peakErr, err error) {
+func (r *Request) Facts(meter *token.Meter, model string, tok token.Tokenizer) (facts policy.Facts, tokenized bool, peakErr, err error) {
 	facts = policy.Facts{Model: model, InputTokens: r.InputTokens, SessionKey: r.SessionID, RoutingKey: r.RoutingKey}
-	ids, tokenized, err := r.TokenIDs(tok)
+	ids, tokenized, err := r.TokenIDs(meter, tok)
 	if err != nil {
 		return policy.Facts{}, false, nil, err
 	}
@@ -356,21 +356,26 @@ func (r *Request) Facts(model string, tok token.Tokenizer) (facts policy.Facts, 
 	return facts, tokenized, peakErr, nil
 }
 
-// TokenIDs returns the ids of the request's text or messages computed by tok, or nil and
-// false when the request gives its length as input_tokens.
-func (r *Request) TokenIDs(tok token.Tokenizer) ([]uint32, bool, error) {
+// TokenIDs returns the ids of the request's text or messages computed by tok under
+// meter, or nil and false when the request gives its length as input_tokens. A meter's
+// error (*token.TooLargeError, the context's) is returned as it is.
+func (r *Request) TokenIDs(meter *token.Meter, tok token.Tokenizer) ([]uint32, bool, error) {
 	hasText, hasMessages := r.Text != nil, len(r.Messages) > 0 && string(r.Messages) != "null"
 	switch {
 	case hasText && hasMessages, (hasText || hasMessages) && r.InputTokens != 0:
 		return nil, false, ErrTwoPrompts
 	case hasText:
-		return tok.Encode(*r.Text, true), true, nil
+		ids, err := tok.Encode(meter, *r.Text, true)
+		return ids, err == nil, err
 	case hasMessages:
 		if err := token.CheckMessages(r.Messages); err != nil {
 			return nil, false, err
 		}
-		ids, err := tok.EncodeChat(token.Chat{Messages: r.Messages, Tools: r.Tools, Kwargs: r.ChatTemplateKwargs})
-		if err != nil {
+		ids, err := tok.EncodeChat(meter, token.Chat{Messages: r.Messages, Tools: r.Tools, Kwargs: r.ChatTemplateKwargs})
+		switch {
+		case token.Stopped(err):
+			return nil, false, err
+		case err != nil:
 			return nil, false, fmt.Errorf("rendering the chat template: %w", err)
 		}
 		return ids, true, nil

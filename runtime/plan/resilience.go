@@ -27,6 +27,9 @@ type ServerLimits struct {
 	MaxConcurrentRequests int `json:"max_concurrent_requests"`
 	// MaxConnections caps open client connections; more wait in the listen backlog.
 	MaxConnections int `json:"max_connections"`
+	// MaxTokenizeBytes caps the text one request has tokenized: a chat's rendered
+	// prompt, a batch's prompts together. More is answered 413 before it is tokenized.
+	MaxTokenizeBytes int64 `json:"max_tokenize_bytes"`
 }
 
 // Breaker configures the per-engine circuit breaker: FailureThreshold consecutive

@@ -62,16 +62,17 @@ func (ms *Models) Chat(r *http.Request, body []byte) (*Prepared, error) {
 	}
 	c := req.chat()
 	c.Decoded, c.Parsed = msgs, parsed
-	ids, err := m.Tok.EncodeChat(c)
+	meter := ms.Meter(r)
+	ids, err := m.Tok.EncodeChat(meter, c)
 	exact := true
-	switch {
-	case errors.Is(err, token.ErrUnpredictable):
+	if errors.Is(err, token.ErrUnpredictable) {
 		// Served all the same: the stand-in's count of the text stands in for the
 		// length, and no prefix is hashed that the engine would not have.
-		ids, _ = token.Standin{}.EncodeChat(c)
+		ids, err = token.Standin{}.EncodeChat(meter, c)
 		exact = false
-	case err != nil:
-		return nil, &Error{Kind: Invalid, Model: m.Plan.Name, Msg: "rendering the chat template: " + err.Error()}
+	}
+	if err != nil {
+		return nil, Tokenizing(r, err, m.Plan.Name, "rendering the chat template")
 	}
 	budget := req.MaxCompletionTokens
 	if budget == nil {

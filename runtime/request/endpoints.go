@@ -65,7 +65,7 @@ func (ms *Models) Completion(r *http.Request, body []byte) (*Prepared, error) {
 		}
 		budget = totalBudget(*req.MaxTokens, n, in.count())
 	}
-	return batchPrepared(r, m, body, in, budget, req.Stream)
+	return ms.batchPrepared(r, m, body, in, budget, req.Stream)
 }
 
 // generateRequest is the part of SGLang's native /generate request the router routes on.
@@ -128,7 +128,7 @@ func (ms *Models) Generate(r *http.Request, body []byte) (*Prepared, error) {
 			return nil, herr
 		}
 	}
-	return batchPrepared(r, m, body, in, &budget, req.Stream)
+	return ms.batchPrepared(r, m, body, in, &budget, req.Stream)
 }
 
 // generateBudget sums max_new_tokens over n prompts: sampling_params is one object for
@@ -171,8 +171,12 @@ func generateBudget(raw json.RawMessage, n int) (int64, *Error) {
 }
 
 // batchPrepared is prepared for a request of one or several prompts.
-func batchPrepared(r *http.Request, m *Model, body []byte, in prompts, budget *int64, stream bool) (*Prepared, error) {
-	p, err := prepared(r, m, body, in.longest(m.Tok), budget, stream)
+func (ms *Models) batchPrepared(r *http.Request, m *Model, body []byte, in prompts, budget *int64, stream bool) (*Prepared, error) {
+	ids, herr := in.longest(r, ms.Meter(r), m)
+	if herr != nil {
+		return nil, herr
+	}
+	p, err := prepared(r, m, body, ids, budget, stream)
 	if err != nil {
 		return nil, err
 	}
@@ -265,13 +269,20 @@ func (ms *Models) Inputs(shape InputShape) Preparer {
 		if herr != nil {
 			return nil, herr
 		}
-		ids := in.longest(m.Tok)
+		meter := ms.Meter(r)
+		ids, herr := in.longest(r, meter, m)
+		if herr != nil {
+			return nil, herr
+		}
 		if shape.query {
 			q, herr := promptsOf(root, req.Query, "query")
 			if herr != nil {
 				return nil, herr
 			}
-			query := q.longest(m.Tok)
+			query, herr := q.longest(r, meter, m)
+			if herr != nil {
+				return nil, herr
+			}
 			ids = append(query[:len(query):len(query)], ids...)
 		}
 		zero := int64(0)

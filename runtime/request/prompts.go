@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"net/http"
 	"strconv"
 
 	"github.com/routerkit/router/runtime/strictjson"
@@ -142,10 +143,11 @@ func tokenIDs(raw json.RawMessage) ([]uint32, bool) {
 // count is the number of prompts.
 func (p prompts) count() int { return len(p.texts) + len(p.ids) }
 
-// longest returns the ids of the longest prompt, tokenizing texts with tok (adding its
-// special tokens, as engines do for a text prompt). A batch is routed as one request by
-// its longest input: the engine prefills every prompt, and the longest bounds the bucket.
-func (p prompts) longest(tok token.Tokenizer) []uint32 {
+// longest returns the ids of the longest prompt, tokenizing texts with m's tokenizer
+// under meter, r's (adding its special tokens, as engines do for a text prompt). A batch
+// is routed as one request by its longest input: the engine prefills every prompt, and
+// the longest bounds the bucket.
+func (p prompts) longest(r *http.Request, meter *token.Meter, m *Model) ([]uint32, *Error) {
 	var best []uint32
 	for _, ids := range p.ids {
 		if len(ids) > len(best) || best == nil {
@@ -153,12 +155,16 @@ func (p prompts) longest(tok token.Tokenizer) []uint32 {
 		}
 	}
 	for _, text := range p.texts {
-		if ids := tok.Encode(text, true); len(ids) > len(best) || best == nil {
+		ids, err := m.Tok.Encode(meter, text, true)
+		if err != nil {
+			return nil, Tokenizing(r, err, m.Plan.Name, "tokenizing the prompt")
+		}
+		if len(ids) > len(best) || best == nil {
 			best = ids
 		}
 	}
 	if best == nil {
 		best = []uint32{}
 	}
-	return best
+	return best, nil
 }

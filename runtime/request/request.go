@@ -34,6 +34,11 @@ const (
 	NoTokenizer
 	// Internal: the router failed on a valid request.
 	Internal
+	// TooLarge: the text to tokenize is over limits.max_tokenize_bytes.
+	TooLarge
+	// Ended: the request's context ended while it was read (Cause says why: the client
+	// left, or the router's hard stop).
+	Ended
 )
 
 // Error is a request the router refuses, and why.
@@ -42,6 +47,8 @@ type Error struct {
 	Msg  string
 	// Model is the requested model when the request named one.
 	Model string
+	// Cause is the cause of an Ended request's context.
+	Cause error
 }
 
 func (e *Error) Error() string { return e.Msg }

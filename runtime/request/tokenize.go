@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"net/http"
 
 	"github.com/routerkit/router/runtime/token"
 )
@@ -21,10 +22,11 @@ type tokenizeRequest struct {
 	AddGenerationPrompt *bool           `json:"add_generation_prompt"`
 }
 
-// Tokenize answers a tokenize request with the ids the router routes on, which are the
-// ids the engines compute when the model's tokenizer is configured: {"tokens", "count",
-// "max_model_len"}, with a list of lists and a list of counts for a batch of prompts.
-func (ms *Models) Tokenize(body []byte) (map[string]any, *Error) {
+// Tokenize answers r, a tokenize request with body, with the ids the router routes on,
+// which are the ids the engines compute when the model's tokenizer is configured:
+// {"tokens", "count", "max_model_len"}, with a list of lists and a list of counts for a
+// batch of prompts. Its texts are tokenized under ms.Meter(r).
+func (ms *Models) Tokenize(r *http.Request, body []byte) (map[string]any, *Error) {
 	var req tokenizeRequest
 	m, herr := ms.decodeModelRequest(body, &req, &req.Model)
 	if herr != nil {
@@ -43,10 +45,10 @@ func (ms *Models) Tokenize(body []byte) (map[string]any, *Error) {
 		if herr != nil {
 			return nil, herr
 		}
-		ids, err := m.Tok.EncodeChat(token.Chat{Messages: req.Messages, Tools: req.Tools, Kwargs: req.ChatTemplateKwargs,
+		ids, err := m.Tok.EncodeChat(ms.Meter(r), token.Chat{Messages: req.Messages, Tools: req.Tools, Kwargs: req.ChatTemplateKwargs,
 			NoGenerationPrompt: req.AddGenerationPrompt != nil && !*req.AddGenerationPrompt, Decoded: msgs})
 		if err != nil {
-			return nil, invalid("rendering the chat template: %v", err)
+			return nil, Tokenizing(r, err, m.Plan.Name, "rendering the chat template")
 		}
 		out["tokens"], out["count"] = nonNil(ids), len(ids)
 		return out, nil
@@ -54,8 +56,12 @@ func (ms *Models) Tokenize(body []byte) (map[string]any, *Error) {
 	// Engines add the tokenizer's template tokens (Llama's BOS) to a prompt by default.
 	special := req.AddSpecialTokens == nil || *req.AddSpecialTokens
 	var one string
+	meter := ms.Meter(r)
 	if json.Unmarshal(req.Prompt, &one) == nil {
-		ids := m.Tok.Encode(one, special)
+		ids, err := m.Tok.Encode(meter, one, special)
+		if err != nil {
+			return nil, Tokenizing(r, err, m.Plan.Name, "prompt")
+		}
 		out["tokens"], out["count"] = nonNil(ids), len(ids)
 		return out, nil
 	}
@@ -65,8 +71,11 @@ func (ms *Models) Tokenize(body []byte) (map[string]any, *Error) {
 	}
 	lists, counts := make([][]uint32, len(batch)), make([]int, len(batch))
 	for i, text := range batch {
-		lists[i] = nonNil(m.Tok.Encode(text, special))
-		counts[i] = len(lists[i])
+		ids, err := m.Tok.Encode(meter, text, special)
+		if err != nil {
+			return nil, Tokenizing(r, err, m.Plan.Name, "prompt")
+		}
+		lists[i], counts[i] = nonNil(ids), len(ids)
 	}
 	out["tokens"], out["count"] = lists, counts
 	return out, nil

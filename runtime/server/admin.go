@@ -214,7 +214,7 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 		InputTokens json.RawMessage `json:"input_tokens"`
 	}
 	if strictjson.Unmarshal(body, &probe) == nil && (probe.Messages == nil || probe.InputTokens != nil) {
-		m, facts, peakErr, err = s.explainFacts(body)
+		m, facts, peakErr, err = s.explainFacts(r, body)
 	} else {
 		p, err := s.models.Chat(r, body)
 		if err != nil {
@@ -234,9 +234,10 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, x)
 }
 
-// explainFacts reads an explain.Request into its model and routing facts, or the
-// expected-peak failure that stops selection before it starts.
-func (s *Server) explainFacts(body []byte) (_ *request.Model, _ policy.Facts, peakErr, err error) {
+// explainFacts reads r, an explain.Request with body, into its model and routing facts
+// (its text tokenized under the request's meter), or the expected-peak failure that
+// stops selection before it starts.
+func (s *Server) explainFacts(r *http.Request, body []byte) (_ *request.Model, _ policy.Facts, peakErr, err error) {
 	var req explain.Request
 	if err := strictjson.Check(body, &req); err != nil {
 		return nil, policy.Facts{}, nil, fmt.Errorf("explain request: %w", err)
@@ -256,9 +257,9 @@ func (s *Server) explainFacts(body []byte) (_ *request.Model, _ policy.Facts, pe
 	if req.InputTokens < 0 || (req.MaxTokens != nil && *req.MaxTokens < 0) {
 		return nil, policy.Facts{}, nil, &request.Error{Kind: request.Invalid, Msg: "input_tokens and max_tokens must not be negative"}
 	}
-	facts, _, peakErr, err := req.Facts(req.Model, m.Tok)
+	facts, _, peakErr, err := req.Facts(s.models.Meter(r), req.Model, m.Tok)
 	if err != nil {
-		return nil, policy.Facts{}, nil, &request.Error{Kind: request.Invalid, Msg: err.Error()}
+		return nil, policy.Facts{}, nil, request.Tokenizing(r, err, req.Model, "")
 	}
 	return m, facts, peakErr, nil
 }

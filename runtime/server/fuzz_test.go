@@ -18,7 +18,7 @@ func FuzzExplainRequest(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		_, _, _, _ = srv.explainFacts(body)
+		_, _, _, _ = srv.explainFacts(httptest.NewRequest(http.MethodPost, "/admin/explain", nil), body)
 	})
 }
 

@@ -25,14 +25,14 @@ func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
 }
 
 // tokenizer serves POST /v1/tokenize or /v1/detokenize with the model's tokenizer.
-func (s *Server) tokenizer(answer func(body []byte) (map[string]any, *request.Error)) http.HandlerFunc {
+func (s *Server) tokenizer(answer func(r *http.Request, body []byte) (map[string]any, *request.Error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, herr := s.readBody(w, r)
 		if herr != nil {
 			writeErr(w, herr)
 			return
 		}
-		out, rerr := answer(body)
+		out, rerr := answer(r, body)
 		if rerr != nil {
 			writeErr(w, rerr)
 			return

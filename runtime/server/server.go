@@ -225,7 +225,9 @@ func (s *Server) buildRoutes() http.Handler {
 	mux.HandleFunc("GET /get_server_info", s.engineInfo)
 	for _, prefix := range []string{"/v1", ""} {
 		mux.HandleFunc("POST "+prefix+"/tokenize", s.tokenizer(s.models.Tokenize))
-		mux.HandleFunc("POST "+prefix+"/detokenize", s.tokenizer(s.models.Detokenize))
+		mux.HandleFunc("POST "+prefix+"/detokenize", s.tokenizer(func(_ *http.Request, body []byte) (map[string]any, *request.Error) {
+			return s.models.Detokenize(body)
+		}))
 	}
 	for _, path := range []string{"GET /healthz", "GET /health"} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })

@@ -114,6 +114,14 @@ func (e *Engine) decodeGenerate(w http.ResponseWriter, r *http.Request) (*chatRe
 	return req, e.validateChat(req)
 }
 
+// encode returns the ids of a text prompt with the tokenizer's special tokens, as an
+// engine computes them. The simulator does not bound its tokenization (a nil meter),
+// and the tokenizers fail only on a meter's bounds.
+func (e *Engine) encode(text string) []uint32 {
+	ids, _ := e.spec.Tokenizer.Encode(nil, text, true)
+	return ids
+}
+
 // readPrompts sets the request's input ids from a prompt given as text, token ids, or a
 // batch of either; a batch is simulated as one request over its longest prompt.
 func (e *Engine) readPrompts(req *chatRequest, raw json.RawMessage, field string) *badRequest {
@@ -123,13 +131,13 @@ func (e *Engine) readPrompts(req *chatRequest, raw json.RawMessage, field string
 	var batch [][]uint32
 	switch {
 	case json.Unmarshal(raw, &text) == nil:
-		req.promptIDs = e.spec.Tokenizer.Encode(text, true)
+		req.promptIDs = e.encode(text)
 	case json.Unmarshal(raw, &ids) == nil && len(ids) > 0:
 		req.promptIDs = ids
 	case json.Unmarshal(raw, &texts) == nil && len(texts) > 0:
 		req.prompts = len(texts)
 		for _, t := range texts {
-			if p := e.spec.Tokenizer.Encode(t, true); len(p) > len(req.promptIDs) {
+			if p := e.encode(t); len(p) > len(req.promptIDs) {
 				req.promptIDs = p
 			}
 		}

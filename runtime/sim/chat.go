@@ -274,11 +274,11 @@ func (e *Engine) newJob(ctx context.Context, req *chatRequest) (*job, *badReques
 	ids := req.promptIDs
 	if req.api == apiChat {
 		var err error
-		ids, err = e.spec.Tokenizer.EncodeChat(req.chat())
+		ids, err = e.spec.Tokenizer.EncodeChat(nil, req.chat())
 		if errors.Is(err, token.ErrUnpredictable) {
 			// A multimodal prompt: the simulated engine has no vision tower, so its
 			// text stands in, as it does for the router.
-			ids, err = token.Standin{}.EncodeChat(req.chat())
+			ids, err = token.Standin{}.EncodeChat(nil, req.chat())
 		}
 		if err != nil {
 			return nil, invalid("Failed to apply the chat template: %v", err)

@@ -105,7 +105,7 @@ func (e *Engine) embeddings(req *inputsRequest) (any, *badRequest) {
 			v = base64Floats(vector(t))
 		}
 		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": v}
-		tokens += len(e.spec.Tokenizer.Encode(t, true))
+		tokens += len(e.encode(t))
 	}
 	return map[string]any{"object": "list", "data": data, "model": e.spec.Model,
 		"usage": map[string]int{"prompt_tokens": tokens, "total_tokens": tokens}}, nil
@@ -143,7 +143,7 @@ func (e *Engine) classify(req *inputsRequest) (any, *badRequest) {
 	}
 	out := make([]map[string]any, len(in))
 	for i, t := range in {
-		out[i] = map[string]any{"embedding": vector(t)[:2], "meta_info": map[string]int{"prompt_tokens": len(e.spec.Tokenizer.Encode(t, true))}}
+		out[i] = map[string]any{"embedding": vector(t)[:2], "meta_info": map[string]int{"prompt_tokens": len(e.encode(t))}}
 	}
 	if len(out) == 1 {
 		return out[0], nil

@@ -10,14 +10,14 @@ import (
 // and the stand-in tokenizes them without reading Messages again.
 func TestStandinUsesDecodedMessages(t *testing.T) {
 	msgs := []Message{{Role: "user", Content: "hello there"}}
-	got, err := Standin{}.EncodeChat(Chat{Messages: json.RawMessage(`not json`), Decoded: msgs})
+	got, err := Standin{}.EncodeChat(nil, Chat{Messages: json.RawMessage(`not json`), Decoded: msgs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(got, EncodeChat(msgs)) {
 		t.Fatal("decoded messages not used")
 	}
-	if _, err := (Standin{}).EncodeChat(Chat{Messages: json.RawMessage(`not json`)}); err == nil {
+	if _, err := (Standin{}).EncodeChat(nil, Chat{Messages: json.RawMessage(`not json`)}); err == nil {
 		t.Fatal("without Decoded the raw messages must be decoded")
 	}
 }

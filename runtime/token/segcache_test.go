@@ -113,8 +113,8 @@ func TestStandinChatCacheIsExact(t *testing.T) {
 				t.Fatalf("%d messages: cached chat ids differ", len(msgs))
 			}
 		}
-		if got := (Standin{}).Encode(msgs[i].Content, true); !slices.Equal(got, Encode(msgs[i].Content)) {
-			t.Fatal("Standin.Encode differs from Encode")
+		if got, err := (Standin{}).Encode(nil, msgs[i].Content, true); err != nil || !slices.Equal(got, Encode(msgs[i].Content)) {
+			t.Fatalf("Standin.Encode differs from Encode (%v)", err)
 		}
 	}
 }

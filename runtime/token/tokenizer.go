@@ -19,10 +19,15 @@ type Tokenizer interface {
 	// /v1/completions or /generate. Special-token strings inside text are matched as
 	// special tokens, as HuggingFace tokenizers do by default; addSpecial adds the
 	// tokenizer's template tokens (a BOS token for Llama, nothing for Qwen).
-	Encode(text string, addSpecial bool) []uint32
+	//
+	// The text is charged to m's budget before any work, and the work stops soon after
+	// m's context ends; the error is then the budget's *TooLargeError or the context's
+	// error. A nil m bounds nothing.
+	Encode(m *Meter, text string, addSpecial bool) ([]uint32, error)
 	// EncodeChat renders a conversation with the model's chat template, as the engine does
-	// for /v1/chat/completions, and returns the ids of the rendered prompt.
-	EncodeChat(c Chat) ([]uint32, error)
+	// for /v1/chat/completions, and returns the ids of the rendered prompt, which m
+	// bounds as Encode's text.
+	EncodeChat(m *Meter, c Chat) ([]uint32, error)
 	// Decode returns the text of ids.
 	Decode(ids []uint32) (string, error)
 }
@@ -69,9 +74,13 @@ var ErrNoDecode = errors.New("this tokenizer cannot decode ids: configure the mo
 type Standin struct{}
 
 // Encode implements Tokenizer. The stand-in has no template tokens, so addSpecial is
-// ignored. A long text is looked up in the stand-in's segment cache.
-func (Standin) Encode(text string, _ bool) []uint32 {
-	return standinSegments.Append(IDs(len(text)/5+1), text, AppendEncode)
+// ignored. A long text is looked up in the stand-in's segment cache. The stand-in
+// encodes hundreds of MB/s, so m's context is looked at once, when the text is charged.
+func (Standin) Encode(m *Meter, text string, _ bool) ([]uint32, error) {
+	if err := m.Charge(len(text)); err != nil {
+		return nil, err
+	}
+	return standinSegments.Append(IDs(len(text)/5+1), text, AppendEncode), nil
 }
 
 // standinSegments is the stand-in's segment cache, shared by every model that uses the
@@ -87,12 +96,18 @@ type CacheStatser interface {
 }
 
 // EncodeChat implements Tokenizer with the ChatML-like template of EncodeChat; tools and
-// template arguments are not part of it.
-func (Standin) EncodeChat(c Chat) ([]uint32, error) {
+// template arguments are not part of it. The messages' roles and contents are charged
+// to m.
+func (Standin) EncodeChat(m *Meter, c Chat) ([]uint32, error) {
 	msgs := c.Decoded
 	if msgs == nil {
 		if err := json.Unmarshal(c.Messages, &msgs); err != nil {
 			return nil, fmt.Errorf("messages: %w", err)
+		}
+	}
+	for _, msg := range msgs {
+		if err := m.Charge(len(msg.Role) + len(msg.Content)); err != nil {
+			return nil, err
 		}
 	}
 	return EncodeChat(msgs), nil

@@ -3,6 +3,7 @@ package hf
 import (
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -13,21 +14,40 @@ func uncached(t *Tokenizer) *Tokenizer {
 }
 
 // BenchmarkEncode measures Encode on the documents of testdata/text (English prose, Go
-// and Python source, Chinese/Japanese/Korean text) with the cache warm and without it.
+// and Python source, Chinese/Japanese/Korean text) and on two of 1 MiB of whitespace,
+// each one pre-token: "spaces" is one run of spaces (mergeRuns), "lines" lines of 4095
+// spaces (mergeRanks). "warm" has the caches warm, "off" none, and "heap" none and the
+// merge order of the tokenizers crate, one heap of every candidate (mergeHeap), as
+// before mergeRanks.
 func BenchmarkEncode(b *testing.B) {
 	tok := loadQwen(b)
-	for _, doc := range []string{"prose", "code", "cjk"} {
-		text, err := os.ReadFile("testdata/text/" + doc + ".txt")
-		if err != nil {
-			b.Fatal(err)
+	heap := uncached(tok)
+	model := *tok.model
+	model.monotone = false
+	heap.model = &model
+	for _, doc := range []string{"prose", "code", "cjk", "spaces", "lines"} {
+		var text string
+		switch doc {
+		case "spaces":
+			text = strings.Repeat(" ", 1<<20)
+		case "lines":
+			text = strings.Repeat(strings.Repeat(" ", 4095)+"\n", 256)
+		default:
+			data, err := os.ReadFile("testdata/text/" + doc + ".txt")
+			if err != nil {
+				b.Fatal(err)
+			}
+			text = string(data)
 		}
-		s := string(text)
 		b.Run(doc+"/warm", func(b *testing.B) {
-			tok.Encode(s, false)
-			benchEncode(b, tok, s)
+			tok.encodeAll(text, false)
+			benchEncode(b, tok, text)
 		})
 		b.Run(doc+"/off", func(b *testing.B) {
-			benchEncode(b, uncached(tok), s)
+			benchEncode(b, uncached(tok), text)
+		})
+		b.Run(doc+"/heap", func(b *testing.B) {
+			benchEncode(b, heap, text)
 		})
 	}
 }
@@ -39,7 +59,7 @@ func benchEncode(b *testing.B, tok *Tokenizer, s string) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for b.Loop() {
-		tok.Encode(s, false)
+		tok.encodeAll(s, false)
 	}
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(b.N)/(float64(len(s))/1024), "allocs/KB")
@@ -51,7 +71,7 @@ func BenchmarkDecode(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ids := tok.Encode(string(text), false)
+	ids := tok.encodeAll(string(text), false)
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
 		if _, err := tok.Decode(ids); err != nil {

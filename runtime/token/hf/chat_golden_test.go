@@ -68,7 +68,7 @@ func TestChatGoldens(t *testing.T) {
 			if g.Kwargs != nil {
 				c.Kwargs = json.RawMessage(*g.Kwargs)
 			}
-			ids, err := models[plan.Kind(g.Engine)].EncodeChat(c)
+			ids, err := models[plan.Kind(g.Engine)].EncodeChat(nil, c)
 			if err != nil {
 				t.Fatal(err)
 			}

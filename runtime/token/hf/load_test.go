@@ -104,7 +104,7 @@ type encodeCase struct {
 func checkEncode(t *testing.T, tok *Tokenizer, tests []encodeCase) {
 	t.Helper()
 	for _, tt := range tests {
-		if got := tok.Encode(tt.text, tt.addSpecial); !slices.Equal(got, tt.want) {
+		if got := tok.encodeAll(tt.text, tt.addSpecial); !slices.Equal(got, tt.want) {
 			t.Errorf("Encode(%q, %v) = %v, want %v", tt.text, tt.addSpecial, got, tt.want)
 		}
 	}

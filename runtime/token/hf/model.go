@@ -78,6 +78,7 @@ func newModel(mj *modelJSON, vocab map[string]uint32) (*model, error) {
 		// A repeated pair keeps its last rank, as in tokenizers' map from pairs to ranks.
 		m.merges.put(uint64(a)<<32|uint64(b), uint64(rank)<<32|uint64(c))
 	}
+	m.ranks, m.monotone = len(merges), m.merges.isMonotone()
 	if m.ignoreMerges {
 		m.vocab = make(map[string]uint32, len(vocab))
 		for tok, id := range vocab {

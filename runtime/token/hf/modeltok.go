@@ -119,7 +119,9 @@ func Open(t plan.Tokenizer) (*Model, error) {
 }
 
 // Encode implements token.Tokenizer.
-func (m *Model) Encode(text string, addSpecial bool) []uint32 { return m.tok.Encode(text, addSpecial) }
+func (m *Model) Encode(meter *token.Meter, text string, addSpecial bool) ([]uint32, error) {
+	return m.tok.Encode(meter, text, addSpecial)
+}
 
 // CacheStats returns the counters of the tokenizer's segment cache.
 func (m *Model) CacheStats() token.SegmentStats { return m.tok.CacheStats() }
@@ -129,11 +131,14 @@ func (m *Model) Decode(ids []uint32) (string, error) { return m.tok.Decode(ids) 
 
 // EncodeChat implements token.Tokenizer: the rendered prompt already holds the template's
 // special tokens (BOS included), so it is encoded without adding them again, as SGLang
-// and vLLM do.
-func (m *Model) EncodeChat(c token.Chat) ([]uint32, error) {
+// and vLLM do. The rendered prompt is what meter's budget is charged.
+func (m *Model) EncodeChat(meter *token.Meter, c token.Chat) ([]uint32, error) {
+	if err := meter.Err(); err != nil {
+		return nil, err
+	}
 	prompt, err := m.tmpl.Render(c, chattemplate.Options{AddGenerationPrompt: !c.NoGenerationPrompt, Engine: m.engine})
 	if err != nil {
 		return nil, err
 	}
-	return m.tok.Encode(prompt, false), nil
+	return m.tok.Encode(meter, prompt, false)
 }

@@ -81,6 +81,16 @@ type step struct {
 // preTokenizer applies its steps in order, each to every piece of the previous one.
 type preTokenizer struct{ steps []step }
 
+// scanner returns the scanner that is the whole pre-tokenizer, if it is one: its
+// pre-tokens can then be taken one at a time, without a list of them all.
+func (p preTokenizer) scanner() (scanner, bool) {
+	if len(p.steps) != 1 || p.steps[0].prefixSpace {
+		return scanner{}, false
+	}
+	sc, ok := p.steps[0].split.(scanner)
+	return sc, ok
+}
+
 // split appends the pre-tokens of s to dst, using tmp as scratch; it returns both buffers
 // for reuse.
 func (p preTokenizer) split(dst, tmp []string, s string) ([]string, []string) {

@@ -69,16 +69,19 @@ type scanner struct {
 
 func (sc scanner) split(dst []string, s string) []string {
 	for i := 0; i < len(s); {
-		var j int
-		if sc.gpt2 {
-			j = sc.nextGPT2(s, i)
-		} else {
-			j = sc.next(s, i)
-		}
+		j := sc.end(s, i)
 		dst = append(dst, s[i:j])
 		i = j
 	}
 	return dst
+}
+
+// end returns the end of the pre-token that starts at s[i].
+func (sc scanner) end(s string, i int) int {
+	if sc.gpt2 {
+		return sc.nextGPT2(s, i)
+	}
+	return sc.next(s, i)
 }
 
 // next returns the end of the pre-token that starts at s[i].

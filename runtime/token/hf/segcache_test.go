@@ -58,8 +58,8 @@ func TestSegmentCacheIsExact(t *testing.T) {
 		}
 		for pass := range 2 {
 			for i, conv := range convs {
-				want := plain.Encode(conv, false)
-				if got := tok.Encode(conv, false); !slices.Equal(got, want) {
+				want := plain.encodeAll(conv, false)
+				if got := tok.encodeAll(conv, false); !slices.Equal(got, want) {
 					t.Fatalf("pass %d, conversation %d: cached ids differ from uncached ones\n got %v\nwant %v", pass, i, got, want)
 				}
 			}
@@ -88,9 +88,9 @@ func TestSegmentCacheWithStrippingTokens(t *testing.T) {
 		"<|begin_of_text|>" + long + "<|eot|>",
 		long + " [W] " + long,
 	} {
-		want := plain.Encode(text, true)
+		want := plain.encodeAll(text, true)
 		for range 2 {
-			if got := tok.Encode(text, true); !slices.Equal(got, want) {
+			if got := tok.encodeAll(text, true); !slices.Equal(got, want) {
 				t.Fatalf("Encode(%.40q...) = %v, want %v", text, got, want)
 			}
 		}
@@ -112,9 +112,9 @@ func FuzzSegmentCache(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s, role string) {
 		body := strings.Repeat(s, token.MinSegment/max(len(s), 1)+1)
 		text := "<|im_start|>" + role + "\n" + body + "<|im_end|>\n<|im_start|>" + role + body + s + "<|im_end|>" + body
-		want := plain.Encode(text, false)
+		want := plain.encodeAll(text, false)
 		for range 2 {
-			if got := tok.Encode(text, false); !slices.Equal(got, want) {
+			if got := tok.encodeAll(text, false); !slices.Equal(got, want) {
 				t.Fatalf("Encode(%+q)\n got %v\nwant %v", text, got, want)
 			}
 		}
@@ -146,9 +146,9 @@ func TestModelChatCacheIsExact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := plain.Encode(prompt, false)
+		want := plain.encodeAll(prompt, false)
 		for range 2 {
-			if got, err := m.EncodeChat(c); err != nil || !slices.Equal(got, want) {
+			if got, err := m.EncodeChat(nil, c); err != nil || !slices.Equal(got, want) {
 				t.Fatalf("%d messages: cached chat ids differ from uncached ones (%v)", len(msgs), err)
 			}
 		}

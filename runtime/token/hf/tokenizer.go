@@ -78,14 +78,25 @@ type scratch struct {
 // Invalid UTF-8 in text, which the engine's tokenizer cannot receive, is encoded byte for
 // byte, each invalid byte counting as one character that is neither letter, number nor
 // space.
-func (t *Tokenizer) Encode(text string, addSpecial bool) []uint32 {
+//
+// meter's budget is charged len(text) first, and its context is looked at as the work
+// advances: the error is the budget's *token.TooLargeError or the context's error, and
+// no ids are returned with it.
+func (t *Tokenizer) Encode(meter *token.Meter, text string, addSpecial bool) ([]uint32, error) {
+	if err := meter.Charge(len(text)); err != nil {
+		return nil, err
+	}
 	s, _ := t.scratch.Get().(*scratch)
 	if s == nil {
 		s = new(scratch)
 	}
-	if len(text) <= maxPooledText {
-		defer t.scratch.Put(s)
-	}
+	defer func() {
+		clear(s.sections) // the pool must not keep text alive
+		clear(s.hits)
+		if len(text) <= maxPooledText {
+			t.scratch.Put(s)
+		}
+	}()
 
 	s.sections = t.added.split(s.sections[:0], text)
 	// The cached sections first, so that the result is allocated once at its size
@@ -125,16 +136,18 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) []uint32 {
 			ids = append(ids, s.hits[i]...)
 		default:
 			start := len(ids)
-			ids = t.encodeSection(ids, s, sec.text)
+			var err error
+			if ids, err = t.encodeSection(ids, s, sec.text, meter); err != nil {
+				token.Recycle(ids)
+				return nil, err
+			}
 			t.segments.Put(sec.text, ids[start:])
 		}
 	}
-	clear(s.sections) // the pool must not keep text alive
-	clear(s.hits)
 	if addSpecial {
 		ids = append(ids, t.suffix...)
 	}
-	return ids
+	return ids, nil
 }
 
 // encodeSection appends the ids of a stretch of text that holds no raw added token. They
@@ -142,60 +155,93 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) []uint32 {
 // added tokens before anything else and normalizes, pre-tokenizes and merges each
 // stretch separately (lstrip and rstrip have already widened the tokens' matches); this
 // is what makes the segment cache exact.
-func (t *Tokenizer) encodeSection(ids []uint32, s *scratch, text string) []uint32 {
+func (t *Tokenizer) encodeSection(ids []uint32, s *scratch, text string, meter *token.Meter) ([]uint32, error) {
 	if t.nfc {
 		text = norm.NFC.String(text)
 	}
 	if t.normAdded == nil {
-		return t.encodePlain(ids, s, text)
+		return t.encodePlain(ids, s, text, meter)
 	}
 	s.inner = t.normAdded.split(s.inner[:0], text)
+	defer clear(s.inner)
 	for _, sec := range s.inner {
 		if sec.token {
 			ids = append(ids, sec.id)
 			continue
 		}
-		ids = t.encodePlain(ids, s, sec.text)
+		var err error
+		if ids, err = t.encodePlain(ids, s, sec.text, meter); err != nil {
+			return ids, err
+		}
 	}
-	clear(s.inner)
-	return ids
+	return ids, nil
 }
 
-// encodePlain appends the ids of normalized text without added tokens.
-func (t *Tokenizer) encodePlain(ids []uint32, s *scratch, text string) []uint32 {
+// encodePlain appends the ids of normalized text without added tokens, recording each
+// pre-token's bytes as meter's work. A scanner's pre-tokens are encoded as it finds
+// them: a list of a long text's pre-tokens would take 16 bytes per pre-token, up to
+// 16 times the text.
+func (t *Tokenizer) encodePlain(ids []uint32, s *scratch, text string, meter *token.Meter) ([]uint32, error) {
+	if sc, ok := t.pre.scanner(); ok {
+		for i := 0; i < len(text); {
+			j := sc.end(text, i)
+			var err error
+			if ids, err = t.encodeMetered(ids, s, text[i:j], meter); err != nil {
+				return ids, err
+			}
+			i = j
+		}
+		return ids, nil
+	}
 	if text == "" {
-		return ids
+		return ids, nil
 	}
 	s.pieces, s.tmp = t.pre.split(s.pieces[:0], s.tmp[:0], text)
+	defer func() {
+		clear(s.pieces)
+		clear(s.tmp)
+	}()
 	for _, p := range s.pieces {
-		ids = t.encodePiece(ids, s, p)
+		var err error
+		if ids, err = t.encodeMetered(ids, s, p, meter); err != nil {
+			return ids, err
+		}
 	}
-	clear(s.pieces)
-	clear(s.tmp)
-	return ids
+	return ids, nil
+}
+
+// encodeMetered is encodePiece, the pre-token's bytes then recorded as meter's work.
+func (t *Tokenizer) encodeMetered(ids []uint32, s *scratch, p string, meter *token.Meter) ([]uint32, error) {
+	ids, err := t.encodePiece(ids, s, p, meter)
+	if err == nil {
+		err = meter.Work(len(p))
+	}
+	return ids, err
 }
 
 // encodePiece appends the ids of one pre-token.
-func (t *Tokenizer) encodePiece(ids []uint32, s *scratch, p string) []uint32 {
+func (t *Tokenizer) encodePiece(ids []uint32, s *scratch, p string, meter *token.Meter) ([]uint32, error) {
 	m := t.model
 	if len(p) == 1 {
-		return append(ids, m.byteID[p[0]])
+		return append(ids, m.byteID[p[0]]), nil
 	}
 	if m.ignoreMerges {
 		if id, ok := m.vocab[p]; ok {
-			return append(ids, id)
+			return append(ids, id), nil
 		}
 	}
 	if t.cache == nil {
-		return m.merge(ids, p, &s.bpe)
+		return m.merge(ids, p, &s.bpe, meter)
 	}
 	if out, ok := t.cache.get(ids, p); ok {
-		return out
+		return out, nil
 	}
 	n := len(ids)
-	ids = m.merge(ids, p, &s.bpe)
-	t.cache.put(p, ids[n:])
-	return ids
+	ids, err := m.merge(ids, p, &s.bpe, meter)
+	if err == nil {
+		t.cache.put(p, ids[n:])
+	}
+	return ids, err
 }
 
 // TokenID returns the id of the added token whose content is content (such as
