@@ -88,7 +88,7 @@ func (dp *Dispatcher) once(w Writer, r *http.Request, p *request.Prepared, sel b
 		if !acquire(e) {
 			return &Error{Kind: BreakerOpen, Stage: plan.RolePlain, Worker: e}
 		}
-		return dp.forward(w, r, payload{head: p.Body}, e, plan.RolePlain, nil)
+		return dp.forward(r.Context(), w, r, payload{head: p.Body}, e, plan.RolePlain, nil)
 	}
 	pre, dec := sel.Prefill.Engine, sel.Decode.Engine
 	if !acquire(pre) {

@@ -63,6 +63,10 @@ type Error struct {
 	EngineMsg string
 	// Detail is for the logs only: transport errors, 5xx bodies, URLs.
 	Detail string
+	// engineFault: a 4xx that is the engine's fault, not the request's (see
+	// statusFailure), so it counts against the engine's breaker and reaches the client
+	// as a 502.
+	engineFault bool
 	// sent: another engine already got the request (the other PD half), so even a
 	// failure to reach this one is not retried.
 	sent bool
@@ -112,21 +116,42 @@ func (e *Error) Retriable() bool {
 	return !e.sent && e.Kind == Unreachable || e.Kind == BreakerOpen || (e.Kind == Timeout && e.Phase == PhaseConnect)
 }
 
-// Rejection reports whether the engine refused the request itself (4xx other than 429):
-// a client mistake that no retry can fix, which must reach the client as a 4xx.
+// Rejection reports whether the engine refused the request itself (4xx other than 429
+// and the engine's own faults): a client mistake that no retry can fix, which must reach
+// the client as a 4xx.
 func (e *Error) Rejection() bool {
-	return e.Kind == BadStatus && e.Status >= 400 && e.Status < 500 && e.Status != http.StatusTooManyRequests
+	return e.Kind == BadStatus && e.Status >= 400 && e.Status < 500 && e.Status != http.StatusTooManyRequests && !e.engineFault
 }
 
-// breakerFailure reports whether the failure counts against the engine's breaker.
+// breakerFailure reports whether the failure counts against the engine's breaker: the
+// engine failed, shed load (429) or answered a 4xx that is its own fault. A client's
+// 4xx (400, 413, 422, ...) is no verdict on the engine: one client's bad requests must
+// not take engines out for everyone.
 func (e *Error) breakerFailure() bool {
 	switch e.Kind {
 	case Unreachable, Transport, Timeout, Malformed:
 		return true
 	case BadStatus:
-		return e.Status >= 500 || e.Status == http.StatusTooManyRequests
+		return e.Status >= 500 || e.Status == http.StatusTooManyRequests || e.engineFault
 	}
 	return false
+}
+
+// generationRoutes are the routes every engine of a generation model serves, SGLang's
+// and vLLM's alike; the router forwards them only for a model it has configured on the
+// engine. The pooling routes (embeddings, rerank, score, classify) are not among them:
+// an engine serves them only for a model of that task, so a client asking a chat model
+// for embeddings gets the engine's 404 without the engine being at fault.
+var generationRoutes = map[string]bool{"/v1/chat/completions": true, "/v1/completions": true, "/generate": true}
+
+// engineFault reports whether an engine's 4xx status on the client's route is the
+// engine's fault: 404 (no such route, or the configured model unknown to the engine) or
+// 405 (the route refuses POST) on a route every engine serves, for a model the router
+// already checked. Such an engine is misconfigured (a wrong --served-model-name, a wrong
+// URL, another server on the port) and fails every request the same way; a client cannot
+// cause it with a request the router accepted.
+func engineFault(route string, status int) bool {
+	return (status == http.StatusNotFound || status == http.StatusMethodNotAllowed) && generationRoutes[route]
 }
 
 // ErrHardStop is the cause the router cancels every request's context with when its

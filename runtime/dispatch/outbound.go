@@ -135,6 +135,18 @@ func singleJoiningSlash(a, b string) string {
 	return a + b
 }
 
+// engineQuery is the query an engine at target gets for the client's request URL in: the
+// engine URL's own query, then the client's, cleaned. Every engine a request reaches gets
+// it, a plain engine and both PD halves alike, as SGLang's PD router builds both halves'
+// requests from one URL.
+func engineQuery(target, in *url.URL) string {
+	q := cleanQuery(in.RawQuery)
+	if target.RawQuery != "" {
+		q = strings.TrimSuffix(target.RawQuery+"&"+q, "&")
+	}
+	return q
+}
+
 // maxQueryParams is net/url's default bound on a query's parameters.
 const maxQueryParams = 10000
 
@@ -196,10 +208,7 @@ func (a *attempt) request(in *http.Request) *http.Request {
 	target := a.w.Target()
 	out.URL.Scheme, out.URL.Host, out.Host = target.Scheme, target.Host, ""
 	out.URL.Path, out.URL.RawPath = joinURLPath(target, in.URL)
-	out.URL.RawQuery = cleanQuery(out.URL.RawQuery)
-	if target.RawQuery != "" {
-		out.URL.RawQuery = strings.TrimSuffix(target.RawQuery+"&"+out.URL.RawQuery, "&")
-	}
+	out.URL.RawQuery = engineQuery(target, in.URL)
 	// out.Header is a copy of the client's; the policy removes the hop-by-hop headers,
 	// those Connection names and the forwarding headers with the rest it never forwards.
 	a.dp.headers.apply(out.Header, a.out.ID())

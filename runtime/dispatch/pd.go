@@ -100,7 +100,7 @@ func (dp *Dispatcher) dispatchPD(out Writer, r *http.Request, p *request.Prepare
 		defer preGuard.Release()
 		dp.prefill(ctx, cancel, pre, r, out.ID(), body, status)
 	}()
-	decErr := dp.forward(out, r.WithContext(ctx), body, dec, plan.RoleDecode, status)
+	decErr := dp.forward(ctx, out, r, body, dec, plan.RoleDecode, status)
 	cancel(errDecodeDone)
 	<-prefillDone
 	if decErr == nil {
@@ -155,7 +155,7 @@ func (dp *Dispatcher) prefill(ctx context.Context, cancel context.CancelCauseFun
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		fail(statusFailure(w, plan.RolePrefill, resp.StatusCode, raw))
+		fail(statusFailure(w, plan.RolePrefill, in.URL.Path, resp.StatusCode, raw))
 		return
 	}
 	status.set(nil)
@@ -166,10 +166,15 @@ func (dp *Dispatcher) prefill(ctx context.Context, cancel context.CancelCauseFun
 	a.verdict(nil)
 }
 
-// engineRequest is the POST of body to engine w on the client's path, with the header
-// set every half of a request gets (the header policy, the request id, forwarding).
+// engineRequest is the POST of body to engine w on the client's path and query, with the
+// header set every half of a request gets (the header policy, the request id,
+// forwarding): the URL and headers the proxy sends a plain engine or a decode half.
 func (dp *Dispatcher) engineRequest(ctx context.Context, in *http.Request, reqID string, w *engine.Worker, body payload) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.Target().JoinPath(in.URL.Path).String(), body.reader())
+	target := w.Target()
+	u := *target
+	u.Path, u.RawPath = joinURLPath(target, in.URL)
+	u.RawQuery = engineQuery(target, in.URL)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), body.reader())
 	if err != nil {
 		return nil, err
 	}
@@ -182,10 +187,12 @@ func (dp *Dispatcher) engineRequest(ctx context.Context, in *http.Request, reqID
 	return req, nil
 }
 
-// statusFailure is an engine's non-2xx answer raw as a dispatch failure: a rejection
-// (4xx) keeps the engine's own message for the client, anything else only the router's.
-func statusFailure(w *engine.Worker, stage plan.Role, status int, raw []byte) *Error {
-	e := &Error{Kind: BadStatus, Stage: stage, Worker: w, Status: status, Detail: logline.Clip(string(raw), logline.MaxErrorText)}
+// statusFailure is an engine's non-2xx answer raw, to a request on the client's route, as
+// a dispatch failure: a rejection (4xx) keeps the engine's own message for the client,
+// anything else (a 4xx that is the engine's fault included) only the router's.
+func statusFailure(w *engine.Worker, stage plan.Role, route string, status int, raw []byte) *Error {
+	e := &Error{Kind: BadStatus, Stage: stage, Worker: w, Status: status, Detail: logline.Clip(string(raw), logline.MaxErrorText),
+		engineFault: engineFault(route, status)}
 	if status/100 == 3 {
 		e.Kind = Malformed
 	}

@@ -47,7 +47,7 @@ func (dp *Dispatcher) dispatchKVTransfer(out Writer, r *http.Request, p *request
 	if err != nil {
 		return &Error{Kind: Malformed, Stage: plan.RoleDecode, Worker: dec, Detail: err.Error(), sent: true}
 	}
-	if derr := dp.forward(out, r, payload{head: decBody}, dec, plan.RoleDecode, nil); derr != nil {
+	if derr := dp.forward(r.Context(), out, r, payload{head: decBody}, dec, plan.RoleDecode, nil); derr != nil {
 		out := *derr
 		out.sent = true // the prefill holds KV for this request: never retried
 		return &out
@@ -115,7 +115,7 @@ func (dp *Dispatcher) prefillForTransfer(in *http.Request, reqID string, w *engi
 		return fail(classify(ctx, in.Context(), err, w, plan.RolePrefill))
 	}
 	if resp.StatusCode/100 != 2 {
-		return fail(statusFailure(w, plan.RolePrefill, resp.StatusCode, raw))
+		return fail(statusFailure(w, plan.RolePrefill, in.URL.Path, resp.StatusCode, raw))
 	}
 	var answer struct {
 		KVTransferParams json.RawMessage `json:"kv_transfer_params"`

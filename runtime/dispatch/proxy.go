@@ -33,8 +33,9 @@ type attempt struct {
 	Stage  plan.Role
 	out    Writer
 	body   payload
-	client context.Context // the client's request context
-	ctx    context.Context // the dispatch's: the client's with the deadlines' cancellation
+	route  string          // the client's path, which the engine gets under its URL
+	client context.Context // the client's request context: done only when the client left
+	ctx    context.Context // the dispatch's: the client's with the deadlines' (and PD's) cancellation
 	dl     *deadlines
 	// prefill, for the decode half of a PD request, is where the prefill's status
 	// arrives; the decode response waits for it.
@@ -70,12 +71,19 @@ func (a *attempt) verdict(err *Error) {
 // response to the client. It returns the failure when nothing usable reached the client;
 // a stream that fails after its start ends with an error event and returns nil. The
 // engine's in-flight count covers exactly the time the request is with it.
-func (dp *Dispatcher) forward(out Writer, r *http.Request, body payload, w *engine.Worker, stage plan.Role, pf *prefillStatus) *Error {
+//
+// The dispatch runs under ctx: r's own context, or for a PD decode half the PD request's,
+// which the prefill half cancels when it fails. Whether the client left is read from r's
+// context alone: the PD context's cancellation is visible before its cause reaches the
+// dispatch's context (a parent's Err is set before its children are cancelled), and a
+// decode engine failing in that moment, as it does when its prefill fails, would
+// otherwise be answered 499 to a client still waiting.
+func (dp *Dispatcher) forward(ctx context.Context, out Writer, r *http.Request, body payload, w *engine.Worker, stage plan.Role, pf *prefillStatus) *Error {
 	guard := dp.table.Acquire(w)
 	defer guard.Release()
-	ctx, cancel := context.WithCancelCause(r.Context())
+	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	a := &attempt{dp: dp, w: w, Stage: stage, out: out, body: body, client: r.Context(), ctx: ctx, prefill: pf}
+	a := &attempt{dp: dp, w: w, Stage: stage, out: out, body: body, route: r.URL.Path, client: r.Context(), ctx: ctx, prefill: pf}
 	a.dl = dp.startDeadlines(ctx, cancel, w, stage, pf)
 	defer a.dl.stop()
 	err := a.proxy(r)
@@ -231,11 +239,8 @@ func (a *attempt) modifyResponse(resp *http.Response) error {
 	switch code := resp.StatusCode; {
 	case code >= 400:
 		raw, _ := io.ReadAll(io.LimitReader(&idleReader{ReadCloser: resp.Body, d: a.dl}, 64<<10))
-		err := fail(BadStatus, logline.Clip(string(raw), logline.MaxErrorText)).(*Error)
-		if err.Rejection() {
-			err.EngineMsg, err.Detail = logline.Clip(engineMessage(raw), 512), ""
-		}
-		return err
+		resp.Body.Close()
+		return statusFailure(a.w, a.Stage, a.route, code, raw)
 	case code >= 300 || code < 200:
 		return fail(Malformed, "engine answered "+resp.Status+" "+resp.Header.Get("Location"))
 	}

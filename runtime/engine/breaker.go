@@ -28,7 +28,8 @@ func (s BreakerState) String() string {
 }
 
 // Breaker is an engine's passive health: consecutive dispatch failures (transport
-// errors, timeouts, 429 and 5xx answers) open it, so an engine that fails fast stops
+// errors, timeouts, 429 and 5xx answers, and the 4xx that are the engine's own fault, as
+// dispatch classifies them) open it, so an engine that fails fast stops
 // looking idle and attracting traffic. After the open period one probe request is let
 // through (half-open); its success closes the breaker, its failure reopens it.
 //
