@@ -1,0 +1,144 @@
+package slo
+
+import (
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/routerkit/router/runtime/plan"
+)
+
+func TestParseTargets(t *testing.T) {
+	on := plan.SLOPreferences{TTFT: plan.SLOFirst, TPS: plan.SLOBestEffort}
+	off := plan.SLOPreferences{TTFT: plan.SLODisabled, TPS: plan.SLODisabled}
+	for _, tc := range []struct {
+		name, ttft, tps string
+		prefs           plan.SLOPreferences
+		want            Targets
+		badHeader       string
+	}{
+		{name: "both", ttft: "200", tps: " 12.5 ", prefs: on, want: Targets{TTFTMS: 200, TPS: 12.5}},
+		{name: "absent", prefs: on},
+		{name: "disabled headers are ignored, even malformed", ttft: "abc", tps: "-1", prefs: off},
+		{name: "only the enabled one is read", ttft: "150", tps: "NaN", prefs: plan.SLOPreferences{TTFT: plan.SLOFirst, TPS: plan.SLODisabled}, want: Targets{TTFTMS: 150}},
+		{name: "zero", ttft: "0", prefs: on, badHeader: TTFTHeader},
+		{name: "negative", ttft: "-5", prefs: on, badHeader: TTFTHeader},
+		{name: "not a number", ttft: "fast", prefs: on, badHeader: TTFTHeader},
+		{name: "NaN", tps: "NaN", prefs: on, badHeader: TPSHeader},
+		{name: "infinite", tps: "+Inf", prefs: on, badHeader: TPSHeader},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseTargets(tc.ttft, tc.tps, tc.prefs)
+			var bad *InvalidTarget
+			switch {
+			case tc.badHeader != "":
+				if !errors.As(err, &bad) || bad.Header != tc.badHeader {
+					t.Fatalf("want InvalidTarget for %s, got %v", tc.badHeader, err)
+				}
+			case err != nil || got != tc.want:
+				t.Fatalf("got %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// clock is a settable test clock.
+type clock struct{ now time.Time }
+
+func (c *clock) Now() time.Time { return c.now }
+
+func newClock() *clock { return &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
+
+// The window's quantile is weighted by age: old samples count less, and a window whose
+// samples all decayed below the minimum weight has no estimate.
+func TestWindowDecay(t *testing.T) {
+	c := newClock()
+	w := NewWindow(100, time.Minute, 3, c.Now)
+	if _, _, known := w.Quantile(0.95); known {
+		t.Fatal("an empty window has no estimate")
+	}
+	for range 10 {
+		w.Add(1000) // ten slow samples
+	}
+	c.now = c.now.Add(5 * time.Minute) // they now weigh 1/32 each
+	for range 10 {
+		w.Add(10) // ten fast ones, new
+	}
+	v, weight, known := w.Quantile(0.95)
+	if !known || v != 10 || math.Abs(weight-(10+10.0/32)) > 1e-9 {
+		t.Fatalf("quantile %v weight %v known %v; want 10 on weight 10.3125: the old slow samples weigh under 5%%", v, weight, known)
+	}
+	c.now = c.now.Add(3 * time.Minute) // fast samples weigh 1/8 each: 1.25 + 10/256
+	if _, weight, known := w.Quantile(0.95); known || weight >= 3 {
+		t.Fatalf("weight %v known %v; want below the minimum of 3, unknown", weight, known)
+	}
+}
+
+// The window keeps at most its capacity, overwriting the oldest sample first, and drops
+// values that are no observation.
+func TestWindowBounded(t *testing.T) {
+	c := newClock()
+	w := NewWindow(4, time.Hour, 1, c.Now)
+	for _, v := range []float64{500, 500, 1, 2, 3, 4, -1, math.NaN(), math.Inf(1)} {
+		w.Add(v)
+	}
+	if len(w.samples) != 4 || cap(w.samples) != 4 {
+		t.Fatalf("window holds %d samples (cap %d), want 4", len(w.samples), cap(w.samples))
+	}
+	if v, weight, _ := w.Quantile(0.99); v != 4 || weight != 4 {
+		t.Fatalf("p99 %v on weight %v, want 4 on 4: the two 500s were overwritten", v, weight)
+	}
+	if v, _, _ := w.Quantile(0.5); v != 2 {
+		t.Fatalf("median %v, want 2", v)
+	}
+}
+
+// A memoized quantile is reused only until a sample arrives.
+func TestWindowMemoInvalidatedByAdd(t *testing.T) {
+	c := newClock()
+	w := NewWindow(8, time.Hour, 1, c.Now)
+	w.Add(5)
+	if v, _, _ := w.Quantile(0.95); v != 5 {
+		t.Fatalf("p95 %v, want 5", v)
+	}
+	w.Add(50)
+	if v, _, _ := w.Quantile(0.95); v != 50 {
+		t.Fatalf("p95 after a new sample %v, want 50", v)
+	}
+}
+
+// Estimates prefer the learned value once known, fall back to the configured one, and turn
+// the inter-token time's p95 into a throughput.
+func TestEstimatesSources(t *testing.T) {
+	c := newClock()
+	ttft, tps := 300.0, 40.0
+	e := NewEstimates(&plan.Estimates{TTFTMS: &ttft, TPS: &tps, Learn: &plan.Learn{Samples: 8, HalfLifeSecs: 60, MinSamples: 2}}, c.Now)
+	if got := e.TTFT(); got.Source != SourceConfigured || got.Value != 300 {
+		t.Fatalf("TTFT before samples: %+v", got)
+	}
+	e.ObserveTTFT(120 * time.Millisecond)
+	if got := e.TTFT(); got.Source != SourceConfigured || got.Weight != 1 {
+		t.Fatalf("TTFT on one sample (minimum 2): %+v", got)
+	}
+	e.ObserveTTFT(80 * time.Millisecond)
+	e.ObserveInterToken(50 * time.Millisecond)
+	e.ObserveInterToken(20 * time.Millisecond)
+	if got := e.TTFT(); got.Source != SourceLearned || got.Value != 120 {
+		t.Fatalf("learned TTFT: %+v, want p95 120", got)
+	}
+	if got := e.TPS(); got.Source != SourceLearned || got.Value != 20 {
+		t.Fatalf("learned TPS: %+v, want 1000/50 = 20 (the slow gap's throughput)", got)
+	}
+
+	var none *Estimates
+	if none.TTFT().Known() || none.TPS().Known() || none.Learns() {
+		t.Fatal("nil estimates know nothing")
+	}
+	none.ObserveTTFT(time.Second) // no bucket estimates: a no-op, not a panic
+	static := NewEstimates(&plan.Estimates{TPS: &tps}, c.Now)
+	static.ObserveTTFT(time.Millisecond)
+	if static.Learns() || static.TTFT().Known() || static.TPS().Value != 40 {
+		t.Fatalf("configured-only estimates: ttft %+v tps %+v", static.TTFT(), static.TPS())
+	}
+}
