@@ -36,9 +36,9 @@ type Bucket struct {
 	id         string
 	rank       int
 	minInput   int64
-	maxInput   int64 // math.MaxInt64 when unbounded
-	maxContext int64 // math.MaxInt64 when unbounded
-	capacity   int64 // min(maxInput, maxContext): the sort key
+	maxInput   int64          // math.MaxInt64 when unbounded
+	maxContext int64          // math.MaxInt64 when unbounded
+	capacity   int64          // min(maxInput, maxContext): the sort key
 	est        *slo.Estimates // nil: no estimate, which meets no target
 
 	plain           *Group
