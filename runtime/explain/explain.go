@@ -19,6 +19,7 @@ import (
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
+	"github.com/routerkit/router/runtime/slo"
 	"github.com/routerkit/router/runtime/state/load"
 	"github.com/routerkit/router/runtime/token"
 )
@@ -32,7 +33,12 @@ type Explanation struct {
 	// Tokens is set when the request was given as text and tokenized by the router.
 	Tokens       *Tokens              `json:"tokens,omitempty"`
 	ExpectedPeak *int64               `json:"expected_peak"`
-	Resolved     []string             `json:"resolved"`
+	// Targets are the request's SLO targets; nil when it has none.
+	Targets *slo.Targets `json:"slo_targets,omitempty"`
+	// SLO is each compatible bucket's place in SLO ordering, in try order; empty when the
+	// targets did not order the buckets (none given, or their preferences disabled).
+	SLO      []decision.SLORank `json:"slo,omitempty"`
+	Resolved []string           `json:"resolved"`
 	Excluded     []decision.Exclusion `json:"excluded"`
 	Attempts     []Attempt            `json:"attempts"`
 	Bucket       *string              `json:"bucket"`
@@ -144,6 +150,11 @@ func New(facts *policy.Facts, tr *decision.Trace, sel bucket.Selection, err erro
 	if facts.PeakKnown {
 		x.ExpectedPeak = &facts.ExpectedPeak
 	}
+	if facts.SLO.Any() {
+		t := facts.SLO
+		x.Targets = &t
+		x.SLO = tr.SLO
+	}
 	for _, a := range tr.Attempts {
 		av := Attempt{Bucket: a.Bucket, Groups: []Group{}, Error: a.Error}
 		for _, g := range a.Groups {
@@ -214,6 +225,7 @@ func (x *Explanation) WriteText(w io.Writer) {
 	if x.Tokens != nil {
 		x.Tokens.writeText(w)
 	}
+	x.writeSLO(w)
 	if len(x.Resolved) > 0 {
 		fmt.Fprintf(w, "compatible buckets, in try order: %s\n", strings.Join(x.Resolved, ", "))
 	}
@@ -323,6 +335,10 @@ type Request struct {
 	// Text, when set instead of InputTokens, is a prompt the router tokenizes with the
 	// model's tokenizer, as it would a completion prompt.
 	Text *string `json:"text,omitempty"`
+	// TTFTSLOMS and TPSSLO are the request's SLO targets, as the x-sgl-ttft-slo-ms and
+	// x-sgl-tps-slo headers give them; omitted is no target.
+	TTFTSLOMS float64 `json:"ttft_slo_ms,omitempty"`
+	TPSSLO    float64 `json:"tps_slo,omitempty"`
 	// Messages, when set instead of InputTokens, is a conversation the router renders
 	// with the model's chat template and tokenizes, as it would a chat request; Tools and
 	// ChatTemplateKwargs go to the template with it.
@@ -339,7 +355,11 @@ var ErrTwoPrompts = errors.New("give the prompt one way: input_tokens, text or m
 // POST /admin/explain, read a request through it. A budget whose peak overflows is
 // returned apart (peakErr): it is explained like any other selection failure.
 func (r *Request) Facts(model string, tok token.Tokenizer) (facts policy.Facts, tokenized bool, peakErr, err error) {
-	facts = policy.Facts{Model: model, InputTokens: r.InputTokens, SessionKey: r.SessionID, RoutingKey: r.RoutingKey}
+	facts = policy.Facts{Model: model, InputTokens: r.InputTokens, SessionKey: r.SessionID, RoutingKey: r.RoutingKey,
+		SLO: slo.Targets{TTFTMS: r.TTFTSLOMS, TPS: r.TPSSLO}}
+	if err := r.checkTargets(); err != nil {
+		return policy.Facts{}, false, nil, err
+	}
 	ids, tokenized, err := r.TokenIDs(tok)
 	if err != nil {
 		return policy.Facts{}, false, nil, err
