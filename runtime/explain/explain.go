@@ -31,19 +31,19 @@ type Explanation struct {
 	Model       string `json:"model"`
 	InputTokens int64  `json:"input_tokens"`
 	// Tokens is set when the request was given as text and tokenized by the router.
-	Tokens       *Tokens              `json:"tokens,omitempty"`
-	ExpectedPeak *int64               `json:"expected_peak"`
+	Tokens       *Tokens `json:"tokens,omitempty"`
+	ExpectedPeak *int64  `json:"expected_peak"`
 	// Targets are the request's SLO targets; nil when it has none.
 	Targets *slo.Targets `json:"slo_targets,omitempty"`
 	// SLO is each compatible bucket's place in SLO ordering, in try order; empty when the
 	// targets did not order the buckets (none given, or their preferences disabled).
-	SLO      []decision.SLORank `json:"slo,omitempty"`
-	Resolved []string           `json:"resolved"`
-	Excluded     []decision.Exclusion `json:"excluded"`
-	Attempts     []Attempt            `json:"attempts"`
-	Bucket       *string              `json:"bucket"`
-	Picks        map[plan.Role]string `json:"picks"`
-	Error        *Error               `json:"error"`
+	SLO      []decision.SLORank   `json:"slo,omitempty"`
+	Resolved []string             `json:"resolved"`
+	Excluded []decision.Exclusion `json:"excluded"`
+	Attempts []Attempt            `json:"attempts"`
+	Bucket   *string              `json:"bucket"`
+	Picks    map[plan.Role]string `json:"picks"`
+	Error    *Error               `json:"error"`
 	// Breakers lists engines of the model whose circuit breaker is open or half-open.
 	Breakers []Breaker `json:"breakers,omitempty"`
 }
