@@ -86,9 +86,10 @@ type LeftOut struct {
 }
 
 // leftOut lists the model's engines of role that are not among candidates: down (failing
-// health checks), behind an open breaker, or, when neither, not a member of the group
-// (its worker_ids name others).
-func leftOut(reg *engine.Registry, model string, role plan.Role, candidates []Candidate) []LeftOut {
+// health checks), behind an open breaker, unable to receive the KV cache of peer (the
+// attempt's prefill pick, for a decode group), or, when none of those, not a member of the
+// group (its worker_ids name others).
+func leftOut(reg *engine.Registry, model string, role plan.Role, candidates []Candidate, peer *engine.Worker) []LeftOut {
 	in := map[string]bool{}
 	for _, c := range candidates {
 		in[c.ID] = true
@@ -106,6 +107,8 @@ func leftOut(reg *engine.Registry, model string, role plan.Role, candidates []Ca
 			reason = "circuit breaker open"
 		case b != nil && b.State() != engine.BreakerClosed:
 			reason = "circuit breaker " + b.State().String() + ", its probe already sent"
+		case peer != nil && plan.PDMismatch(peer.PDCompat(), w.PDCompat()) != "":
+			reason = "cannot receive the KV cache of prefill " + peer.ID() + ": " + plan.PDMismatch(peer.PDCompat(), w.PDCompat())
 		}
 		out = append(out, LeftOut{Engine: w.ID(), Reason: reason})
 	}
@@ -157,6 +160,7 @@ func New(facts *policy.Facts, tr *decision.Trace, sel bucket.Selection, err erro
 	}
 	for _, a := range tr.Attempts {
 		av := Attempt{Bucket: a.Bucket, Groups: []Group{}, Error: a.Error}
+		var prefill *engine.Worker // the attempt's prefill pick, which its decode group pairs with
 		for _, g := range a.Groups {
 			gv := Group{Stage: g.Stage, Policy: g.Policy, Candidates: []Candidate{}, ReadLoad: []string{},
 				Admission: append([]decision.Verdict{}, g.Admission...), Prefix: g.Prefix, Notes: g.Notes,
@@ -175,7 +179,14 @@ func New(facts *policy.Facts, tr *decision.Trace, sel bucket.Selection, err erro
 				}
 				gv.Candidates = append(gv.Candidates, Candidate{ID: c.ID, Inflight: c.Inflight, Load: viewLoad(r, now)})
 			}
-			gv.Left = leftOut(reg, facts.Model, g.Stage, gv.Candidates)
+			var peer *engine.Worker
+			if g.Stage == plan.RoleDecode {
+				peer = prefill
+			}
+			gv.Left = leftOut(reg, facts.Model, g.Stage, gv.Candidates, peer)
+			if g.Stage == plan.RolePrefill && g.Pick != "" {
+				prefill = reg.Get(g.Pick)
+			}
 			av.Groups = append(av.Groups, gv)
 		}
 		x.Attempts = append(x.Attempts, av)
