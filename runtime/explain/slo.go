@@ -40,7 +40,7 @@ func (x *Explanation) writeSLO(w io.Writer) {
 	}
 	fmt.Fprintf(w, "slo targets: %s\n", strings.Join(ts, ", "))
 	if len(x.SLO) == 0 {
-		fmt.Fprintln(w, "slo ordering: off for these targets (the model's slo preferences are disabled): buckets keep capacity, rank, id order")
+		fmt.Fprintln(w, "slo ordering: off for these targets (their preferences in the model's slo are disabled): buckets keep capacity, rank, id order")
 		return
 	}
 	fmt.Fprintln(w, "slo ordering: fewer penalties first, ties in capacity, rank, id order:")
