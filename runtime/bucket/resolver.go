@@ -72,6 +72,10 @@ func NewResolver(m plan.Model, reg *engine.Registry, deps policy.Deps) (*Resolve
 	return r, nil
 }
 
+// Buckets returns the model's buckets in the design's order (capacity, rank, id); serving
+// lists their SLO estimates and feeds them observations.
+func (r *Resolver) Buckets() []*Bucket { return r.buckets }
+
 func newBucket(model string, pb plan.Bucket, reg *engine.Registry, deps policy.Deps) (*Bucket, error) {
 	b := &Bucket{id: pb.ID, rank: pb.Rank, minInput: pb.Limits.Min, maxInput: orUnbounded(pb.Limits.Max), maxContext: orUnbounded(pb.MaxContextTokens)}
 	b.capacity = min(b.maxInput, b.maxContext)

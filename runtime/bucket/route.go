@@ -63,7 +63,8 @@ func (r *Resolver) Route(ctx context.Context, facts *policy.Facts, pass *policy.
 	need := contextNeed(facts.InputTokens, facts.ExpectedPeak, facts.PeakKnown)
 	order := r.buckets
 	if r.sloActive(facts.SLO) {
-		order = r.sloOrder(facts, need, rec)
+		var buf [maxStackBuckets]*Bucket
+		order = r.sloOrder(facts, need, rec, buf[:0])
 	}
 	if rec.Detailed() {
 		r.record(rec, order, facts, need)

@@ -63,17 +63,19 @@ func check(target string, want float64, pref string, e slo.Estimate, met bool) d
 		Met: met, Penalized: met == (pref == plan.SLOBestEffort)}
 }
 
-// sloOrder returns the buckets that fit the request, ordered by SLO penalty; the sort is
-// stable, so buckets of equal penalty keep the design's order (input capacity, rank, id).
-// Ordering only reorders whole buckets: each is still tried for its complete plain or PD
-// selection, and a rejection still falls through to the next one.
-func (r *Resolver) sloOrder(facts *policy.Facts, need int64, rec *decision.Trace) []*Bucket {
+// sloOrder appends to dst the buckets that fit the request, ordered by SLO penalty; the
+// sort is stable, so buckets of equal penalty keep the design's order (input capacity,
+// rank, id). Ordering only reorders whole buckets: each is still tried for its complete
+// plain or PD selection, and a rejection still falls through to the next one. A model of
+// up to maxStackBuckets buckets is ordered without allocating.
+func (r *Resolver) sloOrder(facts *policy.Facts, need int64, rec *decision.Trace, dst []*Bucket) []*Bucket {
 	type ranked struct {
 		b       *Bucket
 		penalty int
 		checks  []decision.SLOCheck
 	}
-	rs := make([]ranked, 0, len(r.buckets))
+	var stack [maxStackBuckets]ranked
+	rs := stack[:0]
 	var buf [2]decision.SLOCheck
 	for _, b := range r.buckets {
 		if b.fit(facts.InputTokens, need) != fits {
@@ -87,13 +89,16 @@ func (r *Resolver) sloOrder(facts *policy.Facts, need int64, rec *decision.Trace
 		rs = append(rs, rr)
 	}
 	slices.SortStableFunc(rs, func(a, b ranked) int { return a.penalty - b.penalty })
-	out := make([]*Bucket, len(rs))
-	for i, x := range rs {
-		out[i] = x.b
+	for _, x := range rs {
+		dst = append(dst, x.b)
 		rec.RankSLO(decision.SLORank{Bucket: x.b.id, Penalty: x.penalty, Checks: x.checks})
 	}
-	return out
+	return dst
 }
+
+// maxStackBuckets is how many buckets SLO ordering sorts in stack buffers; a model with
+// more is ordered on the heap.
+const maxStackBuckets = 16
 
 // outcome is the selected bucket's verdict on one target, for metrics.
 func outcome(prefs plan.SLOPreferences, t slo.Targets, b *Bucket) (ttft, tps string) {
