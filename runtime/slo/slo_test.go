@@ -142,3 +142,33 @@ func TestEstimatesSources(t *testing.T) {
 		t.Fatalf("configured-only estimates: ttft %+v tps %+v", static.TTFT(), static.TPS())
 	}
 }
+
+// A stream's first event is its TTFT and the mean gap between events its inter-token
+// time; [DONE] is no token, and a bucket that does not learn measures nothing.
+func TestStream(t *testing.T) {
+	c := newClock()
+	start := c.now
+	e := NewEstimates(&plan.Estimates{Learn: &plan.Learn{Samples: 4, HalfLifeSecs: 60, MinSamples: 1}}, c.Now)
+	s := NewStream(e, start, c.Now)
+	c.now = c.now.Add(200 * time.Millisecond)
+	s.Write([]byte("data: {\"a\":1}\n\n"))
+	c.now = c.now.Add(40 * time.Millisecond)
+	s.Write([]byte("data: {\"b\":2}\n\ndata: {\"c\":3}\n\n"))
+	c.now = c.now.Add(time.Second)
+	s.Write([]byte("data: [DONE]\n\n")) // no token: the last gap does not count
+	s.Done()
+	if got := e.TTFT(); got.Source != SourceLearned || got.Value != 200 {
+		t.Errorf("TTFT %+v, want 200 ms learned", got)
+	}
+	if got := e.TPS(); got.Source != SourceLearned || got.Value != 50 {
+		t.Errorf("TPS %+v, want 1000/20 ms (40 ms over two gaps)", got)
+	}
+
+	static := NewEstimates(&plan.Estimates{TTFTMS: new(200.0)}, c.Now)
+	if NewStream(static, start, c.Now) != nil {
+		t.Error("a bucket that does not learn gets no stream measurement")
+	}
+	var none *Stream
+	none.Write([]byte("data: x"))
+	none.Done()
+}
