@@ -155,7 +155,7 @@ func TestSLOOrderFallsThrough(t *testing.T) {
 func TestSLOOrderFollowsLearnedEstimates(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	e := newEnv(t, eng("A", plan.RolePlain), eng("B", plan.RolePlain))
-	learn := &plan.Learn{Samples: 16, HalfLifeSecs: 60, MinSamples: 4}
+	learn := &plan.Learn{Samples: 16, HalfLifeSecs: 60, MinSamples: 3}
 	m := plan.Model{Name: model, SLO: plan.SLOPreferences{TTFT: plan.SLOFirst, TPS: plan.SLODisabled}, Buckets: []plan.Bucket{
 		{ID: "a", Limits: plan.Limits{Max: i64(10)}, Estimates: &plan.Estimates{TTFTMS: f64(50), Learn: learn},
 			Groups: plan.Groups{Plain: &plan.Group{WorkerIDs: []string{"A"}, Policy: rr}}},
@@ -187,6 +187,7 @@ func TestSLOOrderFollowsLearnedEstimates(t *testing.T) {
 			}
 		}
 	}
+	now = now.Add(time.Second) // new samples count a moment after they arrive
 	if got := route(); got != "b" {
 		t.Fatalf("after a turned slow and b fast, selected %s, want b", got)
 	}

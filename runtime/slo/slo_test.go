@@ -94,17 +94,31 @@ func TestWindowBounded(t *testing.T) {
 	}
 }
 
-// A memoized quantile is reused only until a sample arrives.
-func TestWindowMemoInvalidatedByAdd(t *testing.T) {
+// A memoized quantile is reused for 1/4096 of a half-life after a sample arrives, then
+// recomputed; without new samples, for 1/16.
+func TestWindowMemo(t *testing.T) {
 	c := newClock()
-	w := NewWindow(8, time.Hour, 1, c.Now)
+	w := NewWindow(8, 4096*time.Second, 1, c.Now)
 	w.Add(5)
 	if v, _, _ := w.Quantile(0.95); v != 5 {
 		t.Fatalf("p95 %v, want 5", v)
 	}
 	w.Add(50)
-	if v, _, _ := w.Quantile(0.95); v != 50 {
-		t.Fatalf("p95 after a new sample %v, want 50", v)
+	if v, _, _ := w.Quantile(0.95); v != 5 {
+		t.Fatalf("p95 at once after a new sample %v, want the memoized 5", v)
+	}
+	c.now = c.now.Add(time.Second)
+	v, w1, _ := w.Quantile(0.95)
+	if v != 50 {
+		t.Fatalf("p95 a moment after a new sample %v, want 50", v)
+	}
+	c.now = c.now.Add(200 * time.Second)
+	if _, weight, _ := w.Quantile(0.95); weight != w1 {
+		t.Fatalf("weight %v within 1/16 half-life and no new sample, want the memoized %v", weight, w1)
+	}
+	c.now = c.now.Add(100 * time.Second)
+	if _, weight, _ := w.Quantile(0.95); weight >= w1 {
+		t.Fatalf("weight %v past 1/16 half-life, want it recomputed and decayed below %v", weight, w1)
 	}
 }
 
@@ -118,12 +132,14 @@ func TestEstimatesSources(t *testing.T) {
 		t.Fatalf("TTFT before samples: %+v", got)
 	}
 	e.ObserveTTFT(120 * time.Millisecond)
-	if got := e.TTFT(); got.Source != SourceConfigured || got.Weight != 1 {
+	c.now = c.now.Add(time.Second) // past the moment a new sample waits to count
+	if got := e.TTFT(); got.Source != SourceConfigured || got.Weight > 1 || got.Weight < 0.98 {
 		t.Fatalf("TTFT on one sample (minimum 2): %+v", got)
 	}
 	e.ObserveTTFT(80 * time.Millisecond)
 	e.ObserveInterToken(50 * time.Millisecond)
 	e.ObserveInterToken(20 * time.Millisecond)
+	c.now = c.now.Add(time.Second)
 	if got := e.TTFT(); got.Source != SourceLearned || got.Value != 120 {
 		t.Fatalf("learned TTFT: %+v, want p95 120", got)
 	}
@@ -157,6 +173,7 @@ func TestStream(t *testing.T) {
 	c.now = c.now.Add(time.Second)
 	s.Write([]byte("data: [DONE]\n\n")) // no token: the last gap does not count
 	s.Done()
+	c.now = c.now.Add(time.Second)
 	if got := e.TTFT(); got.Source != SourceLearned || got.Value != 200 {
 		t.Errorf("TTFT %+v, want 200 ms learned", got)
 	}

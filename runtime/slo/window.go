@@ -24,10 +24,12 @@ type Window struct {
 	samples []sample // ring of at most cap(samples)
 	next    int      // where the next sample goes once the ring is full
 	sorted  []sample // scratch for Quantile, cap(samples)
-	// memo is the last Quantile result, reused until a sample arrives or the weights have
-	// decayed by more than memoAge's share, so a burst of requests sorts once.
+	// memo is the last Quantile result. It is reused while its weights have decayed by
+	// little (memoAge) and, once a sample arrived since (stale), for a moment longer
+	// (staleAge), so that a busy bucket sorts its samples a few times a second rather
+	// than on every request.
 	memo struct {
-		valid         bool
+		valid, stale  bool
 		q             float64
 		at            time.Time
 		value, weight float64
@@ -35,9 +37,13 @@ type Window struct {
 	}
 }
 
-// memoAge bounds a memoized quantile's age as a fraction of the half-life: its weights
-// have decayed by at most about 4%.
-const memoAge = 16
+// memoAge and staleAge bound a memoized quantile's age as fractions of the half-life: its
+// weights have decayed by at most about 4%, and new samples wait at most 1/4096 of a
+// half-life (15 ms of the default minute) to count.
+const (
+	memoAge  = 16
+	staleAge = 4096
+)
 
 type sample struct {
 	value float64
@@ -67,7 +73,7 @@ func (w *Window) Add(v float64) {
 	s := sample{value: v, at: w.clock()}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.memo.valid = false
+	w.memo.stale = true
 	if len(w.samples) < cap(w.samples) {
 		w.samples = append(w.samples, s)
 		return
@@ -82,11 +88,13 @@ func (w *Window) Quantile(q float64) (value, weight float64, known bool) {
 	now := w.clock()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if m := &w.memo; m.valid && m.q == q && !now.Before(m.at) && now.Sub(m.at) < w.halfLife/memoAge {
-		return m.value, m.weight, m.known
+	if m := &w.memo; m.valid && m.q == q && !now.Before(m.at) {
+		if age := now.Sub(m.at); age < w.halfLife/memoAge && (!m.stale || age < w.halfLife/staleAge) {
+			return m.value, m.weight, m.known
+		}
 	}
 	value, weight, known = w.quantile(now, q)
-	w.memo.valid, w.memo.q, w.memo.at, w.memo.value, w.memo.weight, w.memo.known = true, q, now, value, weight, known
+	w.memo.valid, w.memo.stale, w.memo.q, w.memo.at, w.memo.value, w.memo.weight, w.memo.known = true, false, q, now, value, weight, known
 	return value, weight, known
 }
 
