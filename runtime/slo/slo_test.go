@@ -136,9 +136,17 @@ func TestEstimatesSources(t *testing.T) {
 	if got := e.TTFT(); got.Source != SourceConfigured || got.Weight > 1 || got.Weight < 0.98 {
 		t.Fatalf("TTFT on one sample (minimum 2): %+v", got)
 	}
+	// Two samples a second apart weigh just under 2: decayed weight counts, so a third
+	// is needed to reach the minimum of 2.
 	e.ObserveTTFT(80 * time.Millisecond)
-	e.ObserveInterToken(50 * time.Millisecond)
-	e.ObserveInterToken(20 * time.Millisecond)
+	c.now = c.now.Add(time.Second)
+	if got := e.TTFT(); got.Source != SourceConfigured || got.Weight >= 2 {
+		t.Fatalf("TTFT on two aged samples: %+v", got)
+	}
+	e.ObserveTTFT(100 * time.Millisecond)
+	for _, d := range []time.Duration{50, 20, 30} {
+		e.ObserveInterToken(d * time.Millisecond)
+	}
 	c.now = c.now.Add(time.Second)
 	if got := e.TTFT(); got.Source != SourceLearned || got.Value != 120 {
 		t.Fatalf("learned TTFT: %+v, want p95 120", got)
@@ -173,7 +181,6 @@ func TestStream(t *testing.T) {
 	c.now = c.now.Add(time.Second)
 	s.Write([]byte("data: [DONE]\n\n")) // no token: the last gap does not count
 	s.Done()
-	c.now = c.now.Add(time.Second)
 	if got := e.TTFT(); got.Source != SourceLearned || got.Value != 200 {
 		t.Errorf("TTFT %+v, want 200 ms learned", got)
 	}
