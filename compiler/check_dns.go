@@ -93,6 +93,7 @@ func (c *checker) checkDNSKVEvents(s *plan.DNSSource, i int) {
 	if kv == nil {
 		return
 	}
+	c.checkAllowFrom(s.ID, kv, sel("engines_from_dns", i, "engine", "kv_events", "allow_from"))
 	switch kv.Mode {
 	case plan.KVBind:
 		if !strings.Contains(kv.Topic, plan.HostPlaceholder) {

@@ -3,7 +3,10 @@ package compiler
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
+
+	"cuelang.org/go/cue"
 
 	"github.com/routerkit/router/runtime/plan"
 )
@@ -23,6 +26,7 @@ func (c *checker) checkKVEvents() {
 		}
 		at := sel("engines", i, "kv_events")
 		host := endpointHost(kv.Endpoint)
+		c.checkAllowFrom(e.ID, kv, append(at, sel("allow_from")...))
 		switch kv.Mode {
 		case plan.KVBind:
 			if kv.Topic == "" {
@@ -44,6 +48,26 @@ func (c *checker) checkKVEvents() {
 			if host == "" || host == "*" || net.ParseIP(host).IsUnspecified() {
 				c.at(append(at, sel("endpoint")...), "engine %q: in connect mode the router dials the engine's publisher, so kv_events.endpoint must name the engine's address, not %q; or set kv_events.mode: \"bind\" to have the router listen there", e.ID, kv.Endpoint)
 			}
+		}
+	}
+}
+
+// checkAllowFrom checks that kv_events.allow_from is of bind mode and each entry an IP
+// address, a CIDR prefix or a host name; names are resolved when the subscription starts.
+func (c *checker) checkAllowFrom(id string, kv *plan.KVEvents, at []cue.Selector) {
+	if len(kv.AllowFrom) > 0 && kv.Mode != plan.KVBind {
+		c.at(at, "engine %q: kv_events.allow_from lists who may dial the router's KV-event listener, which only bind mode has: remove it, or set kv_events.mode: \"bind\"", id)
+		return
+	}
+	for _, a := range kv.AllowFrom {
+		if _, err := netip.ParseAddr(a); err == nil {
+			continue
+		}
+		if _, err := netip.ParsePrefix(a); err == nil {
+			continue
+		}
+		if !validHostname(a) {
+			c.at(at, "engine %q: kv_events.allow_from entry %q is neither an IP address, a CIDR prefix (\"10.0.0.0/24\") nor a host name", id, a)
 		}
 	}
 }
@@ -97,4 +121,23 @@ func bindKey(ep string) string {
 		return ep
 	}
 	return port
+}
+
+// validHostname reports whether s is a DNS name: dot-separated labels of letters,
+// digits and hyphens, none empty or led or ended by a hyphen.
+func validHostname(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(strings.TrimSuffix(s, "."), ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, r := range label {
+			if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -21,7 +21,7 @@ func TestSpecExampleYAMLAndCUEAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(fromYAML, fromCUE) {
-		t.Fatalf("YAML and CUE spellings of the spec example compile differently:\n%+v\n%+v", fromYAML, fromCUE)
+		t.Fatalf("YAML and CUE spellings of the design example compile differently:\n%+v\n%+v", fromYAML, fromCUE)
 	}
 	m := fromYAML.Model("llama")
 	if m == nil || len(m.Buckets) != 2 {

@@ -8,9 +8,9 @@ import (
 )
 
 // Dropped is an option of the legacy sgl-router that the target design removed on purpose
-// (spec §7). The config compiler and the legacy command-line migrator (compiler/legacy)
-// both reject it, and both explain why with Message, so an operator reads the same
-// reasons whichever way the option reaches the router.
+// (docs/design.md, Dropped options). The config compiler and the legacy command-line
+// migrator (compiler/legacy) both reject it, and both explain why with Message, so an
+// operator reads the same reasons whichever way the option reaches the router.
 type Dropped int
 
 // The dropped options. SessionPressureGuard is not an option of its own but a rejected

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/routerkit/router/internal/wait"
 )
 
 // syncBuffer is a bytes.Buffer the program's renderer can write while the test reads.
@@ -58,10 +60,8 @@ func TestProgram(t *testing.T) {
 	t.Cleanup(p.Kill) // ends the program when the test fails before q
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %s after 10s; output so far:\n%s", what, out.String())
-			}
+		if !wait.Until(ok) {
+			t.Fatalf("no %s after %v; output so far:\n%s", what, wait.Timeout, out.String())
 		}
 	}
 	waitFor("engine rows", func() bool { return strings.Contains(out.String(), "saturated") })

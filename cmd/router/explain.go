@@ -12,8 +12,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/routerkit/router/compiler"
-	"github.com/routerkit/router/runtime/bucket"
-	"github.com/routerkit/router/runtime/decision"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
@@ -226,19 +224,10 @@ func explainLocal(c *cli.Context, files []string, req explain.Request) (*explain
 	if err != nil {
 		return nil, cli.Exit(err.Error(), exitFailure)
 	}
-	trace := &decision.Trace{}
-	var sel bucket.Selection
-	// An overflowing budget is explained like any other selection failure.
-	if err = peakErr; err == nil {
-		// A dry run: explaining a request must not bind its session or routing key.
-		sel, err = sm.Resolver.Route(c.Context, &facts, &policy.Pass{Trace: trace, DryRun: true})
-	}
-
-	x := explain.New(&facts, trace, sel, err, reg, table, now)
+	// The dry-run selection serving would run, explained (an overflowing budget like any
+	// other selection failure).
+	x := explain.Run(c.Context, sm, &facts, peakErr, deps, reg, table, now, tokenized)
 	markUnset(x, fx)
-	if tokenized {
-		x.SetTokens(sm.TokName, facts.TokenIDs, deps.KV.BlockSizes(m.Name))
-	}
 	return x, nil
 }
 

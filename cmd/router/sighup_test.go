@@ -13,9 +13,9 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/routerkit/router/compiler"
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/sim"
 )
 
@@ -104,10 +104,8 @@ models:
 	}
 	waitUntil := func(what string, cond func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s; log:\n%s", what, logs)
-			}
+		if !wait.Until(cond) {
+			t.Fatalf("timed out after %v waiting for %s; log:\n%s", wait.Timeout, what, logs)
 		}
 	}
 	waitUntil("the router", func() bool { return generation() == 1 })

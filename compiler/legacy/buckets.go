@@ -8,7 +8,7 @@ import (
 
 // pair is one --pair PREFILL=DECODE: the operator's explicit association of a legacy
 // prefill bucket and decode bucket into one prefill/decode bucket. Pairs are never
-// inferred from ranks or names (spec §7).
+// inferred from ranks or names (docs/design.md, Where the router differs).
 type pair struct {
 	prefill, decode string
 }

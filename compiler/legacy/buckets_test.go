@@ -18,7 +18,8 @@ var pdWorkers = []string{"--model-id", "m",
 	"--prefill", "http://p1:30000", "--prefill", "http://p2:30000",
 	"--decode", "http://d1:30000", "--decode", "http://d2:30000"}
 
-// twoPairs is the spec's short/long example as legacy per-stage buckets.
+// twoPairs is the design's short/long example (docs/design.md, Buckets) as legacy per-stage
+// buckets.
 const twoPairs = `{"buckets": [
   {"id": "p-short", "stage": "prefill", "rank": 10, "worker_ids": ["http://p1:30000"],
    "max_extend_tokens": 4096, "max_pending_prefill_tokens": 16384},

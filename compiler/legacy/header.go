@@ -41,8 +41,8 @@ func header(t *translator) []string {
 	return lines
 }
 
-// notes lists the deliberate changes of the target design (spec §7) that apply to this
-// command line.
+// notes lists the deliberate changes of the target design (docs/design.md, Deliberate
+// changes) that apply to this command line.
 func notes(t *translator) []string {
 	in, c := t.in, t.c
 	var out []string

@@ -29,8 +29,8 @@ func with(base []string, extra ...string) []string {
 	return append(append([]string{}, base...), extra...)
 }
 
-// The options the target design dropped (spec §7) are rejected, naming the option and
-// what to use instead.
+// The options the target design dropped (docs/design.md, Dropped options) are rejected,
+// naming the option and what to use instead.
 func TestDroppedOptions(t *testing.T) {
 	tests := []struct {
 		name string

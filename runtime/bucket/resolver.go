@@ -1,7 +1,7 @@
-// Package bucket implements bucket-first engine selection (spec §2–3): the Resolver that
-// orders a model's length-compatible buckets, each Bucket's complete plain or
-// prefill/decode selection, each Group's candidate filtering and policy call, and Route,
-// the handler's loop over buckets that serving and `router explain` share.
+// Package bucket implements bucket-first engine selection (docs/design.md, Buckets and
+// Groups): the Resolver that orders a model's length-compatible buckets, each Bucket's
+// complete plain or prefill/decode selection, each Group's candidate filtering and policy
+// call, and Route, the handler's loop over buckets that serving and `router explain` share.
 package bucket
 
 import (

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"testing"
 
 	"github.com/routerkit/router/runtime/plan"
@@ -88,9 +87,9 @@ func TestResolve(t *testing.T) {
 	}
 }
 
-// TestResolveSpecExample is the example of spec §7: a 4k input with a 16k expected peak
-// cannot fit the short bucket's 8k context; with a peak of 8k or less both are compatible
-// and the short one comes first.
+// TestResolveSpecExample is the example of docs/design.md, Buckets: a 4k input with a 16k
+// expected peak cannot fit the short bucket's 8k context; with a peak of 8k or less both
+// are compatible and the short one comes first.
 func TestResolveSpecExample(t *testing.T) {
 	e := newEnv(t, eng("P1", plan.RolePrefill), eng("D1", plan.RoleDecode))
 	short := pd("short-context", i64(4096), i64(8192), []string{"P1"}, []string{"D1"}, rr)
@@ -141,12 +140,12 @@ func TestExpectedPeak(t *testing.T) {
 	tests := []struct {
 		input, max int64
 		want       int64
-		wantCode   string
+		wantCode   Reason
 	}{
 		{input: 4096, max: 12288, want: 16384},
 		{input: math.MaxInt64 - 5, max: 5, want: math.MaxInt64},
-		{input: math.MaxInt64 - 5, max: 6, wantCode: CodeTokenCountOverflow},
-		{input: 1, max: -1, wantCode: CodeInvalidTokenCount},
+		{input: math.MaxInt64 - 5, max: 6, wantCode: TokenCountOverflow},
+		{input: 1, max: -1, wantCode: InvalidTokenCount},
 	}
 	for _, tt := range tests {
 		got, err := ExpectedPeak(tt.input, tt.max)
@@ -157,8 +156,8 @@ func TestExpectedPeak(t *testing.T) {
 			continue
 		}
 		var re *Error
-		if !errors.As(err, &re) || re.Code() != tt.wantCode || re.Status() != http.StatusBadRequest {
-			t.Errorf("ExpectedPeak(%d, %d) err = %v, want 400 %s", tt.input, tt.max, err, tt.wantCode)
+		if !errors.As(err, &re) || re.Reason != tt.wantCode || re.Code() != string(tt.wantCode) {
+			t.Errorf("ExpectedPeak(%d, %d) err = %v, want %s", tt.input, tt.max, err, tt.wantCode)
 		}
 	}
 }

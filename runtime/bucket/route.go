@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"strings"
 
 	"github.com/routerkit/router/runtime/decision"
@@ -45,12 +44,12 @@ func (b *Bucket) PickEngines(ctx context.Context, facts *policy.Facts, pass *pol
 	return sel, nil
 }
 
-// Route is the handler's selection pass (spec §3): it tries the compatible buckets in
-// order until one supplies a complete selection. NoCandidates, NoAdmissibleEngine and
-// AdmissionRejected advance to the next bucket, where every required engine is picked
-// again; any other failure stops the pass. Failures are returned as *Error, which maps
-// them to an HTTP status and code. The pass's trace, if any, receives the whole pass; a
-// nil pass records nothing and is no dry run.
+// Route is the handler's selection pass (docs/design.md, Buckets): it tries the compatible
+// buckets in order until one supplies a complete selection. NoCandidates,
+// NoAdmissibleEngine and AdmissionRejected advance to the next bucket, where every required
+// engine is picked again; any other failure stops the pass. Failures are returned as
+// *Error, which maps them to an HTTP status and code. The pass's trace, if any, receives
+// the whole pass; a nil pass records nothing and is no dry run.
 //
 // When the model has a cache-aware group, the pass memoizes prefix lookups, so that every
 // bucket and stage it tries queries each prefix source at most once.
@@ -102,13 +101,13 @@ func (r *Resolver) Route(ctx context.Context, facts *policy.Facts, pass *policy.
 	}
 	switch {
 	case !tried:
-		return Selection{}, &Error{status: http.StatusBadRequest, code: CodeNoMatchingBucket,
+		return Selection{}, &Error{Reason: NoMatchingBucket,
 			msg: noMatchMessage(r.model, facts)}
 	case len(rejected) > 0:
-		return Selection{}, &Error{status: http.StatusServiceUnavailable, code: CodeAdmissionRejected,
+		return Selection{}, &Error{Reason: AdmissionRejected,
 			msg: "every compatible bucket rejected the request: " + strings.Join(rejected, "; "), Reasons: rejected}
 	default:
-		return Selection{}, &Error{status: http.StatusServiceUnavailable, code: "no_" + string(lastStage) + "_engine",
+		return Selection{}, &Error{Reason: NoCandidates,
 			msg: fmt.Sprintf("no eligible %s engine in any compatible bucket", lastStage), Stage: lastStage}
 	}
 }
@@ -134,28 +133,32 @@ func noMatchMessage(model string, facts *policy.Facts) string {
 	return fmt.Sprintf("no bucket of model %s accepts %d input tokens", model, facts.InputTokens)
 }
 
-// Error codes of selection failures, as serving returns them in x-router-error-code and
-// the OpenAI-shaped error body. A stage without candidates yields "no_<stage>_engine".
+// Reason is why a selection pass failed, typed so that the HTTP edge can answer it;
+// its value is the machine-readable code clients get (see Error.Code).
+type Reason string
+
+// The reasons a selection fails. The first three are the request's to fix, the next two
+// the fleet's (no engine can take the request now), the rest the router's: the request
+// reached selection in a state the router should have prevented, and routing stops.
 const (
-	CodeNoMatchingBucket     = "no_matching_bucket"
-	CodeTokenCountOverflow   = "token_count_overflow"
-	CodeInvalidTokenCount    = "invalid_token_count"
-	CodeAdmissionRejected    = "admission_rejected"
-	CodeInvalidSignal        = "invalid_signal"
-	CodeInvalidConfiguration = "invalid_configuration"
-	CodeOutsideCandidates    = "outside_candidates"
-	CodeInternal             = "internal_error"
+	NoMatchingBucket     Reason = "no_matching_bucket"
+	TokenCountOverflow   Reason = "token_count_overflow"
+	InvalidTokenCount    Reason = "invalid_token_count"
+	AdmissionRejected    Reason = "admission_rejected"
+	NoCandidates         Reason = "no_candidates" // answered as no_<stage>_engine
+	InvalidSignal        Reason = "invalid_signal"
+	InvalidConfiguration Reason = "invalid_configuration"
+	OutsideCandidates    Reason = "outside_candidates"
+	Internal             Reason = "internal_error"
 )
 
-// Error is a selection failure with the HTTP status and code serving returns for it. It
-// is the one place that maps selection outcomes to HTTP.
+// Error is a selection failure and its reason.
 type Error struct {
-	status int
-	code   string
+	Reason Reason
 	msg    string
-	// Stage is the unavailable stage of a no_<stage>_engine failure.
+	// Stage is the unavailable stage of a NoCandidates failure.
 	Stage plan.Role
-	// Reasons are the accumulated admission rejections of an admission_rejected failure,
+	// Reasons are the accumulated admission rejections of an AdmissionRejected failure,
 	// one per failed bucket attempt.
 	Reasons []string
 	err     error
@@ -166,43 +169,46 @@ func (e *Error) Error() string { return e.msg }
 // Unwrap returns the policy error that stopped the pass, if any.
 func (e *Error) Unwrap() error { return e.err }
 
-// Status returns the HTTP status code.
-func (e *Error) Status() int { return e.status }
-
-// Code returns the machine-readable error code.
-func (e *Error) Code() string { return e.code }
+// Code returns the machine-readable error code: the reason, or no_<stage>_engine for a
+// stage without candidates.
+func (e *Error) Code() string {
+	if e.Reason == NoCandidates {
+		return "no_" + string(e.Stage) + "_engine"
+	}
+	return string(e.Reason)
+}
 
 // classify maps an error that stops the pass: an invalid signal, an invalid configuration,
-// a foreign pick, or an unexpected policy failure. All are internal errors (500): the
-// request reached selection in a state the router should have prevented.
+// a foreign pick, or an unexpected policy failure. All are the router's: the request
+// reached selection in a state the router should have prevented.
 func classify(err error) *Error {
 	var (
 		sig     *policy.InvalidSignal
 		conf    *policy.InvalidConfiguration
 		outside *policy.OutsideCandidates
 	)
-	code := CodeInternal
+	reason := Internal
 	switch {
 	case errors.As(err, &sig):
-		code = CodeInvalidSignal
+		reason = InvalidSignal
 	case errors.As(err, &conf):
-		code = CodeInvalidConfiguration
+		reason = InvalidConfiguration
 	case errors.As(err, &outside):
-		code = CodeOutsideCandidates
+		reason = OutsideCandidates
 	}
-	return &Error{status: http.StatusInternalServerError, code: code, msg: err.Error(), err: err}
+	return &Error{Reason: reason, msg: err.Error(), err: err}
 }
 
 // ExpectedPeak returns input plus the requested output budget, the length a bucket's
-// context capacity must hold. A negative count or a sum that overflows is a client error
-// (400), checked here so no caller computes the sum unchecked.
+// context capacity must hold. A negative count or a sum that overflows is the request's
+// error, checked here so no caller computes the sum unchecked.
 func ExpectedPeak(inputTokens, maxTokens int64) (int64, error) {
 	if inputTokens < 0 || maxTokens < 0 {
-		return 0, &Error{status: http.StatusBadRequest, code: CodeInvalidTokenCount,
+		return 0, &Error{Reason: InvalidTokenCount,
 			msg: fmt.Sprintf("token counts must not be negative: input %d, max tokens %d", inputTokens, maxTokens)}
 	}
 	if inputTokens > math.MaxInt64-maxTokens {
-		return 0, &Error{status: http.StatusBadRequest, code: CodeTokenCountOverflow,
+		return 0, &Error{Reason: TokenCountOverflow,
 			msg: fmt.Sprintf("input %d tokens plus max tokens %d overflows a token count", inputTokens, maxTokens)}
 	}
 	return inputTokens + maxTokens, nil

@@ -57,55 +57,55 @@ func TestRouteFailures(t *testing.T) {
 		policy      plan.Policy
 		setup       func(e *env, r *Resolver)
 		facts       *policy.Facts
-		wantStatus  int
+		wantReason  Reason
 		wantCode    string
 		wantReasons int
 		wantTried   int // bucket attempts
 	}{
 		{name: "no bucket fits the length", policy: rr, facts: withPeak(5000, 5000),
 			setup:      func(e *env, r *Resolver) { r.buckets = r.buckets[:1] },
-			wantStatus: http.StatusBadRequest, wantCode: CodeNoMatchingBucket},
+			wantReason: NoMatchingBucket, wantCode: "no_matching_bucket"},
 		{name: "peak below input stops with an internal error", policy: rr, facts: withPeak(10, 5),
-			wantStatus: http.StatusInternalServerError, wantCode: CodeInvalidSignal},
+			wantReason: InvalidSignal, wantCode: "invalid_signal"},
 		{name: "admission rejections accumulate across buckets", policy: capped, facts: facts(1),
 			setup: func(e *env, _ *Resolver) {
 				e.w("P1").AddInflight(1)
 				e.w("D2").AddInflight(1)
 			},
-			wantStatus: http.StatusServiceUnavailable, wantCode: CodeAdmissionRejected, wantReasons: 2, wantTried: 2},
+			wantReason: AdmissionRejected, wantCode: "admission_rejected", wantReasons: 2, wantTried: 2},
 		{name: "rejection reasons win over a later missing stage", policy: capped, facts: facts(1),
 			setup: func(e *env, _ *Resolver) {
 				e.w("P1").AddInflight(1)
 				e.w("D2").SetHealthy(false)
 			},
-			wantStatus: http.StatusServiceUnavailable, wantCode: CodeAdmissionRejected, wantReasons: 1, wantTried: 2},
+			wantReason: AdmissionRejected, wantCode: "admission_rejected", wantReasons: 1, wantTried: 2},
 		{name: "no candidates names the last unavailable stage", policy: rr, facts: facts(1),
 			setup: func(e *env, _ *Resolver) {
 				e.w("P1").SetHealthy(false)
 				e.w("D2").SetHealthy(false)
 			},
-			wantStatus: http.StatusServiceUnavailable, wantCode: "no_decode_engine", wantTried: 2},
+			wantReason: NoCandidates, wantCode: "no_decode_engine", wantTried: 2},
 		{name: "a foreign pick stops routing", policy: rr, facts: facts(1),
 			setup: func(e *env, r *Resolver) {
 				r.buckets[0].decode.policy = policyFunc(func(context.Context, []*engine.Worker, *policy.Request) (policy.Pick, error) {
 					return policy.Pick{Engine: e.w("D2")}, nil // a real engine, but another bucket's
 				})
 			},
-			wantStatus: http.StatusInternalServerError, wantCode: CodeOutsideCandidates, wantTried: 1},
+			wantReason: OutsideCandidates, wantCode: "outside_candidates", wantTried: 1},
 		{name: "an invalid configuration stops routing", policy: rr, facts: facts(1),
 			setup: func(_ *env, r *Resolver) {
 				r.buckets[0].prefill.policy = policyFunc(func(context.Context, []*engine.Worker, *policy.Request) (policy.Pick, error) {
 					return policy.Pick{}, &policy.InvalidConfiguration{Msg: "broken"}
 				})
 			},
-			wantStatus: http.StatusInternalServerError, wantCode: CodeInvalidConfiguration, wantTried: 1},
+			wantReason: InvalidConfiguration, wantCode: "invalid_configuration", wantTried: 1},
 		{name: "an invalid policy signal stops routing", policy: rr, facts: facts(1),
 			setup: func(_ *env, r *Resolver) {
 				r.buckets[0].prefill.policy = policyFunc(func(context.Context, []*engine.Worker, *policy.Request) (policy.Pick, error) {
 					return policy.Pick{}, &policy.InvalidSignal{Msg: "bad"}
 				})
 			},
-			wantStatus: http.StatusInternalServerError, wantCode: CodeInvalidSignal, wantTried: 1},
+			wantReason: InvalidSignal, wantCode: "invalid_signal", wantTried: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,9 +119,9 @@ func TestRouteFailures(t *testing.T) {
 			if !errors.As(err, &re) {
 				t.Fatalf("err = %v, want *Error", err)
 			}
-			if re.Status() != tt.wantStatus || re.Code() != tt.wantCode || len(re.Reasons) != tt.wantReasons {
-				t.Fatalf("error = %d %s %q (%d reasons), want %d %s with %d reasons",
-					re.Status(), re.Code(), re.Error(), len(re.Reasons), tt.wantStatus, tt.wantCode, tt.wantReasons)
+			if re.Reason != tt.wantReason || re.Code() != tt.wantCode || len(re.Reasons) != tt.wantReasons {
+				t.Fatalf("error = %s %s %q (%d reasons), want %s %s with %d reasons",
+					re.Reason, re.Code(), re.Error(), len(re.Reasons), tt.wantReason, tt.wantCode, tt.wantReasons)
 			}
 			if len(tr.Attempts) != tt.wantTried {
 				t.Fatalf("%d bucket attempts, want %d", len(tr.Attempts), tt.wantTried)

@@ -3,7 +3,7 @@
 //
 // Workers are shared by pointer and their identity is the pointer, not the id: when an
 // engine is re-registered it gets a new *Worker, and selection rejects a stale pointer that
-// happens to carry the same id (spec §2, EngineGroup::pick).
+// happens to carry the same id (docs/design.md, Groups).
 package engine
 
 import (

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/decision"
 	"github.com/routerkit/router/runtime/engine"
@@ -194,7 +195,8 @@ func New(facts *policy.Facts, tr *decision.Trace, sel bucket.Selection, err erro
 	var routeErr *bucket.Error
 	switch {
 	case errors.As(err, &routeErr):
-		x.Error = &Error{Code: routeErr.Code(), Status: routeErr.Status(), Message: routeErr.Error(), Reasons: routeErr.Reasons}
+		status, code, msg := answer.StatusOf(routeErr)
+		x.Error = &Error{Code: code, Status: status, Message: msg, Reasons: routeErr.Reasons}
 	case err == nil:
 		id := sel.Bucket.ID()
 		x.Bucket = &id

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -54,37 +55,43 @@ func TestStepSetsOnlyChanges(t *testing.T) {
 	}
 }
 
-// TestRunPacesAndRestores: Run sets the percentage at once, follows the live heap, and
-// restores the percentage the process had when it stops.
+// TestRunPacesAndRestores: Run sets the percentage at once, follows the live heap at the
+// next tick, and restores the percentage the process had when it stops. The bubble's clock
+// moves only when every goroutine in it is blocked, so each tick is exact.
 func TestRunPacesAndRestores(t *testing.T) {
-	var mu sync.Mutex
-	live, cur := uint64(10<<20), 100
-	p := &Pacer{Floor: DefaultFloor,
-		Live: func() uint64 { mu.Lock(); defer mu.Unlock(); return live },
-		Set:  func(v int) int { mu.Lock(); defer mu.Unlock(); prev := cur; cur = v; return prev }}
-	read := func() int { mu.Lock(); defer mu.Unlock(); return cur }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { p.Run(ctx, time.Millisecond); close(done) }()
-	waitFor(t, func() bool { return read() == MaxPercent })
-	mu.Lock()
-	live = 64 << 20
-	mu.Unlock()
-	waitFor(t, func() bool { return read() == 200 })
-	cancel()
-	<-done
-	if got := read(); got != 100 {
-		t.Fatalf("percentage %d after the pacer stopped, want the previous 100", got)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached within 5s")
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		live, cur := uint64(10<<20), 100
+		p := &Pacer{Floor: DefaultFloor,
+			Live: func() uint64 { mu.Lock(); defer mu.Unlock(); return live },
+			Set:  func(v int) int { mu.Lock(); defer mu.Unlock(); prev := cur; cur = v; return prev }}
+		read := func() int { mu.Lock(); defer mu.Unlock(); return cur }
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { p.Run(ctx, time.Second); close(done) }()
+		synctest.Wait()
+		if got := read(); got != MaxPercent {
+			t.Fatalf("percentage %d when Run started, want %d at once", got, MaxPercent)
 		}
-	}
+		mu.Lock()
+		live = 64 << 20
+		mu.Unlock()
+		time.Sleep(time.Second - time.Nanosecond)
+		synctest.Wait()
+		if got := read(); got != MaxPercent {
+			t.Fatalf("percentage %d before the tick, want %d still", got, MaxPercent)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if got := read(); got != 200 {
+			t.Fatalf("percentage %d after the tick, want 200 for a 64 MB live heap", got)
+		}
+		cancel()
+		<-done
+		if got := read(); got != 100 {
+			t.Fatalf("percentage %d after the pacer stopped, want the previous 100", got)
+		}
+	})
 }
 
 // TestLiveHeapReadsTheRuntime: after a collection the runtime reports a live heap.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -78,28 +79,30 @@ func TestFullBatchIsWritten(t *testing.T) {
 	}
 }
 
+// TestBatchIsWrittenWithinTheInterval: a batched line is written when the interval since
+// the batch's first line has passed, not before, and the next batch arms the timer again.
+// The bubble's clock moves only when every goroutine in it is blocked, so the interval is
+// exact.
 func TestBatchIsWrittenWithinTheInterval(t *testing.T) {
-	var w recorder
-	s := New(&w, 1<<10, 20*time.Millisecond)
-	s.Batched().Write([]byte("req\n"))
-	deadline := time.Now().Add(5 * time.Second)
-	for len(w.got()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the batch was not written within the flush interval")
+	synctest.Test(t, func(t *testing.T) {
+		const every = 20 * time.Millisecond
+		var w recorder
+		s := New(&w, 1<<10, every)
+		for _, line := range []string{"req\n", "again\n"} {
+			before := len(w.got())
+			s.Batched().Write([]byte(line))
+			time.Sleep(every - time.Nanosecond)
+			synctest.Wait()
+			if got := w.got(); len(got) != before {
+				t.Fatalf("%q written before the interval passed: %q", line, got)
+			}
+			time.Sleep(time.Nanosecond)
+			synctest.Wait()
+			if got := w.got(); len(got) != before+1 || got[before] != line {
+				t.Fatalf("after the interval: %q, want %q written", got, line)
+			}
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if got := w.got(); got[0] != "req\n" {
-		t.Fatalf("got %q", got)
-	}
-	// The timer is armed again by the next batch.
-	s.Batched().Write([]byte("again\n"))
-	for len(w.got()) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("the second batch was not written")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	})
 }
 
 func TestNoBatchingWritesAtOnce(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/state/load"
@@ -66,18 +67,6 @@ func startMonitorStale(t *testing.T, f *fakeEngine, h plan.Health, staleAfterMS 
 	return reg.Get("E1"), table, m
 }
 
-// waitFor polls cond until it holds or a generous deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func TestHealthThresholds(t *testing.T) {
 	f := &fakeEngine{}
 	f.healthStatus.Store(200)
@@ -86,7 +75,7 @@ func TestHealthThresholds(t *testing.T) {
 
 	f.healthStatus.Store(503)
 	start := f.healthChecks.Load()
-	waitFor(t, "engine marked unhealthy", func() bool { return !w.Healthy() })
+	wait.For(t, "engine marked unhealthy", func() bool { return !w.Healthy() })
 	// It took at least the failure threshold of failed checks.
 	if n := f.healthChecks.Load() - start; n < 3 {
 		t.Errorf("unhealthy after %d checks, want at least 3", n)
@@ -99,7 +88,7 @@ func TestHealthThresholds(t *testing.T) {
 	// another or a load poll, which counts once /health answered.
 	f.healthStatus.Store(200)
 	start = f.polls()
-	waitFor(t, "engine healthy again", w.Healthy)
+	wait.For(t, "engine healthy again", w.Healthy)
 	if n := f.polls() - start; n < 2 {
 		t.Errorf("healthy again after %d checks, want at least 2", n)
 	}
@@ -111,7 +100,7 @@ func TestLoadReportsReachTheTable(t *testing.T) {
 	f.loadBody.Store(`{"loads": [{"dp_rank": 0, "num_running_reqs": 7, "num_waiting_reqs": 3,
 		"num_waiting_uncached_tokens": 100, "num_used_tokens": 10, "max_total_num_tokens": 1000}]}`)
 	w, table, m := startMonitor(t, f, plan.Health{IntervalMS: 1000, TimeoutMS: 1000, FailureThreshold: 3, SuccessThreshold: 2})
-	waitFor(t, "a load report", func() bool { return table.Load(w, time.Now()) != nil })
+	wait.For(t, "a load report", func() bool { return table.Load(w, time.Now()) != nil })
 	r := table.Load(w, time.Now())
 	if r.Running != 7 || r.Waiting != 3 || !r.Native || r.WaitingUncachedTokens != 100 {
 		t.Errorf("report: %+v", r.Sample)
@@ -119,7 +108,7 @@ func TestLoadReportsReachTheTable(t *testing.T) {
 
 	// A malformed report is an error in the status, and publishes nothing new.
 	f.loadBody.Store(`{"loads": "garbage"}`)
-	waitFor(t, "the load error", func() bool { return m.Status()["E1"].LoadError != "" })
+	wait.For(t, "the load error", func() bool { return m.Status()["E1"].LoadError != "" })
 	if r := table.Load(w, time.Now()); r == nil || r.Running != 7 {
 		t.Errorf("a malformed report must not replace the last good one: %+v", r)
 	}
@@ -149,15 +138,15 @@ func TestFrozenReportBecomesUnknown(t *testing.T) {
 	w, table, m := startMonitorStale(t, f, plan.Health{IntervalMS: 1000, TimeoutMS: 1000, FailureThreshold: 3, SuccessThreshold: 2}, 50)
 	// The first report is fresh for only 50 ms, which a busy machine can sleep through:
 	// wait for its receipt, not for a moment it is fresh.
-	waitFor(t, "the first report", func() bool { return !m.Status()["E1"].LastLoadAt.IsZero() })
-	waitFor(t, "the frozen report to go stale", func() bool { return table.Load(w, time.Now()) == nil })
+	wait.For(t, "the first report", func() bool { return !m.Status()["E1"].LastLoadAt.IsZero() })
+	wait.For(t, "the frozen report to go stale", func() bool { return table.Load(w, time.Now()) == nil })
 	if s := m.Status()["E1"]; !strings.Contains(s.LoadError, "did not advance") {
 		t.Errorf("status must say the report is stuck: %+v", s)
 	}
 
 	// A moving timestamp publishes again.
 	f.loadBody.Store(`{"loads": [{"dp_rank": 0, "timestamp": 1764676801.5, "num_running_reqs": 4, "num_waiting_reqs": 0}]}`)
-	waitFor(t, "a fresh report", func() bool { r := table.Load(w, time.Now()); return r != nil && r.Running == 4 })
+	wait.For(t, "a fresh report", func() bool { r := table.Load(w, time.Now()); return r != nil && r.Running == 4 })
 }
 
 // TestLoadPollsCountAsHealthChecks: once /health has answered, good load polls are
@@ -171,7 +160,7 @@ func TestLoadPollsCountAsHealthChecks(t *testing.T) {
 	m.rnd = func() float64 { return 0 }
 	m.setHealth("E1", false, errors.New("down at start"))
 	run(t, m)
-	waitFor(t, "E1 back in rotation", reg.Get("E1").Healthy)
+	wait.For(t, "E1 back in rotation", reg.Get("E1").Healthy)
 	if n := f.healthChecks.Load(); n != 1 {
 		t.Errorf("%d /health probes, want the one before load polls count", n)
 	}
@@ -191,12 +180,12 @@ func TestDrainingEngineLeavesRotation(t *testing.T) {
 	h := plan.Health{IntervalMS: 100, TimeoutMS: 1000, FailureThreshold: 3, SuccessThreshold: 2}
 	reg, m := newSetMonitor(t, h, []plan.Engine{e}, []plan.Engine{e})
 	run(t, m)
-	waitFor(t, "load polls counting as health", func() bool { return m.Status()["E1"].Successes >= 5 })
+	wait.For(t, "load polls counting as health", func() bool { return m.Status()["E1"].Successes >= 5 })
 
 	f.healthStatus.Store(503) // draining: /v1/loads still answers
-	waitFor(t, "the draining engine out of rotation", func() bool { return !reg.Get("E1").Healthy() })
+	wait.For(t, "the draining engine out of rotation", func() bool { return !reg.Get("E1").Healthy() })
 	polls := f.loadPolls.Load()
-	waitFor(t, "more load polls", func() bool { return f.loadPolls.Load() >= polls+10 })
+	wait.For(t, "more load polls", func() bool { return f.loadPolls.Load() >= polls+10 })
 	if reg.Get("E1").Healthy() {
 		t.Error("good load polls of an engine failing /health brought it back")
 	}

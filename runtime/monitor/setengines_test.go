@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/state/load"
@@ -67,8 +68,8 @@ func TestSetEnginesWhileRunning(t *testing.T) {
 	e1, e2, e3 := pollEvery5ms("E1", urlA), pollEvery5ms("E2", urlB), pollEvery5ms("E3", urlC)
 	reg, m := newSetMonitor(t, h, []plan.Engine{e1, e2}, []plan.Engine{e1, e2, e3})
 	run(t, m)
-	waitFor(t, "E1 unhealthy", func() bool { return !reg.Get("E1").Healthy() })
-	waitFor(t, "E2 polled", func() bool { return m.Status()["E2"].Successes >= 2 })
+	wait.For(t, "E1 unhealthy", func() bool { return !reg.Get("E1").Healthy() })
+	wait.For(t, "E2 polled", func() bool { return m.Status()["E2"].Successes >= 2 })
 	before := m.Status()["E1"]
 
 	m.SetEngines([]plan.Engine{e1, e3})
@@ -80,7 +81,7 @@ func TestSetEnginesWhileRunning(t *testing.T) {
 	if s := st["E1"]; s.Healthy || s.Failures < before.Failures {
 		t.Errorf("an unchanged engine must keep its status: was %+v, now %+v", before, s)
 	}
-	waitFor(t, "E3 polled", func() bool { return c.polls() >= 10 && m.Status()["E3"].Successes >= 1 })
+	wait.For(t, "E3 polled", func() bool { return c.polls() >= 10 && m.Status()["E3"].Successes >= 1 })
 	// Polls already on the wire when SetEngines returned may still be answered, one per loop.
 	if n := b.polls() - gone; n > 2 {
 		t.Errorf("the removed engine got %d polls after SetEngines returned", n)
@@ -94,7 +95,7 @@ func TestSetEnginesWhileRunning(t *testing.T) {
 	if s := m.Status()["E1"]; !s.Healthy || s.Failures != 0 {
 		t.Errorf("a moved engine's status must start over: %+v", s)
 	}
-	waitFor(t, "E1 polled at its new URL", func() bool { return d.polls() >= 10 && reg.Get("E1").Healthy() })
+	wait.For(t, "E1 polled at its new URL", func() bool { return d.polls() >= 10 && reg.Get("E1").Healthy() })
 	if n := a.polls() - gone; n > 2 {
 		t.Errorf("the old URL got %d polls after SetEngines returned", n)
 	}
@@ -109,7 +110,7 @@ func TestSetEnginesBeforeRun(t *testing.T) {
 	_, m := newSetMonitor(t, h, []plan.Engine{e1}, []plan.Engine{e1, e2})
 	m.SetEngines([]plan.Engine{e2})
 	run(t, m)
-	waitFor(t, "E2 polled", func() bool { return b.polls() >= 5 })
+	wait.For(t, "E2 polled", func() bool { return b.polls() >= 5 })
 	if n := a.polls(); n != 0 {
 		t.Errorf("an engine removed before Run was polled %d times", n)
 	}

@@ -189,6 +189,14 @@ type KVEvents struct {
 	BlockSize int `json:"block_size,omitempty"`
 	// MaxBlocks bounds the blocks the router tracks per DP rank; 0 means unbounded.
 	MaxBlocks int `json:"max_blocks,omitempty"`
+	// MaxMessageBytes bounds one message the publisher sends (all its frames); a peer
+	// that declares more is disconnected before the router reads it. 0 means
+	// zmtp.DefaultMaxMessageBytes (4 MiB).
+	MaxMessageBytes int64 `json:"max_message_bytes,omitempty"`
+	// AllowFrom lists the addresses (IPs, CIDR prefixes or host names, resolved when the
+	// subscription starts) a bind-mode listener accepts publishers from; empty means the
+	// host of the engine's URL, and every loopback address for a loopback engine.
+	AllowFrom []string `json:"allow_from,omitempty"`
 }
 
 // Model is one served model name and its ordered bucket set.

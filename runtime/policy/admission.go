@@ -7,9 +7,9 @@ import (
 	"github.com/routerkit/router/runtime/state/load"
 )
 
-// Limits are an attachment's hard admission caps (spec §4). A zero cap is unset. A cap
-// admits while the engine's metric is below it, so a metric equal to the cap rejects.
-// Admission observes load; it does not count the request or reserve capacity, so
+// Limits are an attachment's hard admission caps (docs/design.md, Admission). A zero cap is
+// unset. A cap admits while the engine's metric is below it, so a metric equal to the cap
+// rejects. Admission observes load; it does not count the request or reserve capacity, so
 // concurrent requests may pass against the same observation.
 type Limits plan.Admission
 

@@ -9,8 +9,8 @@ import (
 )
 
 func TestAdmissionCheck(t *testing.T) {
-	// totalKV is used plus pending prefill, what the max_kv_tokens cap reads (spec §4:
-	// "reported total KV tokens"); used tokens are set lower so a cap on them would differ.
+	// totalKV is used plus pending prefill, what the max_kv_tokens cap reads (docs/design.md,
+	// Admission); used tokens are set lower so a cap on them would differ.
 	nativeReport := func(running, waiting, uncached, totalKV int64) *load.Report {
 		return &load.Report{Sample: load.Sample{Native: true, Running: running, Waiting: waiting,
 			WaitingUncachedTokens: uncached, UsedKVTokens: totalKV / 2, TotalKVTokens: totalKV, MaxKVTokens: 1 << 20}}

@@ -11,9 +11,9 @@ import (
 	"github.com/routerkit/router/runtime/state/load"
 )
 
-// binder is the selection SessionAware and Sticky share (spec §5, §6 "Affinity state"):
-// reuse the admitted binding of the request's key, otherwise ask a nested fallback and bind
-// the engine it returns once this policy has admitted it.
+// binder is the selection SessionAware and Sticky share (docs/design.md, Policies and
+// Affinity state): reuse the admitted binding of the request's key, otherwise ask a nested
+// fallback and bind the engine it returns once this policy has admitted it.
 //
 //   - A missing or empty key goes to the fallback and creates no binding.
 //   - A live binding to a candidate is reused regardless of pressure, if it passes this

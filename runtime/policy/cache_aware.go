@@ -15,8 +15,8 @@ import (
 )
 
 // CacheAware sends a request to an engine that already holds a long prefix of it, under
-// cache and pressure rules, and falls back to load on a miss (spec §5, "Cache-aware
-// behavior"). It serves plain and prefill groups; prefixes do not matter to decode.
+// cache and pressure rules, and falls back to load on a miss (docs/design.md,
+// Policies). It serves plain and prefill groups; prefixes do not matter to decode.
 //
 // A pick runs these steps within the group's candidates:
 //

@@ -9,8 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/decision"
 	"github.com/routerkit/router/runtime/engine"
@@ -68,31 +68,27 @@ func TestCacheAwareFollowsSimulatedKVEvents(t *testing.T) {
 
 	// ZMQ's slow joiner: a PUB socket drops events until the subscription reaches it. Send
 	// each engine fresh prompts until the index shows one of them.
+	// Each poll checks every prompt sent so far, so that events slower than a poll still count.
 	for _, e := range fleet.Engines() {
-		deadline := time.Now().Add(10 * time.Second)
-		for i := 0; ; i++ {
-			ids := chat(t, e.URL(), fmt.Sprintf("warm up %s round %d: %s", e.ID(), i, strings.Repeat("word ", 40)))
-			time.Sleep(20 * time.Millisecond)
-			if holders(deps.KV, ids)[e.ID()] > 0 {
-				break
+		var sent [][]uint32
+		wait.For(t, e.ID()+"'s KV events in the index", func() bool {
+			for _, ids := range sent {
+				if holders(deps.KV, ids)[e.ID()] > 0 {
+					return true
+				}
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the index never saw %s's KV events", e.ID())
-			}
-		}
+			sent = append(sent, chat(t, e.URL(), fmt.Sprintf("warm up %s round %d: %s", e.ID(), len(sent), strings.Repeat("word ", 40))))
+			return false
+		})
 	}
 
 	// A long shared prefix fills E2's cache.
 	prefix := strings.Repeat("The quick brown fox jumps over the lazy dog near the riverbank. ", 150)
 	ids := chat(t, fleet.Engine("E2").URL(), prefix)
 	want := len(ids) / kv.DefaultBlockSize
-	deadline := time.Now().Add(10 * time.Second)
-	for holders(deps.KV, ids)["E2"] < want {
-		if time.Now().After(deadline) {
-			t.Fatalf("index holders of the prompt: %v, want E2 with %d blocks", holders(deps.KV, ids), want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.For(t, fmt.Sprintf("E2 holding the prompt's %d blocks in the index", want), func() bool {
+		return holders(deps.KV, ids)["E2"] >= want
+	})
 	if h := holders(deps.KV, ids); len(h) != 1 {
 		t.Fatalf("index holders of the prompt: %v, want E2 only", h)
 	}
@@ -122,13 +118,9 @@ func TestCacheAwareFollowsSimulatedKVEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	flush.Body.Close()
-	deadline = time.Now().Add(10 * time.Second)
-	for len(holders(deps.KV, ids)) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the index kept E2's blocks after its cache flush")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.For(t, "the index to forget E2's blocks after its cache flush", func() bool {
+		return len(holders(deps.KV, ids)) == 0
+	})
 	sel, err := resolver.Route(context.Background(), &policy.Facts{Model: "m", InputTokens: int64(len(next)), TokenIDs: next}, nil)
 	if err != nil || !strings.HasPrefix(sel.Plain.Reason, "no usable prefix holder") {
 		t.Fatalf("after the flush: %+v, %v; want the load fallback", sel.Plain, err)

@@ -9,8 +9,9 @@ import (
 	"github.com/routerkit/router/runtime/state/load"
 )
 
-// The cache-aware policy's load fallback on a prefix miss (spec §5 step 6): power-of-k
-// sampling within the soft queue tier, then hard admission on the winner.
+// The cache-aware policy's load fallback on a prefix miss (docs/design.md, Policies:
+// cache-aware step 6): power-of-k sampling within the soft queue tier, then hard admission
+// on the winner.
 
 // fallback runs step 6.
 func (p *CacheAware) fallback(rec *decision.Trace, engines []*engine.Worker, req *Request, now load.Instant) (Pick, error) {

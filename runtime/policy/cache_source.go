@@ -102,9 +102,9 @@ func (r *PrefixResult) outcome() string {
 }
 
 // prefixMemo holds one request's prefix lookups, keyed by source, so that the request's
-// bucket attempts and PD stages query each source once (spec §5, PrefixMemo). Misses and
-// unavailable answers are kept too. It memoizes only the lookup: every pick still applies
-// its own candidates, gates and admission to the result.
+// bucket attempts and PD stages query each source once (docs/design.md, Prefix state).
+// Misses and unavailable answers are kept too. It memoizes only the lookup: every pick
+// still applies its own candidates, gates and admission to the result.
 type prefixMemo struct {
 	mu      sync.Mutex
 	entries []memoEntry // a request rarely uses more than one source

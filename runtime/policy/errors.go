@@ -8,9 +8,9 @@ import (
 	"github.com/routerkit/router/runtime/plan"
 )
 
-// The outcomes below are the failures of spec §4. The bucket loop branches on them with
-// errors.As: NoCandidates, NoAdmissibleEngine and AdmissionRejected advance to the next
-// bucket; InvalidSignal, InvalidConfiguration and OutsideCandidates stop routing.
+// The outcomes below are the failures of docs/design.md, Policies. The bucket loop branches
+// on them with errors.As: NoCandidates, NoAdmissibleEngine and AdmissionRejected advance to
+// the next bucket; InvalidSignal, InvalidConfiguration and OutsideCandidates stop routing.
 
 // NoCandidates means the group had no eligible engine for the stage.
 type NoCandidates struct {

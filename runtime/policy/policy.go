@@ -1,5 +1,6 @@
-// Package policy implements engine selection within one engine group (spec §4–5): the
-// Policy contract, its typed outcomes, per-engine admission, and one file per policy.
+// Package policy implements engine selection within one engine group (docs/design.md,
+// Policies and Admission): the Policy contract, its typed outcomes, per-engine admission,
+// and one file per policy.
 //
 // A policy is built once per group from the plan and reused across requests. It owns its
 // state handles (the load table, affinity bindings, its randomness) and reads

@@ -11,7 +11,8 @@ import (
 )
 
 // PowerOfTwo samples two distinct candidates uniformly and keeps the one under lower stage
-// pressure (spec §4). Its cost does not depend on the number of candidates.
+// pressure (docs/design.md, Policies: stage pressure). Its cost does not depend on the
+// number of candidates.
 //
 // A single candidate is selected directly, but its load is still read for admission.
 // Admission runs exactly once, on the chosen engine, with the load record captured during

@@ -9,7 +9,7 @@ import (
 )
 
 // RoundRobin rotates over the candidates with a cursor owned by this instance, so each
-// role group rotates independently (spec §7, deliberate changes).
+// role group rotates independently (docs/design.md, Deliberate changes).
 //
 // Starting at the cursor, it returns the first engine that passes admission; the cursor
 // advances by one per pick whatever the outcome. When every candidate is rejected it

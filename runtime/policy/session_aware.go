@@ -5,12 +5,12 @@ import (
 	"github.com/routerkit/router/runtime/state/load"
 )
 
-// SessionAware keeps a session on the engine it was first placed on (spec §5): it reuses
-// the admitted binding of the request's session key, scoped by model, bucket and stage,
-// and places new, keyless or displaced sessions with power-of-two. Reuse ignores pressure,
-// because the engine holds the session's KV cache; only hard admission can refuse it, and
-// a refusal moves the request to the next bucket without rewriting the binding. The
-// binding rules are those of binder.
+// SessionAware keeps a session on the engine it was first placed on (docs/design.md,
+// Policies): it reuses the admitted binding of the request's session key, scoped by model,
+// bucket and stage, and places new, keyless or displaced sessions with power-of-two. Reuse
+// ignores pressure, because the engine holds the session's KV cache; only hard admission
+// can refuse it, and a refusal moves the request to the next bucket without rewriting the
+// binding. The binding rules are those of binder.
 type SessionAware struct {
 	binder
 }

@@ -9,11 +9,11 @@ import (
 )
 
 // Sticky pins a routing key, taken from the model's routing-key header, to one engine per
-// model, bucket and stage (spec §5). It follows the same binding rules as SessionAware
-// (see binder) with a configurable fallback for new, missing or displaced keys:
-// round_robin (the default), random, power_of_two or load_based. The fallback runs with
-// default (no) limits and owns its own cursor or randomness; Sticky checks the engine it
-// returns with its own limits.
+// model, bucket and stage (docs/design.md, Policies). It follows the same binding rules as
+// SessionAware (see binder) with a configurable fallback for new, missing or displaced
+// keys: round_robin (the default), random, power_of_two or load_based. The fallback runs
+// with default (no) limits and owns its own cursor or randomness; Sticky checks the engine
+// it returns with its own limits.
 type Sticky struct {
 	binder
 }

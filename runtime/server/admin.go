@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,12 +13,12 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/routerkit/router/runtime/bucket"
-	"github.com/routerkit/router/runtime/decision"
+	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/discovery"
 	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
+	"github.com/routerkit/router/runtime/request"
 	"github.com/routerkit/router/runtime/state/affinity"
 	"github.com/routerkit/router/runtime/state/load"
 	"github.com/routerkit/router/runtime/strictjson"
@@ -31,7 +30,7 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 		if tok := s.plan.AdminToken; tok != "" {
 			got, ok := bearer(r.Header.Get("Authorization"))
 			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
-				writeError(w, http.StatusUnauthorized, codeUnauthorized, "admin endpoints need Authorization: Bearer <admin_token>")
+				writeError(w, http.StatusUnauthorized, answer.CodeUnauthorized, "admin endpoints need Authorization: Bearer <admin_token>")
 				return
 			}
 		}
@@ -105,7 +104,7 @@ type BucketState struct {
 func (s *Server) state(w http.ResponseWriter, _ *http.Request) {
 	fams, err := s.metrics.reg.Gather()
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, bucket.CodeInternal, "gathering metrics: "+err.Error())
+		writeError(w, http.StatusInternalServerError, answer.CodeInternal, "gathering metrics: "+err.Error())
 		return
 	}
 	byName := map[string]*dto.MetricFamily{}
@@ -201,56 +200,43 @@ func sumBy(f *dto.MetricFamily, labels ...string) map[string]float64 {
 func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 	body, herr := s.readBody(w, r)
 	if herr != nil {
-		writeError(w, herr.status, herr.code, herr.msg)
+		writeErr(w, herr)
 		return
 	}
 	var (
-		facts    policy.Facts
-		resolver *bucket.Resolver
-		peakErr  error
-		err      error
+		facts   policy.Facts
+		m       *request.Model
+		peakErr error
+		err     error
 	)
 	var probe struct {
 		Messages    json.RawMessage `json:"messages"`
 		InputTokens json.RawMessage `json:"input_tokens"`
 	}
 	if strictjson.Unmarshal(body, &probe) == nil && (probe.Messages == nil || probe.InputTokens != nil) {
-		resolver, facts, peakErr, err = s.explainFacts(body)
+		m, facts, peakErr, err = s.explainFacts(body)
 	} else {
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		p, herr := s.prepareChat(w, r)
-		if herr != nil {
-			writeError(w, herr.status, herr.code, herr.msg)
+		p, err := s.models.Chat(r, body)
+		if err != nil {
+			writeErr(w, err)
 			return
 		}
-		resolver, facts = p.resolver, p.facts
+		m, facts = s.models.Get(p.Facts.Model), p.Facts
 	}
 	if err != nil {
-		var he *httpError
-		switch {
-		case errors.As(err, &he):
-			writeError(w, he.status, he.code, he.msg)
-		default:
-			writeError(w, http.StatusBadRequest, codeInvalidRequest, err.Error())
+		if _, ok := errors.AsType[*request.Error](err); !ok {
+			err = &request.Error{Kind: request.Invalid, Msg: err.Error()}
 		}
+		writeErr(w, err)
 		return
 	}
-	trace := &decision.Trace{}
-	var sel bucket.Selection
-	err = peakErr
-	if err == nil {
-		sel, err = resolver.Route(r.Context(), &facts, &policy.Pass{Trace: trace, DryRun: true})
-	}
-	x := explain.New(&facts, trace, sel, err, s.reg, s.table, time.Now())
-	if m := s.models[facts.Model]; m != nil && facts.TokenIDs != nil {
-		x.SetTokens(m.TokName, facts.TokenIDs, s.deps.KV.BlockSizes(facts.Model))
-	}
+	x := explain.Run(r.Context(), m.Model, &facts, peakErr, s.deps, s.reg, s.table, time.Now(), facts.TokenIDs != nil)
 	writeJSON(w, http.StatusOK, x)
 }
 
-// explainFacts reads an explain.Request into the model's resolver and routing facts, or
-// the expected-peak failure that stops selection before it starts.
-func (s *Server) explainFacts(body []byte) (_ *bucket.Resolver, _ policy.Facts, peakErr, err error) {
+// explainFacts reads an explain.Request into its model and routing facts, or the
+// expected-peak failure that stops selection before it starts.
+func (s *Server) explainFacts(body []byte) (_ *request.Model, _ policy.Facts, peakErr, err error) {
 	var req explain.Request
 	if err := strictjson.Check(body, &req); err != nil {
 		return nil, policy.Facts{}, nil, fmt.Errorf("explain request: %w", err)
@@ -263,18 +249,18 @@ func (s *Server) explainFacts(body []byte) (_ *bucket.Resolver, _ policy.Facts, 
 	if req.Model == "" && len(s.plan.Models) == 1 {
 		req.Model = s.plan.Models[0].Name
 	}
-	m := s.models[req.Model]
+	m := s.models.Get(req.Model)
 	if m == nil {
-		return nil, policy.Facts{}, nil, &httpError{status: http.StatusNotFound, code: codeModelNotFound, msg: fmt.Sprintf("model %q is not served by this router (served: %s)", req.Model, s.modelList)}
+		return nil, policy.Facts{}, nil, s.models.Unknown(req.Model)
 	}
 	if req.InputTokens < 0 || (req.MaxTokens != nil && *req.MaxTokens < 0) {
-		return nil, policy.Facts{}, nil, &httpError{status: http.StatusBadRequest, code: codeInvalidRequest, msg: "input_tokens and max_tokens must not be negative"}
+		return nil, policy.Facts{}, nil, &request.Error{Kind: request.Invalid, Msg: "input_tokens and max_tokens must not be negative"}
 	}
 	facts, _, peakErr, err := req.Facts(req.Model, m.Tok)
 	if err != nil {
-		return nil, policy.Facts{}, nil, badRequest("%v", err)
+		return nil, policy.Facts{}, nil, &request.Error{Kind: request.Invalid, Msg: err.Error()}
 	}
-	return m.Resolver, facts, peakErr, nil
+	return m, facts, peakErr, nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/routerkit/router/runtime/answer"
 )
 
 // Error codes of the reload and engine admin endpoints.
@@ -60,7 +62,7 @@ func (s *Server) reloadHandler(w http.ResponseWriter, _ *http.Request) {
 		if re.Failed {
 			status = http.StatusInternalServerError
 		}
-		body := errorBody(status, codeReloadRefused, re.Error())
+		body := answer.Body(status, codeReloadRefused, re.Error())
 		body["errors"] = re.Errors
 		w.Header().Set("X-Router-Error-Code", codeReloadRefused)
 		writeJSON(w, status, body)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/sim"
@@ -55,7 +56,7 @@ func TestAdminTokenAndExplain(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 401 || resp.Header.Get("X-Router-Error-Code") != codeUnauthorized {
+	if resp.StatusCode != 401 || resp.Header.Get("X-Router-Error-Code") != answer.CodeUnauthorized {
 		t.Errorf("without token: %d", resp.StatusCode)
 	}
 	req, _ = http.NewRequest(http.MethodPost, fc.url+"/admin/explain", strings.NewReader(chat("m", "explain me", `, "max_tokens": 3`)))

@@ -68,11 +68,11 @@ func BenchmarkPrepareChat(b *testing.B) {
 				}
 				r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(tc.body))
 				w := httptest.NewRecorder()
-				p, herr := srv.prepareChat(w, r)
-				if herr != nil {
-					b.Fatal(herr.msg)
+				p, err := srv.prepare(w, r, srv.models.Chat)
+				if err != nil {
+					b.Fatal(err)
 				}
-				token.Recycle(p.facts.TokenIDs) // as serveRouted does when the request is over
+				token.Recycle(p.Facts.TokenIDs) // as serveRouted does when the request is over
 			}
 		})
 	}
@@ -181,49 +181,4 @@ func longChat(words int) []byte {
 	}
 	body, _ := json.Marshal(map[string]any{"model": "m", "messages": msgs, "max_tokens": 16})
 	return body
-}
-
-// BenchmarkDecodeCompletion decodes a completion request whose prompt is about 620 kB of
-// English prose (the length of a 128k-token conversation) and reads its prompt, in one
-// pass as the router does, and with the general strict decoder and encoding/json they
-// replaced.
-//
-//	go test ./runtime/server -run '^$' -bench DecodeCompletion -benchmem
-func BenchmarkDecodeCompletion(b *testing.B) {
-	prose, err := os.ReadFile("../token/hf/testdata/text/prose.txt")
-	if err != nil {
-		b.Fatal(err)
-	}
-	text := strings.Repeat(string(prose), 620<<10/len(prose)+1)
-	prompt, _ := json.Marshal(text)
-	body := []byte(`{"model":"m","prompt":` + string(prompt) + `,"max_tokens":16,"temperature":0.7}`)
-	for _, tc := range []struct {
-		name   string
-		decode func(*completionRequest) (prompts, *httpError)
-	}{
-		{"one-pass", func(req *completionRequest) (prompts, *httpError) {
-			root, herr := decodeOnePass(body, req, completionFields)
-			if herr != nil {
-				return prompts{}, herr
-			}
-			return promptsOf(root, req.Prompt, "prompt")
-		}},
-		{"strict", func(req *completionRequest) (prompts, *httpError) {
-			if herr := decodeBody(body, req); herr != nil {
-				return prompts{}, herr
-			}
-			return parsePrompts(req.Prompt, "prompt")
-		}},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
-			for b.Loop() {
-				var req completionRequest
-				if in, herr := tc.decode(&req); herr != nil || len(in.texts) != 1 || in.texts[0] != text {
-					b.Fatalf("%v, %d texts", herr, len(in.texts))
-				}
-			}
-		})
-	}
 }

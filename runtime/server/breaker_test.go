@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/sim"
@@ -141,7 +142,7 @@ func TestBodyReadTimeoutAndConcurrencyCap(t *testing.T) {
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	buf := make([]byte, 4096)
 	n, _ := conn.Read(buf)
-	if !strings.HasPrefix(string(buf[:n]), "HTTP/1.1 408") || !strings.Contains(string(buf[:n]), codeBodyTimeout) {
+	if !strings.HasPrefix(string(buf[:n]), "HTTP/1.1 408") || !strings.Contains(string(buf[:n]), answer.CodeBodyTimeout) {
 		t.Errorf("trickling client got %q", buf[:n])
 	}
 
@@ -152,7 +153,7 @@ func TestBodyReadTimeoutAndConcurrencyCap(t *testing.T) {
 		fc.post(t, chat("m", "hold", ""))
 	}()
 	waitFor(t, "a request in flight", func() bool { return fc.srv.reg.Get("E1").Inflight() == 1 })
-	if status, code, _ := fc.post(t, chat("m", "one too many", "")); status != 503 || code != codeOverCapacity {
+	if status, code, _ := fc.post(t, chat("m", "one too many", "")); status != 503 || code != answer.CodeOverCapacity {
 		t.Errorf("over the cap: %d %s", status, code)
 	}
 	<-held // the held request times out (first byte)

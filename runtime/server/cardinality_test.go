@@ -7,6 +7,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/routerkit/router/runtime/answer"
+	"github.com/routerkit/router/runtime/logline"
 )
 
 // Defect 1: unknown model names (any length, control characters included) never become
@@ -17,7 +20,7 @@ func TestUnknownModelsDoNotGrowMetrics(t *testing.T) {
 	for i := range 40 {
 		name, _ := json.Marshal(fmt.Sprintf("%s\x01\n%d", long, i))
 		status, code, _ := fc.post(t, `{"model":`+string(name)+`,"messages":[{"role":"user","content":"x"}]}`)
-		if status != http.StatusNotFound || code != codeModelNotFound {
+		if status != http.StatusNotFound || code != answer.CodeModelNotFound {
 			t.Fatalf("unknown model: %d %s", status, code)
 		}
 	}
@@ -37,7 +40,7 @@ func TestUnknownModelsDoNotGrowMetrics(t *testing.T) {
 		t.Errorf("/metrics is %d bytes after 40 requests", len(body))
 	}
 	for _, d := range fc.state(t).Decisions {
-		if len(d.Model) > maxModelText+len("…") || len(d.Error) > maxErrorText+len("…") || strings.ContainsAny(d.Model+d.Error, "\x01\n") {
+		if len(d.Model) > logline.MaxModelText+len("…") || len(d.Error) > logline.MaxErrorText+len("…") || strings.ContainsAny(d.Model+d.Error, "\x01\n") {
 			t.Fatalf("decision keeps %d bytes of model, %d of error: %.80q", len(d.Model), len(d.Error), d.Model)
 		}
 	}
@@ -54,8 +57,8 @@ func TestClipText(t *testing.T) {
 		{"a\nb\x7f", 10, "a?b?"},
 		{"héllo", 2, "h…"}, // é is two bytes: never half a rune
 	} {
-		if got := clipText(tc.in, tc.n); got != tc.want {
-			t.Errorf("clipText(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		if got := logline.Clip(tc.in, tc.n); got != tc.want {
+			t.Errorf("logline.Clip(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
 		}
 	}
 }

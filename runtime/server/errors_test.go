@@ -9,7 +9,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/request"
 	"github.com/routerkit/router/runtime/sim"
 )
 
@@ -65,19 +67,19 @@ func TestFallThroughAndErrorStatuses(t *testing.T) {
 		t.Errorf("E1 admission rejections = %v, want 1", e.Rejections)
 	}
 
-	big := `{"model": "m", "messages": [{"role": "user", "content": "` + strings.Repeat("x", maxBodyBytes) + `"}]}`
+	big := `{"model": "m", "messages": [{"role": "user", "content": "` + strings.Repeat("x", request.MaxBodyBytes) + `"}]}`
 	for _, tc := range []struct {
 		name, body string
 		status     int
 		code       string
 	}{
-		{"body over 32 MiB", big, 413, codeBodyTooLarge},
-		{"malformed json", `{"model": "m", `, 400, codeInvalidJSON},
-		{"bad sampling", chat("m", "x", `, "temperature": 3`), 400, codeInvalidRequest},
-		{"wrong type", chat("m", "x", `, "max_tokens": "ten"`), 400, codeInvalidRequest},
-		{"no messages", `{"model": "m", "messages": []}`, 400, codeInvalidRequest},
+		{"body over 32 MiB", big, 413, answer.CodeBodyTooLarge},
+		{"malformed json", `{"model": "m", `, 400, answer.CodeInvalidJSON},
+		{"bad sampling", chat("m", "x", `, "temperature": 3`), 400, answer.CodeInvalidRequest},
+		{"wrong type", chat("m", "x", `, "max_tokens": "ten"`), 400, answer.CodeInvalidRequest},
+		{"no messages", `{"model": "m", "messages": []}`, 400, answer.CodeInvalidRequest},
 		{"token count overflow", chat("m", "x", `, "max_tokens": 9223372036854775807`), 400, "token_count_overflow"},
-		{"unknown model", chat("nope", "x", ""), 404, codeModelNotFound},
+		{"unknown model", chat("nope", "x", ""), 404, answer.CodeModelNotFound},
 		{"no bucket fits", chat("tiny", "far too many words for this tiny bucket", ""), 400, "no_matching_bucket"},
 		{"no candidates", chat("empty", "x", ""), 503, "no_plain_engine"},
 	} {
@@ -139,7 +141,7 @@ func TestEngineDownAfterSelectionIs502(t *testing.T) {
 		t.Fatal(err)
 	}
 	status, code, body := fc.post(t, chat("m", "anyone there?", ""))
-	if status != 502 || code != codeEngineError || !strings.Contains(body, "E1") {
+	if status != 502 || code != answer.CodeEngineError || !strings.Contains(body, "E1") {
 		t.Errorf("got %d %s: %s", status, code, body)
 	}
 	fc.inflightZero(t)
@@ -154,8 +156,8 @@ func TestEngineErrorsAreRouterShaped(t *testing.T) {
 		engine, want int
 		code         string
 	}{
-		{503, http.StatusBadGateway, codeEngineError},
-		{429, http.StatusTooManyRequests, codeEngineRejected},
+		{503, http.StatusBadGateway, answer.CodeEngineError},
+		{429, http.StatusTooManyRequests, answer.CodeEngineRejected},
 	} {
 		_ = fc.fleet.Engine("E1").SetFaults(sim.Faults{FailStatus: tc.engine})
 		status, code, body := fc.post(t, chat("m", "x", ""))
@@ -193,10 +195,10 @@ func TestUnknownRoutesAreRouterShaped(t *testing.T) {
 		status       int
 		code         string
 	}{
-		{http.MethodGet, "/v1/chat/completions", 405, codeMethod},
-		{http.MethodGet, "/v1/completions", 405, codeMethod},
-		{http.MethodPost, "/v1/responses", 404, codeNotFound},
-		{http.MethodGet, "/v1/models/nope", 404, codeModelNotFound},
+		{http.MethodGet, "/v1/chat/completions", 405, answer.CodeMethod},
+		{http.MethodGet, "/v1/completions", 405, answer.CodeMethod},
+		{http.MethodPost, "/v1/responses", 404, answer.CodeNotFound},
+		{http.MethodGet, "/v1/models/nope", 404, answer.CodeModelNotFound},
 	} {
 		req, _ := http.NewRequest(tc.method, fc.url+tc.path, nil)
 		resp, err := http.DefaultClient.Do(req)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routerkit/router/runtime/dispatch"
 	"github.com/routerkit/router/runtime/plan"
 )
 
@@ -170,7 +171,7 @@ func TestHeaderPolicyIsTheSameForBothHalves(t *testing.T) {
 	if keys(got[0]) != keys(got[1]) {
 		t.Errorf("the halves got different headers:\n%s\n%s", keys(got[0]), keys(got[1]))
 	}
-	allow := newHeaderPolicy(plan.HeaderPolicy{Allow: []string{"authorization"}}).outbound(http.Header{
+	allow := dispatch.NewHeaderPolicy(plan.HeaderPolicy{Allow: []string{"authorization"}}).Outbound(http.Header{
 		"Authorization": {"a"}, "X-Trace": {"t"}}, "id")
 	if allow.Get("Authorization") != "a" || allow.Get("X-Trace") != "" {
 		t.Errorf("allow list: %v", allow)

@@ -2,174 +2,15 @@ package server
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"reflect"
 	"testing"
-
-	"github.com/routerkit/router/runtime/engine"
-	"github.com/routerkit/router/runtime/plan"
-	"github.com/routerkit/router/runtime/strictjson"
 )
-
-var fuzzSeeds = []string{
-	`{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":3}`,
-	`{"model":"m","Model":"x","messages":[]}`,
-	`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"bootstrap_room":7}`,
-	`{ "model" : "m" , "messages" : [ ] }`, `{}`, `{"model":"m","max_tokens":1,"max_tokens":2}`,
-	`{"model":"m","messages":[{"role":"user","content":"\u00e9<&>"}],"stream":true,"n":2}`,
-	`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"},null,{"type":"image_url"},{"type":"text","text":null},{"text":"b"}]},{"role":"assistant","content":null,"tool_calls":[]}],"temperature":0.5,"top_p":1,"top_k":-1,"min_p":0,"frequency_penalty":-1.5e0,"presence_penalty":2,"repetition_penalty":1,"max_completion_tokens":9,"add_generation_prompt":false,"tools":[{"type":"function","function":{"name":"f"}}],"chat_template_kwargs":{"enable_thinking":false},"stream":null}`,
-	`{"model":null,"messages":[{"role":"user"}],"max_tokens":1.0}`, `{"model":"m","messages":[{"role":"user","Content":"x"}]}`,
-	`{"model":"m","messages":[{"role":1}]}`, `{"model":"m","Temperature":3,"messages":[{"role":"u"}]}`, `{"model":"m","messages":{}}`,
-	`{"model":"m","messages":[{"role":"user","content":5}]}`, `{"model":"m","messages":[{"role":"u","content":[{"type":1}]}]}`,
-}
-
-// FuzzDecodeChat feeds the chat request path: preparation never panics, and a body the
-// decoder accepts
-// gets bootstrap fields that leave valid JSON with the router's values and every other
-// key as the client sent it.
-func FuzzDecodeChat(f *testing.F) {
-	for _, s := range fuzzSeeds {
-		f.Add([]byte(s))
-	}
-	pre := engine.New(plan.Engine{ID: "P1", URL: "http://127.0.0.1:1", BootstrapPort: 8998})
-	srv, err := New(plainPlan("E1"), Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		// The whole preparation step (read, decode, validate, tokenize, expected peak).
-		r, _ := http.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
-		if p, herr := srv.prepareChat(httptest.NewRecorder(), r); herr == nil && p.facts.InputTokens < 0 {
-			t.Fatalf("negative input tokens: %+v", p.facts)
-		}
-		var req chatRequest
-		herr := decodeBody(body, &req)
-		checkOnePass(t, body, req, herr)
-		if herr != nil {
-			return
-		}
-		_ = validate(&req)
-		var top map[string]json.RawMessage
-		if json.Unmarshal(body, &top) != nil || top == nil {
-			return // a valid non-object or null (the router answers 400 on validation)
-		}
-		pl, err := withBootstrap(body, pre, 42, 0)
-		if err != nil {
-			t.Fatalf("bootstrap on an accepted body: %v", err)
-		}
-		out := append(append([]byte{}, pl.head...), pl.tail...)
-		var got map[string]json.RawMessage
-		if err := json.Unmarshal(out, &got); err != nil {
-			t.Fatalf("bootstrap body is not JSON: %v\n%s", err, out)
-		}
-		if string(got["bootstrap_room"]) != "42" || string(got["bootstrap_port"]) != "8998" {
-			t.Fatalf("bootstrap fields: %s", out)
-		}
-		for k, v := range top {
-			if len(k) > 10 && k[:10] == "bootstrap_" {
-				continue
-			}
-			var a, b any
-			_ = json.Unmarshal(v, &a)
-			_ = json.Unmarshal(got[k], &b)
-			if ja, _ := json.Marshal(a); string(ja) != func() string { jb, _ := json.Marshal(b); return string(jb) }() {
-				t.Fatalf("key %q changed: %s -> %s", k, v, got[k])
-			}
-		}
-	})
-}
-
-// checkOnePass checks decodeChat against the general strict decoder, whose result on
-// body is req and herr: the same error, and for a body decoded in one pass the same
-// fields and the messages validateMessages decodes.
-func checkOnePass(t *testing.T, body []byte, req chatRequest, herr *httpError) {
-	t.Helper()
-	fast, msgs, _, fastErr := decodeChat(body)
-	switch {
-	case (fastErr == nil) != (herr == nil):
-		t.Fatalf("one pass: error %v, strict decoder: %v", fastErr, herr)
-	case herr != nil && *fastErr != *herr:
-		t.Fatalf("one pass: error %+v, strict decoder: %+v", *fastErr, *herr)
-	case herr != nil || msgs == nil:
-		return
-	}
-	if !reflect.DeepEqual(fast, req) {
-		t.Fatalf("one pass decoded %+v, the strict decoder %+v", fast, req)
-	}
-	want, verr := validateMessages(req.Messages)
-	if verr != nil || !reflect.DeepEqual(msgs, want) {
-		t.Fatalf("one pass read messages %q, validateMessages %q (%v)", msgs, want, verr)
-	}
-}
-
-// FuzzDecodeRequests checks that the one-pass decoding of completions, generate and the
-// inputs endpoints (decodeOnePass) agrees with the general strict decoder: the same
-// error, or the same request.
-func FuzzDecodeRequests(f *testing.F) {
-	for _, s := range append(fuzzSeeds,
-		`{"model":"m","prompt":"hi","max_tokens":3,"n":2,"stream":true,"temperature":0.5,"echo":true}`,
-		`{"model":"m","prompt":[[1,2],[3]],"max_tokens":null,"top_k":-1,"top_p":1e0}`,
-		`{"model":"m","prompt":"x","Prompt":"y"}`, `{"model":"m","prompt":"x","max_tokens":1.5}`,
-		`{"model":"m","prompt":"x","n":"2"}`, `{"model":"m","prompt":"x","stream":1}`, `{"model":5}`,
-		`{"text":"hi","sampling_params":{"max_new_tokens":4},"stream":false}`,
-		`{"model":"m","input_ids":[[1,2]],"sampling_params":[{"max_new_tokens":1}]}`, `{"text":"a","text":"b"}`,
-		`{"model":"m","input":["a","b"]}`, `{"model":"m","query":"q","documents":["d"]}`, `{"query":"q","items":[1]}`,
-		`{"model":"m","input_ids":[1],"Text":"x"}`, `null`, `[]`, `"x"`, `{"model":"m","top_p":1e400}`) {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		agree(t, body, completionFields)
-		agree(t, body, generateFields)
-		agree(t, body, inputsFields)
-	})
-}
-
-// agree decodes body into a T both ways and fails when they differ.
-func agree[T any](t *testing.T, body []byte, fields map[string]fieldSetter[T]) {
-	t.Helper()
-	var fast, slow T
-	_, fastErr := decodeOnePass(body, &fast, fields)
-	slowErr := decodeBody(body, &slow)
-	switch {
-	case (fastErr == nil) != (slowErr == nil):
-		t.Fatalf("%T: one pass: error %v, strict decoder: %v", fast, fastErr, slowErr)
-	case slowErr != nil && *fastErr != *slowErr:
-		t.Fatalf("%T: one pass: error %+v, strict decoder: %+v", fast, *fastErr, *slowErr)
-	case slowErr == nil && !reflect.DeepEqual(fast, slow):
-		t.Fatalf("one pass decoded %+v, the strict decoder %+v", fast, slow)
-	}
-}
-
-// FuzzPromptsOf checks that prompts read from the one-pass parse (promptsOf) are those
-// parsePrompts reads from the field's bytes.
-func FuzzPromptsOf(f *testing.F) {
-	for _, s := range []string{`"hi"`, `null`, `[]`, `[1,2,3]`, `[1,null,4294967295]`, `[4294967296]`, `[-1]`, `[1.0]`, `[1e2]`,
-		`["a","b"]`, `["a",null,"b"]`, `[null,"a"]`, `[[1,2],[3]]`, `[[]]`, `[[1],"a"]`, `[{"a":1}]`, `[true]`, `{}`, `5`, `"\ud800"`, `[[1,null]]`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, field string) {
-		body := []byte(`{"prompt":` + field + `}`)
-		root, err := strictjson.Parse(body, nil)
-		if err != nil || root.Kind != strictjson.Object {
-			return
-		}
-		var raw json.RawMessage
-		if v := root.Get("prompt"); v != nil {
-			raw = body[v.Start:v.End]
-		}
-		fast, fastErr := promptsOf(&root, raw, "prompt")
-		slow, slowErr := parsePrompts(raw, "prompt")
-		if (fastErr == nil) != (slowErr == nil) || fastErr != nil && *fastErr != *slowErr || !reflect.DeepEqual(fast, slow) {
-			t.Fatalf("%s: from the parse %+v %v, parsePrompts %+v %v", field, fast, fastErr, slow, slowErr)
-		}
-	})
-}
 
 // FuzzExplainRequest feeds the /admin/explain decoder: it never panics.
 func FuzzExplainRequest(f *testing.F) {
-	for _, s := range append(fuzzSeeds, `{"model":"m","input_tokens":5,"max_tokens":3,"session_id":"s"}`, `{"input_tokens":-1}`) {
+	for _, s := range []string{`{"model":"m","input_tokens":5,"max_tokens":3,"session_id":"s"}`, `{"input_tokens":-1}`,
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":3}`, `{}`} {
 		f.Add([]byte(s))
 	}
 	srv, err := New(plainPlan("E1"), Options{})
@@ -179,4 +20,47 @@ func FuzzExplainRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		_, _, _, _ = srv.explainFacts(body)
 	})
+}
+
+// TestTokenCacheMetrics: preparing the same long conversation twice counts a miss per
+// message, then a hit per message, in the token cache's series.
+func TestTokenCacheMetrics(t *testing.T) {
+	srv, err := New(plainPlan("E1"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func() (hits, misses float64) {
+		fams, err := srv.metrics.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fams {
+			for _, m := range f.GetMetric() {
+				if l := m.GetLabel(); len(l) != 1 || l[0].GetName() != "tokenizer" || l[0].GetValue() != "standin" {
+					continue
+				}
+				switch f.GetName() {
+				case "router_token_cache_hits_total":
+					hits = m.GetCounter().GetValue()
+				case "router_token_cache_misses_total":
+					misses = m.GetCounter().GetValue()
+				}
+			}
+		}
+		return hits, misses
+	}
+	body := longChat(2000)
+	unseen(body) // new to this process's stand-in cache
+	hits0, misses0 := read()
+	for range 2 {
+		r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
+		if _, err := srv.prepare(httptest.NewRecorder(), r, srv.models.Chat); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hits, misses := read()
+	const turns = 4 // 2000 words in turns of 500; the last user turn "and now?" is short
+	if hits-hits0 < turns || misses-misses0 < turns {
+		t.Fatalf("token cache series moved by %v hits and %v misses, want at least %d each", hits-hits0, misses-misses0, turns)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/routerkit/router/runtime/dispatch"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/sim"
 	"github.com/routerkit/router/runtime/state/kv"
@@ -95,7 +96,7 @@ func startSimsWith(t testing.TB, p *plan.Plan, cfg sim.Config) *sim.Fleet {
 // is ready.
 func serveRouter(t testing.TB, p *plan.Plan, opts Options) *fleetCase {
 	t.Helper()
-	rec := &recordingTransport{next: newTransport(timeoutsOf(p.Timeouts))}
+	rec := &recordingTransport{next: dispatch.NewTransport(dispatch.TimeoutsOf(p.Timeouts))}
 	opts.Transport = rec
 	return serveWith(t, p, opts, rec)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/plan"
 )
 
@@ -35,8 +36,8 @@ func TestParserDifferentialKeysAre400(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, code, body := fc.post(t, tc.body)
-			if status != http.StatusBadRequest || code != codeInvalidRequest || !strings.Contains(body, tc.want) {
-				t.Errorf("got %d %s %s, want 400 %s naming %s", status, code, body, codeInvalidRequest, tc.want)
+			if status != http.StatusBadRequest || code != answer.CodeInvalidRequest || !strings.Contains(body, tc.want) {
+				t.Errorf("got %d %s %s, want 400 %s naming %s", status, code, body, answer.CodeInvalidRequest, tc.want)
 			}
 		})
 	}

@@ -342,6 +342,7 @@ func (c *core) publish() *Server {
 	np.Engines = c.fleet.engines()
 	ng := *g
 	ng.plan, ng.generation = &np, g.generation+1
+	ng.models = g.models.Over(&np)
 	ng.routes = ng.buildRoutes()
 	c.monitor.SetEngines(np.Engines)
 	c.metrics.zeroSeries(&np)
@@ -509,27 +510,63 @@ func (s *Server) Reload(p *plan.Plan) (res ReloadResult, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	g := c.current()
-	refuse := func(result string, errs ...string) (ReloadResult, error) {
-		f.reloads.WithLabelValues(result).Inc()
-		c.log.Error("reload refused; the running plan stays", "errors", strings.Join(errs, "; "))
-		return ReloadResult{}, &ReloadError{Errors: errs, Failed: result == "failed"}
-	}
 	if fixed := restartOnly(g.plan, p); len(fixed) > 0 {
-		return refuse("refused", fmt.Sprintf("%s changed, which only a restart applies: restore the running value, or restart the router", strings.Join(fixed, ", ")))
+		return c.refuseReload("refused", fmt.Sprintf("%s changed, which only a restart applies: restore the running value, or restart the router", strings.Join(fixed, ", ")))
 	}
-	merged := *p
-	merged.Engines = slices.Clone(p.Engines)
-	configured := map[string]bool{}
-	for _, e := range p.Engines {
-		configured[e.ID] = true
+	current := f.inService()
+	merged, dropped := c.withRunTimeEngines(p, current)
+	deps, err := g.deps.Next(merged, nil)
+	if err != nil {
+		return c.refuseReload("failed", fmt.Sprintf("building policy state: %v", err))
 	}
-	current := map[string]*member{}
+	ng, err := c.generation(merged, deps, g.generation+1)
+	if err != nil {
+		return c.refuseReload("failed", err.Error())
+	}
+	// Commit: nothing below fails.
+	res = c.changeMembers(g, ng, p, current)
+	res.Dropped, res.Generation = dropped, ng.generation
+	c.swapIn(g, ng)
+	c.countReload(res)
+	return res, nil
+}
+
+// refuseReload counts a refused or failed reload and says why; the running plan stays.
+func (c *core) refuseReload(result string, errs ...string) (ReloadResult, error) {
+	c.fleet.reloads.WithLabelValues(result).Inc()
+	c.log.Error("reload refused; the running plan stays", "errors", strings.Join(errs, "; "))
+	return ReloadResult{}, &ReloadError{Errors: errs, Failed: result == "failed"}
+}
+
+// inService returns the members serving or draining, by id. Call with f.mu held.
+func (f *fleet) inService() map[string]*member {
+	out := map[string]*member{}
 	for id, m := range f.members {
 		if !m.leaving {
-			current[id] = m
+			out[id] = m
 		}
 	}
-	for _, id := range f.order {
+	return out
+}
+
+// configuredIDs are the ids of the engines p configures.
+func configuredIDs(p *plan.Plan) map[string]bool {
+	out := make(map[string]bool, len(p.Engines))
+	for _, e := range p.Engines {
+		out[e.ID] = true
+	}
+	return out
+}
+
+// withRunTimeEngines returns p with the engines added at run time (admin, dns) that it
+// does not configure itself and still serves (their model and role), in fleet order,
+// and the ids of those it no longer serves.
+func (c *core) withRunTimeEngines(p *plan.Plan, current map[string]*member) (*plan.Plan, []string) {
+	merged := *p
+	merged.Engines = slices.Clone(p.Engines)
+	configured := configuredIDs(p)
+	var dropped []string
+	for _, id := range c.fleet.order {
 		m := current[id]
 		if m == nil || m.origin == OriginConfig || configured[id] {
 			continue
@@ -539,24 +576,25 @@ func (s *Server) Reload(p *plan.Plan) (res ReloadResult, err error) {
 			others[e.ID] = &member{engine: e, worker: engine.New(e)}
 		}
 		if err := checkEngine(&merged, others, m.engine); err != nil {
-			res.Dropped = append(res.Dropped, id)
+			dropped = append(dropped, id)
 			c.log.Warn("reload drops a run-time engine", "engine", id, "origin", m.origin, "reason", err.Error())
 			continue
 		}
 		merged.Engines = append(merged.Engines, m.engine)
 	}
-	deps, err := g.deps.Next(&merged, nil)
-	if err != nil {
-		return refuse("failed", fmt.Sprintf("building policy state: %v", err))
-	}
-	ng, err := c.generation(&merged, deps, g.generation+1)
-	if err != nil {
-		return refuse("failed", err.Error())
-	}
+	return &merged, dropped
+}
 
-	// Commit: nothing below fails.
+// changeMembers moves the fleet from generation g's engines to ng's, p being the plan as
+// configured: an engine with the same identity (every field) stays with its state and
+// the new breaker settings; a changed one is replaced and a removed one leaves (see
+// leave); new ones join; the config takes over a run-time engine it now configures. The
+// fleet's order becomes ng's. Call with f.mu held.
+func (c *core) changeMembers(g, ng *Server, p *plan.Plan, current map[string]*member) (res ReloadResult) {
+	f := &c.fleet
+	configured := configuredIDs(p)
 	want := map[string]plan.Engine{}
-	for _, e := range merged.Engines {
+	for _, e := range ng.plan.Engines {
 		want[e.ID] = e
 	}
 	var leaving []*member
@@ -578,13 +616,13 @@ func (s *Server) Reload(p *plan.Plan) (res ReloadResult, err error) {
 			if configured[id] {
 				m.origin = OriginConfig // the config takes over a run-time engine
 			}
-			if b := m.worker.Breaker(); b != nil && merged.Breaker != g.plan.Breaker {
-				b.Configure(breakerSettings(merged.Breaker))
+			if b := m.worker.Breaker(); b != nil && ng.plan.Breaker != g.plan.Breaker {
+				b.Configure(breakerSettings(ng.plan.Breaker))
 			}
 		}
 	}
 	c.leave(ng, leaving)
-	for _, e := range merged.Engines {
+	for _, e := range ng.plan.Engines {
 		if m := f.members[e.ID]; m != nil {
 			continue
 		}
@@ -598,9 +636,8 @@ func (s *Server) Reload(p *plan.Plan) (res ReloadResult, err error) {
 			res.Added = append(res.Added, e.ID)
 		}
 	}
-	// The fleet's order is the new plan's.
 	order := make([]string, 0, len(f.order))
-	for _, e := range merged.Engines {
+	for _, e := range ng.plan.Engines {
 		order = append(order, e.ID)
 	}
 	for _, id := range f.order {
@@ -609,6 +646,14 @@ func (s *Server) Reload(p *plan.Plan) (res ReloadResult, err error) {
 		}
 	}
 	f.order = order
+	return res
+}
+
+// swapIn makes ng, built over the fleet's new members, the current generation in place
+// of g: KV-event subscriptions, the affinity sweeper, metrics and monitoring follow it.
+// Call with f.mu held.
+func (c *core) swapIn(g, ng *Server) {
+	f := &c.fleet
 	if f.subs != nil {
 		c.logErrs("KV-event subscription", f.subs.Set(f.engines()))
 	}
@@ -616,18 +661,22 @@ func (s *Server) Reload(p *plan.Plan) (res ReloadResult, err error) {
 		ng.deps.Affinity.SetLogger(c.log)
 		c.runAffinity(ng.deps.Affinity)
 	}
-	names := planModels(&merged)
+	names := planModels(ng.plan)
 	for _, old := range planModels(g.plan) {
 		if !slices.Contains(names, old) {
 			c.metrics.forgetModel(old)
 		}
 	}
 	c.metrics.setModels(names)
-	c.metrics.zeroSeries(&merged)
-	c.monitor.SetEngines(merged.Engines)
+	c.metrics.zeroSeries(ng.plan)
+	c.monitor.SetEngines(ng.plan.Engines)
 	c.gen.Store(ng)
 	f.republish()
-	res.Generation = ng.generation
+}
+
+// countReload counts an applied reload and its membership changes, and logs it.
+func (c *core) countReload(res ReloadResult) {
+	f := &c.fleet
 	f.reloads.WithLabelValues("applied").Inc()
 	for range res.Added {
 		f.changes.WithLabelValues("added", OriginConfig).Inc()
@@ -638,9 +687,8 @@ func (s *Server) Reload(p *plan.Plan) (res ReloadResult, err error) {
 	for range res.Removed {
 		f.changes.WithLabelValues("removed", OriginConfig).Inc()
 	}
-	c.log.Info("reloaded", "generation", ng.generation, "added", res.Added, "replaced", res.Replaced,
+	c.log.Info("reloaded", "generation", res.Generation, "added", res.Added, "replaced", res.Replaced,
 		"removed", res.Removed, "kept", len(res.Kept), "dropped", res.Dropped)
-	return res, nil
 }
 
 // startFleet starts the background tasks that follow the membership: KV-event

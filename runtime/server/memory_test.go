@@ -7,9 +7,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-
-	"github.com/routerkit/router/runtime/engine"
-	"github.com/routerkit/router/runtime/plan"
 )
 
 // allocated returns the bytes f allocates.
@@ -26,8 +23,8 @@ func largeChat(size int) []byte {
 	return []byte(chat("m", strings.Repeat("word ", size/5), `, "max_tokens": 4`))
 }
 
-// Defect 7: the body is read once into one buffer of its declared size, and the PD
-// bootstrap fields are added without copying it.
+// Defect 7: the body is read once into one buffer of its declared size (the PD bootstrap
+// fields are added without copying it: see dispatch's TestBootstrapMemory).
 func TestRequestBodyMemory(t *testing.T) {
 	srv, err := New(plainPlan("E1"), Options{})
 	if err != nil {
@@ -54,15 +51,6 @@ func TestRequestBodyMemory(t *testing.T) {
 	if lying > preallocMax+64<<10 {
 		t.Errorf("a declared but unsent 30 MiB body allocated %d bytes", lying)
 	}
-	pre := engine.New(plan.Engine{ID: "P1", URL: "http://127.0.0.1:1", BootstrapPort: 8998})
-	var pl payload
-	boot := allocated(func() { pl, _ = withBootstrap(body, pre, 42, 0) })
-	if boot > 4<<10 {
-		t.Errorf("adding bootstrap fields to a %d-byte body allocated %d bytes", len(body), boot)
-	}
-	if pl.len() <= int64(len(body)) {
-		t.Error("the bootstrap fields are missing")
-	}
 }
 
 // BenchmarkPrepareLargeBody measures reading, strict decoding and tokenizing a 30 MiB
@@ -77,19 +65,7 @@ func BenchmarkPrepareLargeBody(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		r, _ := http.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
-		if _, herr := srv.prepareChat(httptest.NewRecorder(), r); herr != nil {
-			b.Fatal(herr)
-		}
-	}
-}
-
-// BenchmarkPDBootstrap measures adding the bootstrap fields to a 30 MiB body.
-func BenchmarkPDBootstrap(b *testing.B) {
-	body := largeChat(30 << 20)
-	pre := engine.New(plan.Engine{ID: "P1", URL: "http://127.0.0.1:1", BootstrapPort: 8998})
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := withBootstrap(body, pre, 42, 0); err != nil {
+		if _, err := srv.prepare(httptest.NewRecorder(), r, srv.models.Chat); err != nil {
 			b.Fatal(err)
 		}
 	}

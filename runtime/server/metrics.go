@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -267,3 +268,5 @@ func boolFloat(b bool) float64 {
 	}
 	return 0
 }
+
+func statusLabel(status int) string { return strconv.Itoa(status) }

@@ -3,6 +3,7 @@ package server
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/routerkit/router/runtime/dispatch"
 	"github.com/routerkit/router/runtime/engine"
 )
 
@@ -27,9 +28,9 @@ func newResilienceMetrics(reg *prometheus.Registry) resilienceMetrics {
 }
 
 // observeFailure counts a failed dispatch.
-func (m *metrics) observeFailure(err *dispatchError) {
-	if err.kind == failTimeout {
-		m.timeouts.WithLabelValues(string(err.stage), err.phase).Inc()
+func (m *metrics) observeFailure(err *dispatch.Error) {
+	if err.Kind == dispatch.Timeout {
+		m.timeouts.WithLabelValues(string(err.Stage), err.Phase).Inc()
 	}
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/routerkit/router/runtime/dispatch"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
 )
@@ -36,12 +37,12 @@ func (m *metrics) zeroSeries(p *plan.Plan) {
 		}
 	}
 	for _, stage := range []plan.Role{plan.RolePlain, plan.RolePrefill, plan.RoleDecode} {
-		for _, phase := range []string{phaseConnect, phaseFirstByte, phaseStreamIdle, phaseTotal} {
+		for _, phase := range []string{dispatch.PhaseConnect, dispatch.PhaseFirstByte, dispatch.PhaseStreamIdle, dispatch.PhaseTotal} {
 			m.timeouts.WithLabelValues(string(stage), phase)
 		}
 	}
-	m.timeouts.WithLabelValues(string(plan.RoleDecode), phasePrefillStatus)
-	m.timeouts.WithLabelValues("client", phaseBodyRead)
+	m.timeouts.WithLabelValues(string(plan.RoleDecode), dispatch.PhasePrefillStatus)
+	m.timeouts.WithLabelValues("client", dispatch.PhaseBodyRead)
 }
 
 // bucketGroups is a bucket's groups by stage.

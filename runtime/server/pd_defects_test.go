@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/sim"
 )
 
@@ -24,7 +25,7 @@ func TestPDHungPrefillIsBounded(t *testing.T) {
 	for _, stream := range []string{"false", "true"} {
 		start := time.Now()
 		status, code, body := fc.post(t, chat("pd", "hang", `, "max_tokens": 4, "stream": `+stream))
-		if status != http.StatusGatewayTimeout || code != codePrefillError || !strings.Contains(body, "prefill_status") {
+		if status != http.StatusGatewayTimeout || code != answer.CodePrefillError || !strings.Contains(body, "prefill_status") {
 			t.Errorf("stream %s: %d %s %s", stream, status, code, body)
 		}
 		if took := time.Since(start); took > 5*time.Second {
@@ -112,7 +113,7 @@ func TestPD4xxFromEitherHalfIs4xx(t *testing.T) {
 			_ = fc.fleet.Engine(half).SetFaults(sim.Faults{FailStatus: 400})
 			for _, stream := range []string{"false", "true"} {
 				status, code, body := fc.post(t, chat("pd", "bad", `, "max_tokens": 2, "stream": `+stream))
-				if status != http.StatusBadRequest || code != codeEngineRejected || !strings.Contains(body, "Simulated failure.") {
+				if status != http.StatusBadRequest || code != answer.CodeEngineRejected || !strings.Contains(body, "Simulated failure.") {
 					t.Errorf("stream %s: %d %s %s", stream, status, code, body)
 				}
 			}

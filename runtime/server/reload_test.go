@@ -135,8 +135,8 @@ func TestReloadKeepsStateOfEnginesThatStay(t *testing.T) {
 	if ids := fc.srv.fleet.subs.Engines(); !slices.Equal(ids, []string{"E1"}) {
 		t.Errorf("KV-event subscriptions after the reload: %v, want E1's", ids)
 	}
-	if g := fc.srv.current(); g.maxAttempts != 3 || g.generation != 2 {
-		t.Errorf("the new plan is not current: max attempts %d, generation %d", g.maxAttempts, g.generation)
+	if g := fc.srv.current(); g.plan.Retries.MaxAttempts != 3 || g.generation != 2 {
+		t.Errorf("the new plan is not current: max attempts %d, generation %d", g.plan.Retries.MaxAttempts, g.generation)
 	}
 	before := fc.sentCountsOf(t, next)
 	for range 4 {

@@ -12,18 +12,19 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/routerkit/router/runtime/answer"
+	"github.com/routerkit/router/runtime/dispatch"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/monitor"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
-	"github.com/routerkit/router/runtime/selection"
+	"github.com/routerkit/router/runtime/request"
 	"github.com/routerkit/router/runtime/state/load"
 )
 
@@ -51,15 +52,6 @@ type Options struct {
 	CompileEngine func(running *plan.Plan, data []byte) (plan.Engine, error)
 }
 
-// served is a model the router serves: its selection stack, and the names of the
-// headers that carry a request's session and routing keys in canonical form, so that a
-// request's header map is read with them directly (Header.Get would canonicalize the
-// lowercase default names anew, an allocation each, on every request).
-type served struct {
-	*selection.Model
-	sessionHeader, routingHeader string
-}
-
 // core is the router's state that outlives a plan: the engines (registry, load table,
 // breakers, prefix indexes and bindings through the policy state, health monitor, KV-event
 // subscriptions), metrics, the recent decisions and the request limits. A reload or a
@@ -79,7 +71,7 @@ type core struct {
 	// active caps concurrent chat requests (limits.max_concurrent_requests) and lets
 	// shutdown wait for their final words.
 	active *activeSet
-	// hardStop is cancelled, with errHardStop as its cause, when the shutdown grace
+	// hardStop is cancelled, with dispatch.ErrHardStop as its cause, when the shutdown grace
 	// period runs out: every dispatch still running ends, a stream with an error event.
 	// It is the base of every request's context (http.Server.BaseContext), so a
 	// dispatch learns of it from its own context, without registering on a context that
@@ -103,19 +95,13 @@ type core struct {
 type Server struct {
 	*core
 	plan       *plan.Plan
-	models     map[string]*served
-	modelList  string
+	models     *request.Models
 	deps       policy.Deps
 	generation uint64
 	// routes are this generation's HTTP routes; Handler serves the current generation's.
-	routes http.Handler
-	// proxy is the generation's one ReverseProxy (see newProxy): its error handler reads
-	// the generation's timeouts.
-	proxy *httputil.ReverseProxy
-
-	timeouts    timeouts
-	headers     headerPolicy
-	maxAttempts int
+	routes     http.Handler
+	dispatcher *dispatch.Dispatcher
+	timeouts   dispatch.Timeouts
 }
 
 // New builds a router from a compiled plan.
@@ -126,12 +112,12 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 	if opts.RequestLog == nil {
 		opts.RequestLog = opts.Logger
 	}
-	tos := timeoutsOf(p.Timeouts)
+	tos := dispatch.TimeoutsOf(p.Timeouts)
 	// Polling has connections of its own (monitor.New with a nil client) unless a
 	// test injects the transport, which then carries polls too.
 	injected := opts.Transport != nil
 	if !injected {
-		opts.Transport = newTransport(tos)
+		opts.Transport = dispatch.NewTransport(tos)
 	}
 	if opts.RecentDecisions <= 0 {
 		opts.RecentDecisions = 64
@@ -193,26 +179,16 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 // generation builds the per-plan parts of a router over c, changing nothing c holds, so
 // a generation that fails to build leaves the running one whole.
 func (c *core) generation(p *plan.Plan, deps policy.Deps, n uint64) (*Server, error) {
+	models, err := request.NewModels(p, c.reg, deps)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
-		core: c, plan: p, models: map[string]*served{}, deps: deps, generation: n,
-		timeouts:    timeoutsOf(p.Timeouts),
-		headers:     newHeaderPolicy(p.Headers),
-		maxAttempts: max(p.Retries.MaxAttempts, 1),
+		core: c, plan: p, models: models, deps: deps, generation: n,
+		timeouts:   dispatch.TimeoutsOf(p.Timeouts),
+		dispatcher: dispatch.New(p, c.client, c.table, deps, c.log),
 	}
-	names := make([]string, 0, len(p.Models))
-	for i := range p.Models {
-		m := &p.Models[i]
-		sm, err := selection.NewModel(m, c.reg, deps)
-		if err != nil {
-			return nil, err
-		}
-		s.models[m.Name] = &served{Model: sm,
-			sessionHeader: http.CanonicalHeaderKey(m.SessionIDHeader), routingHeader: http.CanonicalHeaderKey(m.RoutingKeyHeader)}
-		names = append(names, m.Name)
-	}
-	s.modelList = strings.Join(names, ", ")
 	s.routes = s.buildRoutes()
-	s.proxy = s.newProxy()
 	return s, nil
 }
 
@@ -236,20 +212,20 @@ func (s *Server) Handler() http.Handler {
 
 func (s *Server) buildRoutes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", s.routed(s.prepareChat))
-	mux.HandleFunc("POST /v1/completions", s.routed(s.prepareCompletion))
-	mux.HandleFunc("POST /generate", s.routed(s.prepareGenerate))
-	mux.HandleFunc("POST /v1/embeddings", s.routed(s.prepareInputs(embeddingsShape)))
-	mux.HandleFunc("POST /v1/rerank", s.routed(s.prepareInputs(rerankShape)))
-	mux.HandleFunc("POST /v1/score", s.routed(s.prepareInputs(scoreShape)))
-	mux.HandleFunc("POST /classify", s.routed(s.prepareInputs(classifyShape)))
+	mux.HandleFunc("POST /v1/chat/completions", s.routed(s.models.Chat))
+	mux.HandleFunc("POST /v1/completions", s.routed(s.models.Completion))
+	mux.HandleFunc("POST /generate", s.routed(s.models.Generate))
+	mux.HandleFunc("POST /v1/embeddings", s.routed(s.models.Inputs(request.Embeddings)))
+	mux.HandleFunc("POST /v1/rerank", s.routed(s.models.Inputs(request.Rerank)))
+	mux.HandleFunc("POST /v1/score", s.routed(s.models.Inputs(request.Score)))
+	mux.HandleFunc("POST /classify", s.routed(s.models.Inputs(request.Classify)))
 	mux.HandleFunc("GET /v1/models", s.listModels)
 	mux.HandleFunc("GET /v1/models/{id}", s.getModel)
 	mux.HandleFunc("GET /get_model_info", s.engineInfo)
 	mux.HandleFunc("GET /get_server_info", s.engineInfo)
 	for _, prefix := range []string{"/v1", ""} {
-		mux.HandleFunc("POST "+prefix+"/tokenize", s.tokenize)
-		mux.HandleFunc("POST "+prefix+"/detokenize", s.detokenize)
+		mux.HandleFunc("POST "+prefix+"/tokenize", s.tokenizer(s.models.Tokenize))
+		mux.HandleFunc("POST "+prefix+"/detokenize", s.tokenizer(s.models.Detokenize))
 	}
 	for _, path := range []string{"GET /healthz", "GET /health"} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
@@ -314,7 +290,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	shutCtx, cancel := context.WithTimeout(context.Background(), grace-final)
 	defer cancel()
 	if err := srv.Shutdown(shutCtx); err != nil {
-		s.stopHard(errHardStop)
+		s.stopHard(dispatch.ErrHardStop)
 		s.active.waitIdle(final)
 		_ = srv.Close()
 		return fmt.Errorf("draining: %w", err)
@@ -394,10 +370,10 @@ var routeList = func() string {
 func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	if method, ok := routes[r.URL.Path]; ok {
 		w.Header().Set("Allow", method)
-		writeError(w, http.StatusMethodNotAllowed, codeMethod, fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, method))
+		writeError(w, http.StatusMethodNotAllowed, answer.CodeMethod, fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, method))
 		return
 	}
-	writeError(w, http.StatusNotFound, codeNotFound, fmt.Sprintf("no route %s %s: this router serves %s", r.Method, r.URL.Path, routeList))
+	writeError(w, http.StatusNotFound, answer.CodeNotFound, fmt.Sprintf("no route %s %s: this router serves %s", r.Method, r.URL.Path, routeList))
 }
 
 func (s *Server) listModels(w http.ResponseWriter, _ *http.Request) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/sim"
 )
@@ -178,7 +179,7 @@ func TestPrefillFailureIsAnErrorNotADecode200(t *testing.T) {
 	_ = fc.fleet.Engine("P1").SetFaults(sim.Faults{FailStatus: 500})
 	for _, stream := range []string{"false", "true"} {
 		status, code, body := fc.post(t, chat("pd", "prefill will fail", `, "max_tokens": 4, "stream": `+stream))
-		if status != http.StatusBadGateway || code != codePrefillError || !strings.Contains(body, "prefill engine P1 answered 500") {
+		if status != http.StatusBadGateway || code != answer.CodePrefillError || !strings.Contains(body, "prefill engine P1 answered 500") {
 			t.Errorf("stream %s: got %d %s: %s", stream, status, code, body)
 		}
 	}

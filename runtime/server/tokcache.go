@@ -3,6 +3,7 @@ package server
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/routerkit/router/runtime/request"
 	"github.com/routerkit/router/runtime/token"
 )
 
@@ -25,7 +26,7 @@ var (
 )
 
 // tokenCaches returns the served models' token caches by label value.
-func tokenCaches(models map[string]*served) map[string]token.CacheStatser {
+func tokenCaches(models map[string]*request.Model) map[string]token.CacheStatser {
 	caches := map[string]token.CacheStatser{}
 	for _, m := range models {
 		cs, ok := m.Tok.(token.CacheStatser)
@@ -52,7 +53,7 @@ func (c *tokenCacheCollector) Collect(ch chan<- prometheus.Metric) {
 	if gen == nil {
 		return
 	}
-	for name, cs := range tokenCaches(gen.models) {
+	for name, cs := range tokenCaches(gen.models.All()) {
 		st := cs.CacheStats()
 		ch <- prometheus.MustNewConstMetric(tokenCacheHits, prometheus.CounterValue, float64(st.Hits), name)
 		ch <- prometheus.MustNewConstMetric(tokenCacheMisses, prometheus.CounterValue, float64(st.Misses), name)

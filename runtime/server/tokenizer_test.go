@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/state/kv"
@@ -121,15 +122,15 @@ func TestTokenizeErrors(t *testing.T) {
 		status           int
 		code, msg        string
 	}{
-		{"unknown model", "/v1/tokenize", `{"model": "x", "prompt": "hi"}`, 404, codeModelNotFound, `is not served by this router`},
-		{"prompt and messages", "/v1/tokenize", `{"prompt": "hi", "messages": [{"role": "user", "content": "hi"}]}`, 400, codeInvalidRequest, "exactly one of prompt"},
-		{"neither", "/v1/tokenize", `{"model": "m"}`, 400, codeInvalidRequest, "exactly one of prompt"},
-		{"prompt of numbers", "/v1/tokenize", `{"prompt": [1, 2]}`, 400, codeInvalidRequest, "prompt: a string or an array of strings"},
-		{"message without role", "/v1/tokenize", `{"messages": [{"content": "hi"}]}`, 400, codeInvalidRequest, "messages[0].role: required"},
-		{"not JSON", "/v1/tokenize", `{"prompt": `, 400, codeInvalidJSON, "not a JSON object"},
-		{"negative id", "/v1/detokenize", `{"tokens": [-1]}`, 400, codeInvalidRequest, "tokens[0]: -1 is not a token id"},
-		{"id outside the vocabulary", "/v1/detokenize", `{"tokens": [9707, 99999999]}`, 400, codeInvalidRequest, "99999999"},
-		{"no tokens", "/v1/detokenize", `{"model": "m"}`, 400, codeInvalidRequest, "tokens: required"},
+		{"unknown model", "/v1/tokenize", `{"model": "x", "prompt": "hi"}`, 404, answer.CodeModelNotFound, `is not served by this router`},
+		{"prompt and messages", "/v1/tokenize", `{"prompt": "hi", "messages": [{"role": "user", "content": "hi"}]}`, 400, answer.CodeInvalidRequest, "exactly one of prompt"},
+		{"neither", "/v1/tokenize", `{"model": "m"}`, 400, answer.CodeInvalidRequest, "exactly one of prompt"},
+		{"prompt of numbers", "/v1/tokenize", `{"prompt": [1, 2]}`, 400, answer.CodeInvalidRequest, "prompt: a string or an array of strings"},
+		{"message without role", "/v1/tokenize", `{"messages": [{"content": "hi"}]}`, 400, answer.CodeInvalidRequest, "messages[0].role: required"},
+		{"not JSON", "/v1/tokenize", `{"prompt": `, 400, answer.CodeInvalidJSON, "not a JSON object"},
+		{"negative id", "/v1/detokenize", `{"tokens": [-1]}`, 400, answer.CodeInvalidRequest, "tokens[0]: -1 is not a token id"},
+		{"id outside the vocabulary", "/v1/detokenize", `{"tokens": [9707, 99999999]}`, 400, answer.CodeInvalidRequest, "99999999"},
+		{"no tokens", "/v1/detokenize", `{"model": "m"}`, 400, answer.CodeInvalidRequest, "tokens: required"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

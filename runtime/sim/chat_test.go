@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3"
+
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/token"
 )
 
@@ -160,10 +162,10 @@ func TestClientDisconnectFreesTheEngine(t *testing.T) {
 		_, err := c.Chat.Completions.New(ctx, params("Go on forever."))
 		done <- err
 	}()
-	eventually(t, "the request to run", func() bool { return e.ranks[0].load().Running == 1 })
+	wait.For(t, "the request to run", func() bool { return e.ranks[0].load().Running == 1 })
 	cancel()
 	<-done
-	eventually(t, "the aborted request to leave", func() bool { l := e.ranks[0].load(); return l.Running == 0 && l.UsedTokens == 0 })
+	wait.For(t, "the aborted request to leave", func() bool { l := e.ranks[0].load(); return l.Running == 0 && l.UsedTokens == 0 })
 }
 
 // TestStreamStartsAfterPrefill checks that a stream sends nothing, not even the role

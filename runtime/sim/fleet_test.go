@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/plan"
 )
 
@@ -90,7 +91,7 @@ func TestFleetStopsWithItsContext(t *testing.T) {
 	}
 	url := f.Engines()[0].URL() + "/health"
 	cancel()
-	eventually(t, "the engine to stop serving", func() bool {
+	wait.For(t, "the engine to stop serving", func() bool {
 		resp, err := http.Get(url)
 		if err == nil {
 			resp.Body.Close()

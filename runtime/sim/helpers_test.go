@@ -92,18 +92,6 @@ func getJSON(t *testing.T, url string, v any) {
 	}
 }
 
-// eventually polls cond every 5 ms until it holds or 10 s have passed.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // chatBody is a minimal chat request body.
 func chatBody(extra string) string {
 	return `{"model":"m","messages":[{"role":"user","content":"hello there"}]` + extra + `}`

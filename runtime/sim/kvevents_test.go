@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -381,4 +383,31 @@ func portOf(t *testing.T, endpoint string) int {
 		t.Fatal(err)
 	}
 	return port
+}
+
+// TestKVSocketsSurviveHostilePeers sends issue 25's 73 bytes, a ZMTP greeting and a
+// command frame header declaring 1 TiB, to a simulated engine's PUB and replay sockets,
+// which run inside `router serve --demo` and `router sim`: each connection is dropped
+// before zmq4 allocates the body, and the engine goes on publishing.
+func TestKVSocketsSurviveHostilePeers(t *testing.T) {
+	e, sub := kvEngine(t, func(s *EngineSpec) { s.KVEvents.ReplayEndpoint = "tcp://127.0.0.1:0" })
+	hostile := make([]byte, 64)
+	hostile[0], hostile[9], hostile[10] = 0xff, 0x7f, 3
+	copy(hostile[12:], "NULL")
+	hostile = binary.BigEndian.AppendUint64(append(hostile, 0x06), 1<<40)
+	for _, ep := range []string{e.KVEndpoints()[0], e.KVReplayEndpoints()[0]} {
+		c, err := net.Dial("tcp", strings.TrimPrefix(ep, "tcp://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Write(hostile); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.ReadAll(c); err != nil {
+			t.Fatalf("%s kept the hostile connection open: %v", ep, err)
+		}
+		c.Close()
+	}
+	sub.sync(e) // the publisher still reaches its subscriber
 }

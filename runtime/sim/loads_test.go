@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/routerkit/router/internal/wait"
 )
 
 func TestInfoEndpoints(t *testing.T) {
@@ -78,7 +80,7 @@ func TestLoadReportsShowTheQueue(t *testing.T) {
 	}
 
 	var loads loadsBody
-	eventually(t, "one request decoding and two waiting", func() bool {
+	wait.For(t, "one request decoding and two waiting", func() bool {
 		getJSON(t, e.URL()+"/v1/loads", &loads)
 		l := loads.Loads[0]
 		return l.NumRunningReqs == 1 && l.NumWaitingReqs == 2 && l.GenThroughput > 0

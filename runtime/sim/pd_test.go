@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/plan"
 )
 
@@ -58,7 +59,7 @@ func TestPDDecodeWaitsForItsPrefill(t *testing.T) {
 		status, body := do(t, http.MethodPost, d.URL()+"/v1/chat/completions", pdBody("4242", 8998))
 		decoded <- result{status, body}
 	}()
-	eventually(t, "the decode request to wait for its KV", func() bool {
+	wait.For(t, "the decode request to wait for its KV", func() bool {
 		var loads loadsBody
 		getJSON(t, d.URL()+"/v1/loads?include=disagg", &loads)
 		return loads.Loads[0].Disaggregation.DecodeTransferQueueReqs == 1
@@ -104,7 +105,7 @@ func TestPDDecodeFailsWhenItsPrefillIsRejected(t *testing.T) {
 		_, body := do(t, http.MethodPost, d.URL()+"/v1/chat/completions", pdBody("77", 8998))
 		decoded <- body
 	}()
-	eventually(t, "the decode request to wait for its KV", func() bool { return d.ranks[0].transferWaiting.Load() == 1 })
+	wait.For(t, "the decode request to wait for its KV", func() bool { return d.ranks[0].transferWaiting.Load() == 1 })
 	bad := `{"model":"m","messages":[],"bootstrap_host":"127.0.0.1","bootstrap_port":8998,"bootstrap_room":77}`
 	if status, _ := do(t, http.MethodPost, p.URL()+"/v1/chat/completions", bad); status != http.StatusBadRequest {
 		t.Fatalf("prefill of an empty conversation = %d, want 400", status)

@@ -11,6 +11,7 @@ import (
 	"github.com/go-zeromq/zmq4"
 
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/state/kv/zmtp"
 )
 
 // replayBufferSteps is how many past batches a rank keeps for its replay socket (vLLM
@@ -70,10 +71,10 @@ func newPublisher(c pubConfig) (*publisher, error) {
 		p.sock = zmq4.NewPub(context.Background(), zmq4.WithDialerMaxRetries(-1),
 			zmq4.WithDialerRetry(100*time.Millisecond), zmq4.WithAutomaticReconnect(true))
 		p.endpoint = c.endpoint
-		go func() { _ = p.sock.Dial(c.endpoint) }() // returns once connected, or closed
+		go func() { _ = p.sock.Dial(zmtp.Endpoint(c.endpoint)) }() // returns once connected, or closed
 	} else {
 		p.sock = zmq4.NewPub(context.Background())
-		if err := p.sock.Listen(c.endpoint); err != nil {
+		if err := p.sock.Listen(zmtp.Endpoint(c.endpoint)); err != nil {
 			p.sock.Close()
 			return nil, fmt.Errorf("kv events: %w", err)
 		}

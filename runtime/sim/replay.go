@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/go-zeromq/zmq4"
+
+	"github.com/routerkit/router/runtime/state/kv/zmtp"
 )
 
 // endOfReplay is the sequence number that ends a replay: -1 as 8 big-endian bytes.
@@ -24,7 +26,7 @@ type replayServer struct {
 
 func newReplayServer(endpoint string, pub *publisher) (*replayServer, error) {
 	sock := zmq4.NewRouter(context.Background())
-	if err := sock.Listen(endpoint); err != nil {
+	if err := sock.Listen(zmtp.Endpoint(endpoint)); err != nil {
 		sock.Close()
 		return nil, fmt.Errorf("kv events replay: %w", err)
 	}

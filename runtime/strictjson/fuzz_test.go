@@ -113,25 +113,33 @@ func FuzzParse(f *testing.F) {
 		// closing quote, raw control characters, bytes of multi-byte and invalid UTF-8.
 		`["a\\", "\\\"", "x\"y\"", "\\\\\\"]`, "\"\\nabcdefgh\x01ijklmnop\"", "\"é\\n\x1f\"", "\"\\n\xff\xfe é\"",
 		`"\n\u00e9\ud83d\ude00\ud800\"`, `"\n\u12"`, `"\n\`, `"abc\"`,
+		// Ignored keys, whose values are validated but not built.
+		`{"x":[0,{"a":"\n","a":1}],"model":"m"}`, `{"x":"\q"}`, `{"x":"\u12"}`, "{\"x\":\"\\n\x01\"}",
+		`{"x":{"Model":1},"by_name":{"k":{"role":"r","x":[1,2]}}}`, `{"messages":[{"role":"u","x":{"y":[]}}]}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := Parse(data, (*request)(nil))
 		want := Check(data, (*request)(nil))
-		if (err == nil) != (want == nil) || err != nil && err.Error() != want.Error() {
-			t.Fatalf("Parse error %v, Check error %v", err, want)
+		// Parse sizes its containers once they are large; sizeAfter 0 sizes them all.
+		for _, sizeAfter := range []int{sizeAfter, 0} {
+			v, err := parse(data, (*request)(nil), sizeAfter)
+			if (err == nil) != (want == nil) || err != nil && err.Error() != want.Error() {
+				t.Fatalf("Parse error %v, Check error %v", err, want)
+			}
+			if err != nil {
+				return
+			}
+			checkTree(t, data, &v, schemaOf((*request)(nil)), sizeAfter == 0)
 		}
-		if err != nil {
-			return
-		}
-		checkTree(t, data, &v)
 	})
 }
 
-// checkTree checks that v is what encoding/json decodes from v's bytes in data, and so
-// on for every value inside it.
-func checkTree(t *testing.T, data []byte, v *Value) {
+// checkTree checks that v is what encoding/json decodes from v's bytes in data, read as
+// n, without the keys n's decoder ignores, and so on for every value inside it. When
+// sized, the containers that own their members (all but structs' objects) hold them in
+// slices of their exact size.
+func checkTree(t *testing.T, data []byte, v *Value, n *node, sized bool) {
 	t.Helper()
 	dec := json.NewDecoder(bytes.NewReader(data[v.Start:v.End]))
 	dec.UseNumber()
@@ -139,12 +147,48 @@ func checkTree(t *testing.T, data []byte, v *Value) {
 	if err := dec.Decode(&want); err != nil {
 		t.Fatalf("value bytes %q: %v", data[v.Start:v.End], err)
 	}
-	if got := asAny(v); !reflect.DeepEqual(got, want) {
-		t.Fatalf("Parse gave %#v for %q, encoding/json %#v", got, data[v.Start:v.End], want)
+	if got := asAny(v); !reflect.DeepEqual(got, withoutIgnored(want, n)) {
+		t.Fatalf("Parse gave %#v for %q, encoding/json %#v read as %+v", got, data[v.Start:v.End], want, n)
+	}
+	if sized && (n == nil || !n.ignores) && (cap(v.Elems) != len(v.Elems) || cap(v.Keys) != len(v.Keys)) {
+		t.Fatalf("%q: %d members in slices of %d and %d", data[v.Start:v.End], len(v.Elems), cap(v.Elems), cap(v.Keys))
 	}
 	for i := range v.Elems {
-		checkTree(t, data, &v.Elems[i])
+		child := n
+		if v.Kind == Object {
+			child, _, _ = fieldOf(n, v.Keys[i])
+		} else if n != nil {
+			child = n.elem
+		}
+		checkTree(t, data, &v.Elems[i], child, sized)
 	}
+}
+
+// withoutIgnored is x, decoded by encoding/json into an any, without the object keys
+// that a decoder of n's type ignores, at any depth.
+func withoutIgnored(x any, n *node) any {
+	if n == nil {
+		return x
+	}
+	switch x := x.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if n.fields != nil {
+				if _, ok := n.fields[k]; !ok && n.ignores {
+					delete(x, k)
+					continue
+				}
+				x[k] = withoutIgnored(e, n.fields[k])
+				continue
+			}
+			x[k] = withoutIgnored(e, n.elem)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = withoutIgnored(e, n.elem)
+		}
+	}
+	return x
 }
 
 func asAny(v *Value) any {

@@ -2,9 +2,11 @@ package strictjson
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,19 +70,31 @@ var errNotFast = errors.New("strictjson: not parsed")
 // fails the checks (json's syntax error, or a *KeyError), but a type mismatch between
 // the tree and v is the caller's to find: it is not an error here.
 //
+// The tree holds what v's decoder reads: a key that encoding/json ignores (one that names
+// no field of a struct, at any depth) is checked, its value validated and its objects'
+// keys checked for repeats, but not built, so an ignored field costs no memory however
+// large. Values v's type takes as a whole (json.RawMessage, interfaces, self-decoding
+// types) are built whole.
+//
 // Strings without escapes are substrings of one copy of data, so a long body is copied
 // once however many strings it holds; Start and End locate every value in data for
 // callers that forward parts of it as json.RawMessage.
 func Parse(data []byte, v any) (Value, error) {
+	return parse(data, v, sizeAfter)
+}
+
+// sizeAfter is the number of values on a parser's stack from which the document's
+// containers are sized (see parser.own): below it, the stack lent by scratches serves;
+// beyond it, its growth would cost more than the scan.
+const sizeAfter = 1024
+
+// parse is Parse with the stack size from which containers are sized (see parser.own);
+// tests lower it to size every container.
+func parse(data []byte, v any, sizeAfter int) (Value, error) {
 	sc := scratches.Get().(*scratch)
-	p := parser{data: data, src: string(data), vals: sc.vals[:0], keys: sc.keys[:0]}
-	val, err := p.parse()
-	sc.put(p.vals[:p.high], p.keys[:p.highKeys])
-	if err == nil {
-		if n := schemaOf(v); n != nil && !foldFree(&val, n) {
-			err = errNotFast
-		}
-	}
+	p := parser{data: data, src: string(data), vals: sc.vals[:0], keys: sc.keys[:0], others: sc.others[:0], sizeAfter: sizeAfter}
+	val, err := p.parse(schemaOf(v))
+	sc.put(p.vals[:p.high], p.keys[:p.highKeys], p.others[:p.highOthers])
 	if err == nil {
 		return val, nil
 	}
@@ -109,7 +123,7 @@ func foldFree(v *Value, n *node) bool {
 	switch v.Kind {
 	case Object:
 		for i, k := range v.Keys {
-			child, kerr := fieldOf(n, k)
+			child, _, kerr := fieldOf(n, k)
 			if kerr != nil {
 				return false
 			}
@@ -137,27 +151,28 @@ func foldFree(v *Value, n *node) bool {
 // in, lent from scratches: a small document would otherwise grow both from nothing,
 // several allocations per request.
 type scratch struct {
-	vals []Value
-	keys []string
+	vals         []Value
+	keys, others []string
 }
 
 var scratches = sync.Pool{New: func() any {
-	return &scratch{vals: make([]Value, 0, 32), keys: make([]string, 0, 32)}
+	return &scratch{vals: make([]Value, 0, 32), keys: make([]string, 0, 32), others: make([]string, 0, 32)}
 }}
 
 // maxScratch is the most values a stack returned to scratches keeps: a huge document's
 // stacks are left to the collector.
 const maxScratch = 4096
 
-// put returns the stacks as the parser grew them, their used parts (vals and keys)
-// cleared of the strings they point into.
-func (sc *scratch) put(vals []Value, keys []string) {
-	if cap(vals) > maxScratch || cap(keys) > maxScratch {
+// put returns the stacks as the parser grew them, their used parts cleared of the
+// strings they point into.
+func (sc *scratch) put(vals []Value, keys, others []string) {
+	if cap(vals) > maxScratch || cap(keys) > maxScratch || cap(others) > maxScratch {
 		return
 	}
 	clear(vals)
 	clear(keys)
-	sc.vals, sc.keys = vals[:0], keys[:0]
+	clear(others)
+	sc.vals, sc.keys, sc.others = vals[:0], keys[:0], others[:0]
 	scratches.Put(sc)
 }
 
@@ -168,14 +183,22 @@ type parser struct {
 	depth int
 	vals  []Value
 	keys  []string
-	// high and highKeys are the most vals and keys held at once: what holds pointers
-	// when the stacks go back to scratches.
-	high, highKeys int
+	// others are the keys of open objects that are not built (ignored, or inside an
+	// ignored value), kept only to find repeats.
+	others []string
+	// sizes are the member counts of the document's containers, once sized (see own):
+	// when the stack holds more than sizeAfter values.
+	sizes     []containerSize
+	sized     bool
+	sizeAfter int
+	// high, highKeys and highOthers are the most vals, keys and others held at once:
+	// what holds pointers when the stacks go back to scratches.
+	high, highKeys, highOthers int
 }
 
-func (p *parser) parse() (Value, error) {
+func (p *parser) parse(n *node) (Value, error) {
 	p.ws()
-	v, err := p.value()
+	v, err := p.value(n, true)
 	if err != nil {
 		return Value{}, err
 	}
@@ -197,17 +220,22 @@ func (p *parser) ws() {
 	}
 }
 
-func (p *parser) value() (Value, error) {
+// value reads the value at p.i, read as n. Unless build is set it is only validated,
+// with its objects' keys checked for repeats, and its Value is empty.
+func (p *parser) value(n *node, build bool) (Value, error) {
 	if p.i >= len(p.data) {
 		return Value{}, errNotFast
 	}
 	start := p.i
 	switch c := p.data[p.i]; c {
 	case '{':
-		return p.object()
+		return p.object(n, build)
 	case '[':
-		return p.array()
+		return p.array(n, build)
 	case '"':
+		if !build {
+			return Value{}, p.skipStr()
+		}
 		s, err := p.str()
 		return Value{Kind: String, Str: s, Start: start, End: p.i}, err
 	case 't':
@@ -293,8 +321,44 @@ var strClass = func() (t [256]uint8) {
 
 // str reads a string at its opening quote and returns its text.
 func (p *parser) str() (string, error) {
-	d := p.data
 	start := p.i + 1
+	i, ascii, err := p.scanStr(start)
+	if err != nil {
+		return "", err
+	}
+	if p.data[i] == '\\' {
+		return p.escaped(start, i, ascii)
+	}
+	p.i = i + 1
+	s := p.src[start:i]
+	if ascii || utf8.ValidString(s) {
+		return s, nil
+	}
+	return bytesString(unquote(make([]byte, 0, i-start+8), p.data[start:i])), nil
+}
+
+// skipStr reads past a string at its opening quote, checking it as str does without
+// decoding it.
+func (p *parser) skipStr() error {
+	i, _, err := p.scanStr(p.i + 1)
+	if err != nil {
+		return err
+	}
+	if p.data[i] == '\\' {
+		end := closingQuote(p.data, i)
+		if end < 0 || !validEscapes(p.data[i:end]) {
+			return errNotFast
+		}
+		i = end
+	}
+	p.i = i + 1
+	return nil
+}
+
+// scanStr finds the first quote or backslash of a string's text from start, and reports
+// whether the text before it is ASCII; a raw control character before it is an error.
+func (p *parser) scanStr(start int) (int, bool, error) {
+	d := p.data
 	i := start
 	ascii := true
 	for {
@@ -314,20 +378,13 @@ func (p *parser) str() (string, error) {
 			i++
 		}
 		if i >= len(d) {
-			return "", errNotFast
+			return 0, false, errNotFast
 		}
 		switch c := d[i]; {
-		case c == '"':
-			p.i = i + 1
-			s := p.src[start:i]
-			if ascii || utf8.ValidString(s) {
-				return s, nil
-			}
-			return bytesString(unquote(make([]byte, 0, i-start+8), d[start:i])), nil
-		case c == '\\':
-			return p.escaped(start, i, ascii)
+		case c == '"' || c == '\\':
+			return i, ascii, nil
 		case c < 0x20:
-			return "", errNotFast
+			return 0, false, errNotFast
 		default:
 			ascii = false
 			i++
@@ -428,6 +485,30 @@ func (p *parser) escaped(start, esc int, ascii bool) (string, error) {
 	}
 	p.i = end + 1
 	return b.String(), nil
+}
+
+// validEscapes reports whether s, a string's text from its first escape to its closing
+// quote, holds only JSON's escapes and no raw control character.
+func validEscapes(s []byte) bool {
+	for r := 0; r < len(s); r++ {
+		switch c := s[r]; {
+		case c < 0x20:
+			return false
+		case c != '\\':
+		case r+1 >= len(s):
+			return false
+		case s[r+1] == 'u':
+			if getu4(s[r:]) < 0 {
+				return false
+			}
+			r += 5
+		case strings.IndexByte(`"\/bfnrt`, s[r+1]) < 0:
+			return false
+		default:
+			r++
+		}
+	}
+	return true
 }
 
 // closingQuote returns the index of the quote that ends the string literal holding the
@@ -571,7 +652,7 @@ func (p *parser) enter() error {
 	return nil
 }
 
-func (p *parser) array() (Value, error) {
+func (p *parser) array(n *node, build bool) (Value, error) {
 	if err := p.enter(); err != nil {
 		return Value{}, err
 	}
@@ -584,14 +665,22 @@ func (p *parser) array() (Value, error) {
 		p.i++
 		return Value{Kind: Array, Start: start, End: p.i}, nil
 	}
+	var elem *node
+	if n != nil {
+		elem = n.elem
+	}
+	var elems []Value // the elements once the array has its own slice
 	for {
 		p.ws()
-		v, err := p.value()
+		v, err := p.value(elem, build)
 		if err != nil {
 			return Value{}, err
 		}
-		p.vals = append(p.vals, v)
-		p.high = max(p.high, len(p.vals))
+		if build {
+			if elems = p.push(elems, v); elems == nil {
+				elems = p.own(base, start)
+			}
+		}
 		p.ws()
 		if p.i >= len(p.data) {
 			return Value{}, errNotFast
@@ -601,27 +690,39 @@ func (p *parser) array() (Value, error) {
 			p.i++
 		case ']':
 			p.i++
-			return Value{Kind: Array, Elems: slices.Clone(p.vals[base:]), Start: start, End: p.i}, nil
+			if !build {
+				return Value{}, nil
+			}
+			return Value{Kind: Array, Elems: p.members(elems, base), Start: start, End: p.i}, nil
 		default:
 			return Value{}, errNotFast
 		}
 	}
 }
 
-func (p *parser) object() (Value, error) {
+// object reads an object read as n. Its keys are checked against n's fields; the values
+// of those n ignores are not built.
+func (p *parser) object(n *node, build bool) (Value, error) {
 	if err := p.enter(); err != nil {
 		return Value{}, err
 	}
 	start := p.i
 	p.i++ // {
-	base, kbase := len(p.vals), len(p.keys)
-	defer func() { p.vals, p.keys = p.vals[:base], p.keys[:kbase]; p.depth-- }()
+	base, kbase, obase := len(p.vals), len(p.keys), len(p.others)
+	defer func() { p.vals, p.keys, p.others = p.vals[:base], p.keys[:kbase], p.others[:obase]; p.depth-- }()
 	p.ws()
 	if p.i < len(p.data) && p.data[p.i] == '}' {
 		p.i++
 		return Value{Kind: Object, Start: start, End: p.i}, nil
 	}
-	var set map[string]struct{}
+	// A struct's object keeps at most its fields on the stacks; any other object gets
+	// its own slices once the document's container sizes are known.
+	own := build && (n == nil || !n.ignores)
+	var (
+		set   map[string]struct{}
+		keys  []string // the built keys and values once the object has its own slices
+		elems []Value
+	)
 	for {
 		p.ws()
 		if p.i >= len(p.data) || p.data[p.i] != '"' {
@@ -631,8 +732,24 @@ func (p *parser) object() (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		if p.repeated(key, kbase, &set) {
+		child, read, kerr := fieldOf(n, key)
+		keep := build && read
+		built := keys
+		if built == nil {
+			built = p.keys[kbase:]
+		}
+		if kerr != nil || p.repeated(key, built, obase, &set) {
 			return Value{}, errNotFast
+		}
+		switch {
+		case keep && keys != nil:
+			keys = append(keys, key)
+		case keep:
+			p.keys = append(p.keys, key)
+			p.highKeys = max(p.highKeys, len(p.keys))
+		case set == nil:
+			p.others = append(p.others, key)
+			p.highOthers = max(p.highOthers, len(p.others))
 		}
 		p.ws()
 		if p.i >= len(p.data) || p.data[p.i] != ':' {
@@ -640,12 +757,19 @@ func (p *parser) object() (Value, error) {
 		}
 		p.i++
 		p.ws()
-		v, err := p.value()
+		v, err := p.value(child, keep)
 		if err != nil {
 			return Value{}, err
 		}
-		p.vals = append(p.vals, v)
-		p.high = max(p.high, len(p.vals))
+		if keep {
+			if elems = p.push(elems, v); elems == nil && own {
+				if elems = p.own(base, start); elems != nil {
+					keys = make([]string, len(elems), cap(elems))
+					copy(keys, p.keys[kbase:])
+					p.keys = p.keys[:kbase]
+				}
+			}
+		}
 		p.ws()
 		if p.i >= len(p.data) {
 			return Value{}, errNotFast
@@ -655,36 +779,169 @@ func (p *parser) object() (Value, error) {
 			p.i++
 		case '}':
 			p.i++
-			return Value{Kind: Object, Keys: slices.Clone(p.keys[kbase:]), Elems: slices.Clone(p.vals[base:]),
-				Start: start, End: p.i}, nil
+			if !build {
+				return Value{}, nil
+			}
+			if keys == nil {
+				keys = slices.Clone(p.keys[kbase:])
+			}
+			return Value{Kind: Object, Keys: keys, Elems: p.members(elems, base), Start: start, End: p.i}, nil
 		default:
 			return Value{}, errNotFast
 		}
 	}
 }
 
-// repeated records key among the current object's keys (those from base on) and reports
-// whether it was there already.
-func (p *parser) repeated(key string, base int, set *map[string]struct{}) bool {
+// repeated reports whether key is among the current object's keys: built, those built
+// so far, and the others from p.others[obase:] or, once the object has bigObject keys,
+// set, which then holds them all and records key.
+func (p *parser) repeated(key string, built []string, obase int, set *map[string]struct{}) bool {
 	if *set != nil {
 		if _, dup := (*set)[key]; dup {
 			return true
 		}
 		(*set)[key] = struct{}{}
-		p.keys = append(p.keys, key)
-		p.highKeys = max(p.highKeys, len(p.keys))
 		return false
 	}
-	if slices.Contains(p.keys[base:], key) {
+	others := p.others[obase:]
+	if slices.Contains(built, key) || slices.Contains(others, key) {
 		return true
 	}
-	p.keys = append(p.keys, key)
-	p.highKeys = max(p.highKeys, len(p.keys))
-	if len(p.keys)-base >= bigObject {
+	if len(built)+len(others) >= bigObject-1 {
 		*set = make(map[string]struct{}, 2*bigObject)
-		for _, k := range p.keys[base:] {
+		for _, k := range built {
 			(*set)[k] = struct{}{}
 		}
+		for _, k := range others {
+			(*set)[k] = struct{}{}
+		}
+		(*set)[key] = struct{}{}
+		p.others = p.others[:obase]
 	}
 	return false
+}
+
+// push adds v to the members of the open container: to elems once the container has its
+// own slice, else to the stack, and returns elems.
+func (p *parser) push(elems []Value, v Value) []Value {
+	if elems != nil {
+		if len(elems) == cap(elems) {
+			// Sized short, as an invalid document can be: doubling keeps the
+			// copies to one more slice.
+			elems = slices.Grow(elems, len(elems))
+		}
+		return append(elems, v)
+	}
+	p.vals = append(p.vals, v)
+	p.high = max(p.high, len(p.vals))
+	return nil
+}
+
+// own moves the members of the container opened at start from the stack (from base) to a
+// slice of its own, of the container's size, once the sizes of the document's containers
+// are known, and returns it; nil while they are not. They are found, in one scan of the
+// document, the first time the stack holds more than p.sizeAfter values: the stack would
+// otherwise grow, copy by copy, to the size of the largest container and be copied out
+// of again, several times the memory of the values themselves.
+func (p *parser) own(base, start int) []Value {
+	if !p.sized {
+		if len(p.vals) <= p.sizeAfter || len(p.data) > math.MaxUint32 {
+			return nil
+		}
+		p.sizes, p.sized = containerSizes(p.data), true
+	}
+	n := len(p.vals) - base
+	elems := make([]Value, n, max(n, p.sizeAt(start)))
+	copy(elems, p.vals[base:])
+	p.vals = p.vals[:base]
+	return elems
+}
+
+// members returns a closing container's members: elems, or a copy of those on the stack
+// from base.
+func (p *parser) members(elems []Value, base int) []Value {
+	if elems != nil {
+		return elems
+	}
+	return slices.Clone(p.vals[base:])
+}
+
+// containerSize is the number of members of the container whose opening bracket is at
+// start.
+type containerSize struct{ start, n uint32 }
+
+// containerSizes counts the members of the arrays and objects of data that have two or
+// more, in one scan that reads strings only to find their ends, and returns the counts in
+// document order. Containers of one member are left out: a container's first member is
+// already a slice of one. It trusts data (shorter than 4 GiB) to be valid JSON: the parse
+// that uses the sizes checks it, and a size wrong for an invalid document is only a wrong
+// capacity.
+func containerSizes(d []byte) []containerSize {
+	z := sizer{d: d}
+	for z.i < len(z.d) && z.d[z.i] != '[' && z.d[z.i] != '{' {
+		z.i++
+	}
+	if z.i < len(z.d) {
+		z.container(0)
+	}
+	// Recorded as they close: inner containers before the one holding them.
+	slices.SortFunc(z.sizes, func(a, b containerSize) int { return cmp.Compare(a.start, b.start) })
+	return z.sizes
+}
+
+type sizer struct {
+	d     []byte
+	i     int
+	sizes []containerSize
+}
+
+// container counts the members of the container opened at z.i, and of those in it,
+// depth levels down, and records them; it returns false at the end of an unfinished
+// document, having recorded the members so far: the parse will fail, but not before it
+// has read them.
+func (z *sizer) container(depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
+	start, n, closed := z.i, 0, false
+scan:
+	for z.i++; z.i < len(z.d); z.i++ {
+		switch c := z.d[z.i]; c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case ']', '}':
+			closed = true
+			break scan
+		case ',':
+			n++
+			continue
+		}
+		n = max(n, 1)
+		switch z.d[z.i] {
+		case '"':
+			if z.i = closingQuote(z.d, z.i+1); z.i < 0 {
+				break scan
+			}
+		case '[', '{':
+			if !z.container(depth + 1) {
+				break scan
+			}
+		}
+	}
+	if n >= 2 {
+		if len(z.sizes) == cap(z.sizes) {
+			z.sizes = slices.Grow(z.sizes, len(z.sizes)+1) // doubling: the copies add up to one more table
+		}
+		z.sizes = append(z.sizes, containerSize{start: uint32(start), n: uint32(n)})
+	}
+	return closed
+}
+
+// sizeAt is the number of members of the container opened at start, 0 when unknown.
+func (p *parser) sizeAt(start int) int {
+	i, ok := slices.BinarySearchFunc(p.sizes, uint32(start), func(s containerSize, at uint32) int { return cmp.Compare(s.start, at) })
+	if !ok {
+		return 0
+	}
+	return int(p.sizes[i].n)
 }

@@ -11,22 +11,23 @@ func TestScratchPutClearsWhatWasUsed(t *testing.T) {
 	for i := range vals {
 		vals[i] = Value{Kind: String, Str: "body text", Keys: []string{"k"}, Elems: []Value{{}}}
 	}
-	keys[0], keys[1] = "model", "messages"
-	sc.put(vals, keys)
+	others := make([]string, 1, 8)
+	keys[0], keys[1], others[0] = "model", "messages", "x"
+	sc.put(vals, keys, others)
 	for i, v := range vals {
 		if v.Str != "" || v.Keys != nil || v.Elems != nil {
 			t.Fatalf("value %d kept %+v", i, v)
 		}
 	}
-	if keys[0] != "" || keys[1] != "" {
-		t.Fatalf("keys kept: %q", keys)
+	if keys[0] != "" || keys[1] != "" || others[0] != "" {
+		t.Fatalf("keys kept: %q %q", keys, others)
 	}
 	if len(sc.vals) != 0 || cap(sc.vals) != 8 || len(sc.keys) != 0 || cap(sc.keys) != 8 {
 		t.Fatalf("stacks not kept for reuse: len %d cap %d, len %d cap %d", len(sc.vals), cap(sc.vals), len(sc.keys), cap(sc.keys))
 	}
 	// Stacks grown past maxScratch are left to the collector.
 	big := &scratch{}
-	big.put(make([]Value, 1, maxScratch+1), nil)
+	big.put(make([]Value, 1, maxScratch+1), nil, nil)
 	if big.vals != nil {
 		t.Fatal("a huge stack was kept")
 	}

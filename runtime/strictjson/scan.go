@@ -3,6 +3,7 @@ package strictjson
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 )
 
 // scanner walks a document already known to be valid JSON. It keeps the keys of every
@@ -12,7 +13,45 @@ type scanner struct {
 	data []byte
 	i    int
 	keys [][]byte
-	path []pathElem
+	// path is the way to the current value as an error names it (messages[0].content),
+	// and marks the path's length before each of its steps. Both are kept only when where
+	// is set: in a second reading of a document the first refused, to say where.
+	path  []byte
+	marks []int
+	where bool
+}
+
+// pushKey adds an object's key to the path, when it is kept.
+func (s *scanner) pushKey(key []byte) {
+	if !s.where {
+		return
+	}
+	s.marks = append(s.marks, len(s.path))
+	if len(s.path) > 0 {
+		s.path = append(s.path, '.')
+	}
+	if len(key) > clipAt {
+		s.path = append(append(s.path, key[:clipAt]...), "..."...)
+		return
+	}
+	s.path = append(s.path, key...)
+}
+
+// pushIndex adds an array index to the path, when it is kept.
+func (s *scanner) pushIndex(i int) {
+	if s.where {
+		s.marks = append(s.marks, len(s.path))
+		s.path = strconv.AppendInt(append(s.path, '['), int64(i), 10)
+		s.path = append(s.path, ']')
+	}
+}
+
+// pop removes the path's last step, when it is kept.
+func (s *scanner) pop() {
+	if s.where {
+		s.path = s.path[:s.marks[len(s.marks)-1]]
+		s.marks = s.marks[:len(s.marks)-1]
+	}
 }
 
 // bigObject is the key count from which an object's duplicate check uses a set instead
@@ -95,16 +134,16 @@ func (s *scanner) object(n *node) error {
 		}
 		child, err := n.field(key)
 		if err != nil {
-			err.Path = pathString(s.path)
+			err.Path = string(s.path)
 			return err
 		}
 		s.ws()
 		s.i++ // :
-		s.path = append(s.path, pathElem{key: key})
+		s.pushKey(key)
 		if err := s.value(child); err != nil {
 			return err
 		}
-		s.path = s.path[:len(s.path)-1]
+		s.pop()
 		s.ws()
 		if s.data[s.i] == ',' {
 			s.i++
@@ -117,8 +156,10 @@ func (s *scanner) object(n *node) error {
 func (s *scanner) unique(key []byte, base int, set *map[string]struct{}) error {
 	dup := false
 	if *set != nil {
-		_, dup = (*set)[string(key)]
-		(*set)[string(key)] = struct{}{}
+		// The set lives while the object is read, data is not written meanwhile: its
+		// keys can be views of data, not copies.
+		_, dup = (*set)[bytesString(key)]
+		(*set)[bytesString(key)] = struct{}{}
 	} else {
 		for _, k := range s.keys[base:] {
 			if bytes.Equal(k, key) {
@@ -130,12 +171,12 @@ func (s *scanner) unique(key []byte, base int, set *map[string]struct{}) error {
 		if len(s.keys)-base >= bigObject {
 			*set = make(map[string]struct{}, 2*bigObject)
 			for _, k := range s.keys[base:] {
-				(*set)[string(k)] = struct{}{}
+				(*set)[bytesString(k)] = struct{}{}
 			}
 		}
 	}
 	if dup {
-		return &KeyError{Path: pathString(s.path), Key: string(key)}
+		return &KeyError{Path: string(s.path), Key: string(key)}
 	}
 	return nil
 }
@@ -152,11 +193,11 @@ func (s *scanner) array(n *node) error {
 			s.i++
 			return nil
 		}
-		s.path = append(s.path, pathElem{index: idx})
+		s.pushIndex(idx)
 		if err := s.value(elem); err != nil {
 			return err
 		}
-		s.path = s.path[:len(s.path)-1]
+		s.pop()
 		s.ws()
 		if s.data[s.i] == ',' {
 			s.i++

@@ -13,29 +13,37 @@ type node struct {
 	fields map[string]*node // struct: exact JSON names
 	names  []string         // struct: the same names, for the case check
 	elem   *node            // slice, array or map element
+	// ignores is set for a struct that encoding/json fills, which ignores the keys that
+	// are not its fields' names; not for a registered shape, whose type reads its keys
+	// itself and may keep the others.
+	ignores bool
 }
 
 // field returns the node for key's value in an object read as n, or a KeyError without
 // its path when key would be matched to a struct field only by case folding.
-func (n *node) field(key []byte) (*node, *KeyError) { return fieldOf(n, key) }
+func (n *node) field(key []byte) (*node, *KeyError) {
+	child, _, err := fieldOf(n, key)
+	return child, err
+}
 
-// fieldOf is node.field for a key of either representation.
-func fieldOf[K string | []byte](n *node, key K) (*node, *KeyError) {
+// fieldOf is node.field for a key of either representation, and reports whether the
+// decoder of n reads key's value at all: false when n ignores the key.
+func fieldOf[K string | []byte](n *node, key K) (child *node, read bool, err *KeyError) {
 	if n == nil {
-		return nil, nil
+		return nil, true, nil
 	}
 	if n.fields == nil {
-		return n.elem, nil // a map: any key, the element's type
+		return n.elem, true, nil // a map: any key, the element's type
 	}
 	if child, ok := n.fields[string(key)]; ok {
-		return child, nil
+		return child, true, nil
 	}
 	for _, name := range n.names {
 		if strings.EqualFold(string(key), name) {
-			return nil, &KeyError{Key: string(key), Field: name}
+			return nil, false, &KeyError{Key: string(key), Field: name}
 		}
 	}
-	return nil, nil
+	return nil, !n.ignores, nil
 }
 
 var (
@@ -71,38 +79,45 @@ func schemaOf(v any) *node {
 	if n, ok := schemas.Load(t); ok {
 		return n.(*node)
 	}
-	n := build(t, map[reflect.Type]*node{})
+	n := build(t, map[seenType]*node{}, false)
 	schemas.Store(t, n)
 	return n
 }
 
-// build returns t's node; seen breaks recursion through self-referencing types.
-func build(t reflect.Type, seen map[reflect.Type]*node) *node {
+// seenType is a type build has met, and whether inside a registered shape.
+type seenType struct {
+	t     reflect.Type
+	shape bool
+}
+
+// build returns t's node; seen breaks recursion through self-referencing types. shape is
+// set inside a registered shape.
+func build(t reflect.Type, seen map[seenType]*node, shape bool) *node {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if t != nil {
-		if shape, ok := shapes.Load(t); ok {
-			t = shape.(reflect.Type)
+		if s, ok := shapes.Load(t); ok {
+			t, shape = s.(reflect.Type), true
 		}
 	}
 	if t == nil || t == rawMessage || t.Implements(reflect.TypeFor[json.Unmarshaler]()) ||
 		reflect.PointerTo(t).Implements(reflect.TypeFor[json.Unmarshaler]()) {
 		return nil
 	}
-	if n, ok := seen[t]; ok {
+	if n, ok := seen[seenType{t, shape}]; ok {
 		return n
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		n := &node{fields: map[string]*node{}}
-		seen[t] = n
+		n := &node{fields: map[string]*node{}, ignores: !shape}
+		seen[seenType{t, shape}] = n
 		var embedded []*node
 		for i := range t.NumField() {
 			f := t.Field(i)
 			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 			if promoted(f, name) {
-				if e := build(f.Type, seen); e != nil && e.fields != nil {
+				if e := build(f.Type, seen, shape); e != nil && e.fields != nil {
 					embedded = append(embedded, e)
 				}
 				continue
@@ -113,7 +128,7 @@ func build(t reflect.Type, seen map[reflect.Type]*node) *node {
 			if name == "" {
 				name = f.Name
 			}
-			n.fields[name] = build(f.Type, seen)
+			n.fields[name] = build(f.Type, seen, shape)
 			n.names = append(n.names, name)
 		}
 		// encoding/json fills the fields of an embedded struct as if they were the
@@ -132,13 +147,13 @@ func build(t reflect.Type, seen map[reflect.Type]*node) *node {
 			return nil // []byte is a base64 string
 		}
 		n := &node{}
-		seen[t] = n
-		n.elem = build(t.Elem(), seen)
+		seen[seenType{t, shape}] = n
+		n.elem = build(t.Elem(), seen, shape)
 		return n
 	case reflect.Map:
 		n := &node{}
-		seen[t] = n
-		n.elem = build(t.Elem(), seen)
+		seen[seenType{t, shape}] = n
+		n.elem = build(t.Elem(), seen, shape)
 		if n.elem == nil {
 			return nil
 		}

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/routerkit/router/internal/wait"
 )
 
 // engine is a net/http server on 127.0.0.1 that counts the connections it accepted.
@@ -99,7 +101,12 @@ func TestEngineClosedIdleConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.CloseClientConnections()
-	time.Sleep(50 * time.Millisecond) // the FIN reaches the router's socket
+	wait.For(t, "the engine's close to reach the idle connection", func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		l := tr.idle[strings.TrimPrefix(e.URL, "http://")]
+		return len(l) == 1 && !alive(l[0].Conn)
+	})
 	status, body, err := post(t, tr, context.Background(), e.URL, "two")
 	if err != nil || status != 200 || body != "two" {
 		t.Fatalf("after the engine closed the idle connection: %d %q %v", status, body, err)
@@ -279,9 +286,7 @@ func TestIdleBoundAndTimeout(t *testing.T) {
 	for range 2 {
 		go func() { _, _, err := post(t, tr, context.Background(), e.URL+"/slow", "x"); done <- err }()
 	}
-	for e.conns.Load() < 2 {
-		time.Sleep(time.Millisecond)
-	}
+	wait.For(t, "both requests' connections", func() bool { return e.conns.Load() == 2 })
 	close(block)
 	for range 2 {
 		if err := <-done; err != nil {

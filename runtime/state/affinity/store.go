@@ -1,5 +1,5 @@
 // Package affinity holds the router's affinity bindings: which engine a session or routing
-// key prefers within one engine group (spec §6, "Affinity state").
+// key prefers within one engine group (docs/design.md, Affinity state).
 //
 // A binding records preferred placement, not successful execution, so it is written once a
 // policy has admitted the engine and is kept even if a later PD stage or the dispatch fails.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/routerkit/router/runtime/plan"
@@ -188,23 +189,30 @@ func TestStoresFromPlan(t *testing.T) {
 }
 
 func TestStoresRunSweeps(t *testing.T) {
-	c := &clock{now: t0}
-	st := NewStore(time.Second, c.Now)
-	s := &Stores{clock: c.Now, models: map[string]modelStores{
-		"m": {sessionLocal: st, stickyLocal: NewStore(time.Second, c.Now), sessionEvery: time.Millisecond, stickyEvery: time.Millisecond},
-	}}
-	st.CompareAndBind(k1, "", "A")
-	c.advance(2 * time.Second)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { s.Run(ctx); close(done) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for st.Len() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("Run never swept the idle binding")
+	// The bubble's clock moves only when every goroutine in it is blocked: the sweep runs
+	// exactly at its interval.
+	synctest.Test(t, func(t *testing.T) {
+		c := &clock{now: t0}
+		st := NewStore(time.Second, c.Now)
+		s := &Stores{clock: c.Now, models: map[string]modelStores{
+			"m": {sessionLocal: st, stickyLocal: NewStore(time.Second, c.Now), sessionEvery: time.Minute, stickyEvery: time.Minute},
+		}}
+		st.CompareAndBind(k1, "", "A")
+		c.advance(2 * time.Second)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { s.Run(ctx); close(done) }()
+		time.Sleep(time.Minute - time.Nanosecond)
+		synctest.Wait()
+		if st.Len() != 1 {
+			t.Fatal("Run swept before its interval")
 		}
-		time.Sleep(time.Millisecond)
-	}
-	cancel()
-	<-done
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if st.Len() != 0 {
+			t.Fatal("Run did not sweep the idle binding at its interval")
+		}
+		cancel()
+		<-done
+	})
 }

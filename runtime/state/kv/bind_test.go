@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-zeromq/zmq4"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/plan"
 )
 
@@ -76,8 +77,8 @@ func TestBindModeRoutesByTopic(t *testing.T) {
 		return &plan.KVEvents{Mode: plan.KVBind, Endpoint: "tcp://127.0.0.1:" + port, Topic: topic, BlockSize: 16}
 	}
 	p := &plan.Plan{Engines: []plan.Engine{
-		{ID: "A", Model: "m", KVEvents: kv("kv@A@m")},
-		{ID: "B", Model: "m", KVEvents: kv("kv@B@m")},
+		{ID: "A", Model: "m", URL: "http://127.0.0.1:8000", KVEvents: kv("kv@A@m")},
+		{ID: "B", Model: "m", URL: "http://127.0.0.1:8000", KVEvents: kv("kv@B@m")},
 	}}
 	ix := NewIndex(p)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -112,7 +113,7 @@ func TestBindModeRoutesByTopic(t *testing.T) {
 
 	// A gap without a replay endpoint drops A's blocks (and only A's) and is counted.
 	a.store(seqA+5, 101)
-	eventually(t, "the block after the gap", func() bool { return holds(ix, 101) })
+	wait.For(t, "the block after the gap", func() bool { return holds(ix, 101) })
 	if holds(ix, 100) || !holds(ix, 200) {
 		t.Fatal("a gap kept A's stale blocks, or dropped B's")
 	}
@@ -128,7 +129,7 @@ func TestBindChangeKeepsTheNeighbours(t *testing.T) {
 	port := strconv.Itoa(freePort(t))
 	endpoint := "tcp://127.0.0.1:" + port
 	engine := func(id string) plan.Engine {
-		return plan.Engine{ID: id, Model: "m", KVEvents: &plan.KVEvents{Mode: plan.KVBind, Endpoint: endpoint, Topic: "kv@" + id + "@m", BlockSize: 16}}
+		return plan.Engine{ID: id, Model: "m", URL: "http://127.0.0.1:8000", KVEvents: &plan.KVEvents{Mode: plan.KVBind, Endpoint: endpoint, Topic: "kv@" + id + "@m", BlockSize: 16}}
 	}
 	a, b, c, d := engine("A"), engine("B"), engine("C"), engine("D")
 	ix := NewIndex(&plan.Plan{Engines: []plan.Engine{a, b, d}})
@@ -164,14 +165,14 @@ func TestBindChangeKeepsTheNeighbours(t *testing.T) {
 	}
 	// A goes on where it was, over the same connection: no gap, nothing cleared.
 	pubA.store(seqA, 101)
-	eventually(t, "A's next block", func() bool { return holds(ix, 101) })
+	wait.For(t, "A's next block", func() bool { return holds(ix, 101) })
 	if s := ix.Stats("A"); s.Gaps != 0 || !holds(ix, 100) {
 		t.Fatalf("A after the change: %d gaps, first block held %v", s.Gaps, holds(ix, 100))
 	}
 	joinBind(t, dialPub(t, endpoint, "kv@C@m"), ix, 0, 300)
 	// B's publisher is a stranger now.
 	before := ix.UnknownTopics()
-	eventually(t, "B's topic counted as unknown", func() bool {
+	wait.For(t, "B's topic counted as unknown", func() bool {
 		pubB.store(9, 201)
 		time.Sleep(20 * time.Millisecond)
 		return ix.UnknownTopics() > before
@@ -282,7 +283,7 @@ func TestGapRefilledFromTheReplayEndpoint(t *testing.T) {
 	eng.batch(seq, 1)
 	eng.batch(seq+1, 2)
 	eng.pub.send(seq+2, eng.batch(seq+2, 3))
-	eventually(t, "the block after the gap", func() bool { return holds(ix, 3) })
+	wait.For(t, "the block after the gap", func() bool { return holds(ix, 3) })
 	if !slices.Contains(eng.served(), seq) {
 		t.Fatalf("replays asked from %v, want one from %d", eng.served(), seq)
 	}
@@ -296,7 +297,7 @@ func TestGapRefilledFromTheReplayEndpoint(t *testing.T) {
 	// The publisher's buffer no longer has the missed batch: the refill fails and the
 	// rank's blocks are dropped, as without a replay endpoint.
 	eng.pub.send(seq+5, eng.batch(seq+5, 5))
-	eventually(t, "the block after the second gap", func() bool { return holds(ix, 5) })
+	wait.For(t, "the block after the second gap", func() bool { return holds(ix, 5) })
 	if holds(ix, 1) || holds(ix, 100) {
 		t.Fatal("an unrefilled gap kept stale blocks")
 	}

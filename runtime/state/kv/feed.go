@@ -3,6 +3,8 @@ package kv
 import (
 	"context"
 	"log/slog"
+
+	"github.com/routerkit/router/runtime/state/kv/zmtp"
 )
 
 // feed applies one engine rank's messages in sequence order, whichever socket they come
@@ -19,6 +21,7 @@ type feed struct {
 	blockSize int
 	replay    string // the rank's replay endpoint, "" for none
 	log       *slog.Logger
+	cfg       *zmtp.Config // the bounds of the sockets it dials: publisher, replay
 
 	started    bool   // a message has been applied since the last reset
 	last       uint64 // the sequence number of the last message applied

@@ -1,5 +1,5 @@
 // Package kv tracks which engines hold which prefixes of their KV cache, for cache-aware
-// selection (spec §6, "Cache state"): the local prefix index, the ZMQ subscriptions that
+// selection (docs/design.md, Prefix state): the local prefix index, the ZMQ subscriptions that
 // feed it from the engines' KV events, and a client for a remote prefix indexer.
 //
 // The index stores prefix ownership and storage tiers, never KV tensors. It names blocks
@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/state/kv/zmtp"
 	"github.com/routerkit/router/runtime/token"
 )
 
@@ -148,13 +149,18 @@ type Index struct {
 	free []owner
 
 	unknownTopics counter // bind-mode messages whose topic names no engine
+	// rejected counts the ZMQ connections closed by the zmtp bounds, by reason.
+	rejected map[zmtp.Reason]*counter
 }
 
 // NewIndex returns an empty index for the plan's engines that publish KV events (an
 // engine without kv_events never owns a block). A nil plan gives an index of no engines,
 // on which every lookup misses.
 func NewIndex(p *plan.Plan) *Index {
-	ix := &Index{blocks: map[int64]block{}}
+	ix := &Index{blocks: map[int64]block{}, rejected: map[zmtp.Reason]*counter{}}
+	for _, r := range zmtp.Reasons {
+		ix.rejected[r] = &counter{}
+	}
 	ix.members.Store(&members{engines: map[string]*engineInfo{}, sizes: map[string][]int{}})
 	if p == nil {
 		return ix

@@ -5,9 +5,13 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-zeromq/zmq4"
+
+	"github.com/routerkit/router/runtime/state/kv/zmtp"
 )
 
 // maxLoggedTopics bounds how many distinct unknown topics a listener logs, since
@@ -20,12 +24,21 @@ type listener struct {
 	ix       *Index
 	endpoint string
 	log      *slog.Logger
+	cfg      *zmtp.Config // its connections' bounds; Allow reads allow
+	allow    atomic.Pointer[allowList]
 
 	// mu guards feeds and is held while a message is applied, so that once swap
 	// returns, no feed it dropped is written to again.
 	mu     sync.Mutex
 	feeds  map[string]*feed // by topic
 	logged map[string]bool  // unknown topics already logged
+}
+
+func newListener(ix *Index, endpoint string, log *slog.Logger) *listener {
+	l := &listener{ix: ix, endpoint: endpoint, log: log, feeds: map[string]*feed{}}
+	l.cfg = &zmtp.Config{Allow: func(ip netip.Addr) bool { return l.allow.Load().allows(ip) },
+		Reject: (&rejections{ix: ix, log: log}).report}
+	return l
 }
 
 func (l *listener) run(ctx context.Context) {
@@ -39,12 +52,15 @@ func (l *listener) run(ctx context.Context) {
 	})
 }
 
-// swap makes feeds the running listener's, for a change of the engines bound to it
-// (see Subscription.rebind). The running feed of a topic whose engine keep reports
+// swap makes the feeds and the allow-list of next, built for the same endpoint, the
+// running listener's, for a change of the engines bound to it (see
+// Subscription.rebind). The running feed of a topic whose engine keep reports
 // unchanged stays, with its sequence, so the engines beside a changed one keep what the
 // index knows of them; a feed that is dropped has its rank cleared, since nothing vouches
 // for it any more.
-func (l *listener) swap(feeds map[string]*feed, keep func(engine string) bool) {
+func (l *listener) swap(next *listener, keep func(engine string) bool) {
+	l.allow.Store(next.allow.Load())
+	feeds := next.feeds
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for topic, f := range feeds {
@@ -62,9 +78,9 @@ func (l *listener) swap(feeds map[string]*feed, keep func(engine string) bool) {
 
 // session listens and applies messages until the socket fails.
 func (l *listener) session(ctx context.Context) (received bool, err error) {
-	sock := zmq4.NewSub(ctx, zmqLogger(l.log))
+	sock := zmq4.NewSub(zmtp.WithConfig(ctx, l.cfg), zmqLogger(l.log))
 	defer sock.Close()
-	if err := sock.Listen(l.endpoint); err != nil {
+	if err := sock.Listen(zmtp.Endpoint(l.endpoint)); err != nil {
 		return false, err
 	}
 	// Subscribe to everything: the topic routes, and one unknown to the configuration is
@@ -79,7 +95,7 @@ func (l *listener) session(ctx context.Context) (received bool, err error) {
 			return received, err
 		}
 		received = true
-		if len(msg.Frames) > 0 {
+		if msg.Type == zmq4.UsrMsg && len(msg.Frames) > 0 {
 			l.apply(ctx, msg.Frames)
 		}
 	}

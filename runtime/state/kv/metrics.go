@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/routerkit/router/runtime/state/kv/zmtp"
 )
 
 // counter is a monotonic event count.
@@ -52,6 +54,9 @@ func (ix *Index) Stats(engineID string) EngineStats {
 // names no engine.
 func (ix *Index) UnknownTopics() uint64 { return ix.unknownTopics.Load() }
 
+// Rejected returns how many ZMQ connections were closed for the reason (see zmtp.Reason).
+func (ix *Index) Rejected(reason zmtp.Reason) uint64 { return ix.rejected[reason].Load() }
+
 var (
 	descBlocks = prometheus.NewDesc("router_kv_blocks",
 		"KV blocks the router's prefix index holds for the engine, over its DP ranks.", []string{"engine"}, nil)
@@ -63,11 +68,13 @@ var (
 		"KV events or blocks the index could not use, by reason: undecodable (messages), unknown_kind (events), malformed (events), orphan, foreign, evicted (blocks).", []string{"engine", "reason"}, nil)
 	descUnknownTopic = prometheus.NewDesc("router_kv_event_unknown_topic_total",
 		"Messages received on a bound KV-event endpoint whose topic names no configured engine.", nil, nil)
+	descRejected = prometheus.NewDesc("router_kv_event_connections_rejected_total",
+		"KV-event ZMQ connections closed, by reason: not_allowed (a bind listener's allow-list), too_large, too_many_parts, malformed, handshake_timeout.", []string{"reason"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (ix *Index) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descBlocks, descGaps, descReplays, descDiscarded, descUnknownTopic} {
+	for _, d := range []*prometheus.Desc{descBlocks, descGaps, descReplays, descDiscarded, descUnknownTopic, descRejected} {
 		ch <- d
 	}
 }
@@ -94,4 +101,7 @@ func (ix *Index) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	c(descUnknownTopic, prometheus.CounterValue, ix.UnknownTopics())
+	for _, r := range zmtp.Reasons {
+		c(descRejected, prometheus.CounterValue, ix.Rejected(r), string(r))
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/plan"
 )
 
@@ -125,7 +126,7 @@ func TestRemoteFailures(t *testing.T) {
 		_, err := r.Query(context.Background(), "m", 16, []int64{1})
 		done <- err
 	}()
-	eventually(t, "the first query in flight", func() bool { return len(r.slots) == 1 })
+	wait.For(t, "the first query in flight", func() bool { return len(r.slots) == 1 })
 	if _, err := r.Query(context.Background(), "m", 16, []int64{1}); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "1 queries already in flight") {
 		t.Errorf("second query: err = %v, want ErrUnavailable for the in-flight limit", err)
 	}

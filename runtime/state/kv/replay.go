@@ -5,10 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
+
+	"github.com/routerkit/router/runtime/state/kv/zmtp"
 )
 
 // replayTimeout bounds one refill: dialling the replay endpoint and reading every batch
@@ -37,10 +38,10 @@ func (f *feed) refill(ctx context.Context, from, to uint64, partial bool) bool {
 func (f *feed) replayRange(ctx context.Context, from, to uint64, partial bool) error {
 	ctx, cancel := context.WithTimeout(ctx, replayTimeout)
 	defer cancel()
-	sock := zmq4.NewDealer(ctx, zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(replayTimeout),
-		zmq4.WithLogger(slog.NewLogLogger(f.log.Handler(), slog.LevelDebug)))
+	sock := zmq4.NewDealer(zmtp.WithConfig(ctx, f.cfg), zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(replayTimeout),
+		zmqLogger(f.log))
 	defer sock.Close()
-	if err := sock.Dial(f.replay); err != nil {
+	if err := sock.Dial(zmtp.Endpoint(f.replay)); err != nil {
 		return err
 	}
 	if err := sock.Send(zmq4.NewMsgFrom([]byte{}, binary.BigEndian.AppendUint64(nil, from))); err != nil {
@@ -51,6 +52,9 @@ func (f *feed) replayRange(ctx context.Context, from, to uint64, partial bool) e
 		msg, err := recvCtx(ctx, sock)
 		if err != nil {
 			return fmt.Errorf("reading replayed batches: %w", err)
+		}
+		if msg.Type != zmq4.UsrMsg {
+			continue // a command (a heartbeat) after the handshake
 		}
 		fr := msg.Frames
 		if len(fr) == 3 && len(fr[0]) == 0 {

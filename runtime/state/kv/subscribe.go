@@ -57,23 +57,23 @@ func Subscribe(ctx context.Context, p *plan.Plan, ix *Index, log *slog.Logger) (
 	return s, nil
 }
 
-// rebind gives the running listeners the feeds of p's engines, every one of them bound
-// to those listeners, keeping the feed of each engine keep reports unchanged (see
-// listener.swap). It reports false, changing nothing, when p's engines need other
-// subscribers (another port, another number of ranks, or a dialer): the caller then
-// restarts the subscription.
+// rebind gives the running listeners the feeds and allow-lists of p's engines, every one
+// of them bound to those listeners, keeping the feed of each engine keep reports
+// unchanged (see listener.swap). It reports false, changing nothing, when p's engines
+// need other subscribers (another port, another number of ranks, another message limit,
+// or a dialer): the caller then restarts the subscription.
 func (s *Subscription) rebind(p *plan.Plan, ix *Index, log *slog.Logger, keep func(engine string) bool) (bool, error) {
 	runs, listeners, err := subscribers(p, ix, log)
 	if err != nil || len(runs) != len(listeners) || len(listeners) != len(s.listeners) {
 		return false, err
 	}
-	for ep := range listeners {
-		if s.listeners[ep] == nil {
+	for ep, l := range listeners {
+		if s.listeners[ep] == nil || s.listeners[ep].cfg.MaxMessageBytes != l.cfg.MaxMessageBytes {
 			return false, nil
 		}
 	}
 	for ep, l := range listeners {
-		s.listeners[ep].swap(l.feeds, keep)
+		s.listeners[ep].swap(l, keep)
 	}
 	return true, nil
 }
@@ -86,14 +86,21 @@ func subscribers(p *plan.Plan, ix *Index, log *slog.Logger) ([]func(context.Cont
 	}
 	var runs []func(context.Context)
 	listeners := map[string]*listener{} // by bound endpoint
+	allowed := map[string]allowList{}   // by bound endpoint
 	var order []string
 	for _, e := range p.Engines {
 		kv := e.KVEvents
 		if kv == nil {
 			continue
 		}
+		var allow allowList // resolved once for the engine's ranks
+		if kv.Mode == plan.KVBind {
+			allow = allowFrom(e, log)
+		}
 		for r := range max(e.DPSize, 1) {
 			f := &feed{ix: ix, info: ix.m().engines[e.ID], engine: e.ID, rank: r, blockSize: BlockSize(e)}
+			f.log = log.With("engine", e.ID, "dp_rank", r)
+			f.cfg = dialConfig(kv, &rejections{ix: ix, log: f.log})
 			if kv.ReplayEndpoint != "" {
 				rep, err := rankEndpoint(kv.ReplayEndpoint, r)
 				if err != nil {
@@ -108,14 +115,16 @@ func subscribers(p *plan.Plan, ix *Index, log *slog.Logger) ([]func(context.Cont
 				}
 				l := listeners[ep]
 				if l == nil {
-					l = &listener{ix: ix, endpoint: ep, feeds: map[string]*feed{}, log: log.With("listen", ep)}
+					l = newListener(ix, ep, log.With("listen", ep))
 					listeners[ep] = l
 					order = append(order, ep)
 				}
+				l.cfg.MaxMessageBytes = max(l.cfg.MaxMessageBytes, kv.MaxMessageBytes)
+				allowed[ep] = append(allowed[ep], allow...)
 				if _, dup := l.feeds[kv.Topic]; dup {
 					return nil, nil, fmt.Errorf("engine %s: topic %q is used by another engine bound to %s", e.ID, kv.Topic, ep)
 				}
-				f.log = log.With("engine", e.ID, "dp_rank", r, "listen", ep, "topic", kv.Topic)
+				f.log = f.log.With("listen", ep, "topic", kv.Topic)
 				l.feeds[kv.Topic] = f
 				continue
 			}
@@ -123,12 +132,14 @@ func subscribers(p *plan.Plan, ix *Index, log *slog.Logger) ([]func(context.Cont
 			if err != nil {
 				return nil, nil, fmt.Errorf("engine %s: %w", e.ID, err)
 			}
-			f.log = log.With("engine", e.ID, "dp_rank", r, "endpoint", ep)
+			f.log = f.log.With("endpoint", ep)
 			d := &dialer{feed: f, endpoint: ep, topic: kv.Topic}
 			runs = append(runs, d.run)
 		}
 	}
 	for _, ep := range order {
+		a := allowed[ep]
+		listeners[ep].allow.Store(&a)
 		runs = append(runs, listeners[ep].run)
 	}
 	return runs, listeners, nil

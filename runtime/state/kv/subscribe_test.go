@@ -7,10 +7,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/go-zeromq/zmq4"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/plan"
 )
 
@@ -83,31 +83,19 @@ func (p *publisher) store(seq uint64, h int64) {
 
 func holds(ix *Index, h int64) bool { return len(ix.LookupHashes([]int64{h}, 16)) > 0 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // join beats ZMQ's slow joiner: a PUB socket drops messages until the subscription has
 // reached it, so publish a marker block with increasing sequence numbers until the index
 // shows it. It returns the next sequence number.
 func join(t *testing.T, pub *publisher, ix *Index, seq uint64, marker int64) uint64 {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !holds(ix, marker) {
-		if time.Now().After(deadline) {
-			t.Fatal("the subscriber never received a message")
+	wait.For(t, "the subscriber's first message", func() bool {
+		if holds(ix, marker) {
+			return true
 		}
 		pub.store(seq, marker)
 		seq++
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
 	return seq
 }
 
@@ -126,21 +114,21 @@ func TestSubscriberSequencesAndReconnects(t *testing.T) {
 	seq := join(t, pub, ix, 5, 100) // a late joiner accepts whatever sequence comes first
 
 	pub.store(seq, 1)
-	eventually(t, "the next block", func() bool { return holds(ix, 1) })
+	wait.For(t, "the next block", func() bool { return holds(ix, 1) })
 	if !holds(ix, 100) {
 		t.Fatal("consecutive messages lost earlier blocks")
 	}
 
 	// A gap: the rank's entries are unknown, so they are dropped before applying.
 	pub.store(seq+2, 2)
-	eventually(t, "the block after a gap", func() bool { return holds(ix, 2) })
+	wait.For(t, "the block after a gap", func() bool { return holds(ix, 2) })
 	if holds(ix, 1) || holds(ix, 100) {
 		t.Fatal("a sequence gap kept entries of unknown state")
 	}
 
 	// A restarted publisher counts from 0 again.
 	pub.store(0, 3)
-	eventually(t, "the block after a restart", func() bool { return holds(ix, 3) })
+	wait.For(t, "the block after a restart", func() bool { return holds(ix, 3) })
 	if holds(ix, 2) {
 		t.Fatal("a restarted publisher's old entries were kept")
 	}
@@ -148,7 +136,7 @@ func TestSubscriberSequencesAndReconnects(t *testing.T) {
 	// A duplicate is skipped; the next message shows it was read.
 	pub.store(0, 4)
 	pub.store(1, 5)
-	eventually(t, "the block after a duplicate", func() bool { return holds(ix, 5) })
+	wait.For(t, "the block after a duplicate", func() bool { return holds(ix, 5) })
 	if holds(ix, 4) || !holds(ix, 3) {
 		t.Fatal("a duplicate was applied, or cleared the rank")
 	}
@@ -156,7 +144,7 @@ func TestSubscriberSequencesAndReconnects(t *testing.T) {
 	// An undecodable message loses its events: the rank is cleared.
 	pub.send(2, []byte{0xc1})
 	pub.store(3, 6)
-	eventually(t, "the block after a bad message", func() bool { return holds(ix, 6) })
+	wait.For(t, "the block after a bad message", func() bool { return holds(ix, 6) })
 	if holds(ix, 3) || holds(ix, 5) {
 		t.Fatal("an undecodable message kept entries")
 	}
@@ -165,7 +153,7 @@ func TestSubscriberSequencesAndReconnects(t *testing.T) {
 	// subscriber redials.
 	addr := pub.addr
 	pub.sock.Close()
-	eventually(t, "the rank cleared after the connection dropped", func() bool { return !holds(ix, 6) })
+	wait.For(t, "the rank cleared after the connection dropped", func() bool { return !holds(ix, 6) })
 	pub = listen(t, addr)
 	join(t, pub, ix, 0, 7)
 }
@@ -200,7 +188,7 @@ func TestSubscribePerDPRank(t *testing.T) {
 	join(t, pubs[1], ix, 0, 11)
 	// Each rank's entries are its own: clearing rank 1 keeps rank 0's.
 	pubs[1].send(1000, encode(t, []any{1.0, []any{[]any{"AllBlocksCleared"}}, 1}))
-	eventually(t, "rank 1 cleared", func() bool { return !holds(ix, 11) })
+	wait.For(t, "rank 1 cleared", func() bool { return !holds(ix, 11) })
 	if !holds(ix, 10) {
 		t.Fatal("rank 1's clear dropped rank 0's blocks")
 	}

@@ -1,0 +1,188 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/routerkit/router/runtime/answer"
+	"github.com/routerkit/router/runtime/bucket"
+	"github.com/routerkit/router/runtime/decision"
+	"github.com/routerkit/router/runtime/logline"
+	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/policy"
+)
+
+// Decision is one request's routing outcome, as /admin/state lists it.
+type Decision struct {
+	Time         time.Time         `json:"time"`
+	RequestID    string            `json:"request_id,omitempty"`
+	Model        string            `json:"model"`
+	InputTokens  int64             `json:"input_tokens"`
+	ExpectedPeak int64             `json:"expected_peak,omitempty"`
+	Bucket       string            `json:"bucket,omitempty"`
+	Engines      map[string]string `json:"engines,omitempty"`
+	Reasons      map[string]string `json:"reasons,omitempty"`
+	Fallthroughs int               `json:"fallthroughs,omitempty"`
+	Retries      int               `json:"retries,omitempty"`
+	Status       int               `json:"status"`
+	Error        string            `json:"error,omitempty"`
+	DurationMS   float64           `json:"duration_ms"`
+	// Generation is the plan the request ran on (see State.Generation).
+	Generation uint64 `json:"generation,omitempty"`
+
+	// picked holds the selection's picks. Engines and Reasons are built from it only when
+	// /admin/state lists the decision, so a request does not pay for two maps nobody may
+	// read.
+	picked  [2]stagePick
+	npicked int
+}
+
+// stagePick is the engine a complete selection picked for one stage, and why.
+type stagePick struct {
+	stage, engine, reason string
+}
+
+func (d *Decision) picks() []stagePick { return d.picked[:d.npicked] }
+
+func (d *Decision) fromSelection(t *decision.Trace, sel bucket.Selection, err error) {
+	// Route passes a request on only after a failed attempt, so every attempt but the
+	// last was a fall-through.
+	d.Fallthroughs = max(len(t.Attempts)-1, 0)
+	d.npicked = 0
+	if err != nil {
+		d.Error = err.Error()
+		return
+	}
+	d.Bucket = sel.Bucket.ID()
+	picks, n := selectionPicks(sel)
+	for _, sp := range picks[:n] {
+		if sp.pick.Engine != nil {
+			d.picked[d.npicked] = stagePick{stage: string(sp.stage), engine: sp.pick.Engine.ID(), reason: sp.pick.Reason}
+			d.npicked++
+		}
+	}
+}
+
+// expand fills Engines and Reasons from the picks, for a decision about to be listed.
+func (d *Decision) expand() {
+	if d.npicked == 0 {
+		return
+	}
+	d.Engines, d.Reasons = make(map[string]string, d.npicked), make(map[string]string, d.npicked)
+	for _, p := range d.picks() {
+		d.Engines[p.stage], d.Reasons[p.stage] = p.engine, p.reason
+	}
+}
+
+// stageSelection is a complete selection's pick for one stage.
+type stageSelection struct {
+	stage plan.Role
+	pick  policy.Pick
+}
+
+// selectionPicks returns a complete selection's picks by stage and their number, in an
+// array so that nothing is allocated: the plain pick, or the prefill and decode picks;
+// none for an incomplete selection.
+func selectionPicks(sel bucket.Selection) (out [2]stageSelection, n int) {
+	switch {
+	case sel.Bucket == nil:
+		return out, 0
+	case sel.Bucket.PD():
+		out[0], out[1] = stageSelection{plan.RolePrefill, sel.Prefill}, stageSelection{plan.RoleDecode, sel.Decode}
+		return out, 2
+	default:
+		out[0] = stageSelection{plan.RolePlain, sel.Plain}
+		return out, 1
+	}
+}
+
+// recent is a ring of the last decisions.
+type recent struct {
+	mu   sync.Mutex
+	buf  []Decision
+	next int
+	full bool
+}
+
+func newRecent(n int) *recent { return &recent{buf: make([]Decision, n)} }
+
+func (r *recent) add(d *Decision) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.buf[r.next] = *d
+	r.next = (r.next + 1) % len(r.buf)
+	r.full = r.full || r.next == 0
+}
+
+// list returns the decisions newest first, with their engines and reasons.
+func (r *recent) list() []Decision {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := r.next
+	if r.full {
+		n = len(r.buf)
+	}
+	out := make([]Decision, 0, n)
+	for i := 1; i <= n; i++ {
+		out = append(out, r.buf[(r.next-i+len(r.buf))%len(r.buf)])
+		out[len(out)-1].expand()
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.After(out[j].Time) })
+	return out
+}
+
+// finish records a finished request: metrics, the recent-decisions ring and one log line.
+func (s *Server) finish(rec *recorder, d *Decision) {
+	status := rec.status
+	if status == 0 {
+		status = answer.StatusClientClosed
+	}
+	elapsed := time.Since(rec.start)
+	d.Status, d.DurationMS = status, float64(elapsed.Microseconds())/1000
+	switch {
+	case rec.failure != "":
+		d.Error = rec.failure
+	case d.Error == "" && rec.errCode != "":
+		d.Error = rec.errCode
+	}
+	// A client chooses the model name and much of an error's text: the decision ring and
+	// the log keep a bounded prefix of each.
+	d.Model, d.Error = logline.Clip(d.Model, logline.MaxModelText), logline.Clip(d.Error, logline.MaxErrorText)
+	s.metrics.observeRequest(d, rec, elapsed)
+	s.recent.add(d)
+	s.logRequest(d)
+}
+
+// logRequest writes the request's log line. The attributes are typed and the engines
+// are a group (engines.plain=E1, or "engines":{"plain":"E1"} in JSON) rather than a map,
+// which a handler would format by reflection on every request. The record goes to the
+// handler directly: slog.Logger would also capture the caller's stack for a source
+// location the router never logs.
+func (s *Server) logRequest(d *Decision) {
+	ctx := context.Background()
+	h := s.reqLog
+	if !h.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	var engines [len(d.picked)]slog.Attr
+	n := 0
+	for _, p := range d.picks() {
+		engines[n] = slog.String(p.stage, p.engine)
+		n++
+	}
+	if n == 2 && engines[0].Key > engines[1].Key { // stages by name, as a map's keys were
+		engines[0], engines[1] = engines[1], engines[0]
+	}
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
+	r.AddAttrs(slog.String("model", d.Model), slog.String("bucket", d.Bucket),
+		slog.Attr{Key: "engines", Value: slog.GroupValue(engines[:n]...)},
+		slog.Int("status", d.Status), slog.Float64("duration_ms", d.DurationMS),
+		slog.Int64("input_tokens", d.InputTokens))
+	if d.Error != "" {
+		r.AddAttrs(slog.String("error", d.Error))
+	}
+	_ = h.Handle(ctx, r)
+}
