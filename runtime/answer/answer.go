@@ -32,6 +32,7 @@ const (
 	CodeDraining        = "shutting_down"
 	CodeNoTokenizer     = "no_tokenizer"
 	CodeNoHealthyEngine = "no_healthy_engine"
+	CodeInvalidTarget   = "invalid_slo_target"
 )
 
 // Error is a failure the HTTP edge decided itself (a body too large, a body read
@@ -65,6 +66,8 @@ func StatusOf(err error) (status int, code, msg string) {
 			return http.StatusNotFound, CodeModelNotFound, re.Msg
 		case request.NoTokenizer:
 			return http.StatusNotImplemented, CodeNoTokenizer, re.Msg
+		case request.InvalidTarget:
+			return http.StatusBadRequest, CodeInvalidTarget, re.Msg
 		case request.Internal:
 			return http.StatusInternalServerError, CodeInternal, re.Msg
 		}
