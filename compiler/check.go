@@ -112,6 +112,7 @@ func (c *checker) checkModel(m *plan.Model) {
 		c.at(at, "model %q has no engines: add engines with model: %q, or an engines_from_dns entry that finds them", m.Name, m.Name)
 	}
 	c.checkPDProtocols(m)
+	c.checkSLO(m)
 	if len(m.Buckets) == 0 {
 		c.at(at, "model %q has no buckets: add at least one bucket", m.Name)
 	}
@@ -153,6 +154,7 @@ func (c *checker) checkBucketGroups(m *plan.Model, b *plan.Bucket, at []cue.Sele
 		}
 		c.checkGroup(m, &b.Groups.PD.Prefill, plan.RolePrefill, append(pat[:len(pat):len(pat)], cue.Str("prefill")))
 		c.checkGroup(m, &b.Groups.PD.Decode, plan.RoleDecode, append(pat[:len(pat):len(pat)], cue.Str("decode")))
+		c.checkPDPairs(m, b, pat)
 	}
 }
 

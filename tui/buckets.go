@@ -34,6 +34,9 @@ func (m Model) bucketsTable() *table {
 		{title: "FALLS", right: true, priority: 6},
 		{title: "ERR/s", right: true, priority: 3},
 		{title: "ERRORS", flex: true, minWidth: 7, priority: 7},
+		{title: "TTFT EST", right: true, priority: 9},
+		{title: "TPS EST", right: true, priority: 10},
+		{title: "SLO MET", right: true, priority: 11},
 	}}
 	var rows []bucketRow
 	for i := range m.snap.Buckets {
@@ -53,6 +56,7 @@ func (m Model) bucketsTable() *table {
 			cells: []string{
 				r.Model, r.ID, formatRate(r.requests), fmt.Sprint(r.Requests), formatRate(r.fallthroughs),
 				fmt.Sprint(r.Fallthroughs), formatRate(r.errors), errorsByStatus(r.ByStatus),
+				estimateCell(r.TTFTEstimate, "ms"), estimateCell(r.TPSEstimate, "/s"), sloMetCell(r.SLOMet, r.SLOMissed),
 			},
 			style: st,
 		})
@@ -79,4 +83,33 @@ func errorsByStatus(byStatus map[string]float64) string {
 		codes[i] = fmt.Sprintf("%s×%v", code, byStatus[code])
 	}
 	return strings.Join(codes, " ")
+}
+
+// estimateCell prints an SLO estimate with its unit, marked "~" when learned from
+// observations rather than configured: "150ms", "~132ms", or "-" when there is none.
+func estimateCell(e *Estimate, unit string) string {
+	if e == nil || e.Source == "none" || e.Source == "" {
+		return "-"
+	}
+	mark := ""
+	if e.Source == "learned" {
+		mark = "~"
+	}
+	return fmt.Sprintf("%s%.0f%s", mark, e.Value, unit)
+}
+
+// sloMetCell is the share of the bucket's selections with a target whose estimate met it,
+// over every target: "92%", or "-" when no selection had a target.
+func sloMetCell(met, missed map[string]float64) string {
+	var m, n float64
+	for _, v := range met {
+		m += v
+	}
+	for _, v := range missed {
+		n += v
+	}
+	if m+n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*m/(m+n))
 }

@@ -25,6 +25,7 @@ func TestView(t *testing.T) {
 		{name: "engines_tiny", width: 14, height: 6},
 		{name: "buckets", width: 80, height: 24, keys: []string{"tab"}},
 		{name: "buckets_narrow", width: 40, height: 24, keys: []string{"tab"}},
+		{name: "buckets_wide", width: 140, height: 24, keys: []string{"tab"}},
 		{name: "decisions", width: 80, height: 24, keys: []string{"tab", "tab"}},
 		{name: "decisions_jump", width: 100, height: 24, keys: []string{"3"}},
 		{name: "back_to_engines", width: 80, height: 24, keys: []string{"tab", "shift+tab"}},

@@ -90,6 +90,21 @@ type Bucket struct {
 	Requests     float64            `json:"requests"`
 	Fallthroughs float64            `json:"fallthroughs"`
 	ByStatus     map[string]float64 `json:"by_status"`
+	// TTFTEstimate and TPSEstimate are the bucket's SLO estimates now; nil when the
+	// bucket has none.
+	TTFTEstimate *Estimate `json:"ttft_estimate,omitempty"`
+	TPSEstimate  *Estimate `json:"tps_estimate,omitempty"`
+	// SLOMet and SLOMissed count, by target (ttft, tps), the selections of the bucket whose
+	// estimate met or missed the request's target.
+	SLOMet    map[string]float64 `json:"slo_met,omitempty"`
+	SLOMissed map[string]float64 `json:"slo_missed,omitempty"`
+}
+
+// Estimate is a bucket's SLO estimate: ms for TTFT, tokens per second for TPS, and where it
+// comes from (configured, learned or none).
+type Estimate struct {
+	Value  float64 `json:"value"`
+	Source string  `json:"source"`
 }
 
 // Decision is one request's routing outcome: the bucket and engines per stage with the
@@ -146,7 +161,13 @@ func (st *State) clean() {
 	for i := range st.Buckets {
 		b := &st.Buckets[i]
 		b.Model, b.ID = clean(b.Model), clean(b.ID)
-		b.ByStatus = cleanKeys(b.ByStatus, func(x, y float64) float64 { return x + y })
+		add := func(x, y float64) float64 { return x + y }
+		b.ByStatus, b.SLOMet, b.SLOMissed = cleanKeys(b.ByStatus, add), cleanKeys(b.SLOMet, add), cleanKeys(b.SLOMissed, add)
+		for _, e := range []*Estimate{b.TTFTEstimate, b.TPSEstimate} {
+			if e != nil {
+				e.Source = clean(e.Source)
+			}
+		}
 	}
 	for i := range st.Decisions {
 		d := &st.Decisions[i]

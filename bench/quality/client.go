@@ -7,13 +7,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/routerkit/router/runtime/slo"
 )
 
 // Outcome is what one request saw.
 type Outcome struct {
 	Class string
+	// TTFTSLOMS is the request's TTFT target, 0 when it had none.
+	TTFTSLOMS float64
 	// Sent is when the request went out, from the start of the run.
 	Sent, TTFT, E2E time.Duration
 	// PromptTokens and CachedTokens are the engine's usage report.
@@ -79,7 +84,7 @@ type usageChunk struct {
 // send streams one chat completion: TTFT is the first event (the simulator, like SGLang,
 // sends nothing before prefill ends), the usage comes from the last chunk.
 func send(ctx context.Context, client *http.Client, url string, r *Request) Outcome {
-	o := Outcome{Class: r.Class}
+	o := Outcome{Class: r.Class, TTFTSLOMS: r.TTFTSLOMS}
 	body := chatBody{Model: "m", Messages: r.Messages, MaxTokens: r.MaxTokens, Stream: true}
 	body.StreamOptions.IncludeUsage = true
 	data, err := json.Marshal(body)
@@ -93,6 +98,9 @@ func send(ctx context.Context, client *http.Client, url string, r *Request) Outc
 		return o
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if r.TTFTSLOMS > 0 {
+		req.Header.Set(slo.TTFTHeader, strconv.FormatFloat(r.TTFTSLOMS, 'f', -1, 64))
+	}
 	if r.Conv != "" {
 		req.Header.Set("X-Session-Id", r.Conv)
 		req.Header.Set("X-Sgl-Routing-Key", r.Conv)

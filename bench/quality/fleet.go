@@ -90,16 +90,22 @@ type Fleet struct {
 // StartFleet starts n simulated engines and a router over them with policy pol, and
 // waits until the router is ready.
 func StartFleet(ctx context.Context, pol Policy, n int, cfg sim.Config) (*Fleet, error) {
-	p, err := compiler.CompileSources([]compiler.Source{{Name: "bench.yaml", Data: config(pol, n)}})
+	return startFleet(ctx, pol.Name, config(pol, n), func(string) sim.Config { return cfg })
+}
+
+// startFleet starts the engines of the router config yaml, each with the performance model
+// cfgOf gives for its id, and the router over them, and waits until it is ready.
+func startFleet(ctx context.Context, name string, yaml []byte, cfgOf func(id string) sim.Config) (*Fleet, error) {
+	p, err := compiler.CompileSources([]compiler.Source{{Name: "bench.yaml", Data: yaml}})
 	if err != nil {
-		return nil, fmt.Errorf("compile the bench config of %s: %w", pol.Name, err)
+		return nil, fmt.Errorf("compile the bench config of %s: %w", name, err)
 	}
-	specs, err := sim.SpecsFromPlan(p, cfg)
+	specs, err := sim.SpecsFromPlan(p, sim.Config{})
 	if err != nil {
 		return nil, fmt.Errorf("simulated engines: %w", err)
 	}
 	for i := range specs {
-		specs[i].Addr = ""
+		specs[i].Addr, specs[i].Config = "", cfgOf(specs[i].ID)
 	}
 	engines, err := sim.Start(context.WithoutCancel(ctx), specs)
 	if err != nil {

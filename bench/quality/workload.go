@@ -31,6 +31,8 @@ type Request struct {
 	Turn int
 	// Class names the traffic the request belongs to, for the mix's per-class figures.
 	Class string
+	// TTFTSLOMS, when positive, is sent as the x-sgl-ttft-slo-ms target.
+	TTFTSLOMS float64
 	// PromptWords approximates the prompt's tokens (the simulator's stand-in vocabulary is
 	// about one token per word); the arrival rate is derived from it.
 	PromptWords int
@@ -65,7 +67,7 @@ var Workloads = []string{"shared_documents", "multi_turn", "no_reuse", "mix"}
 // Generate returns the requests of the named workload, without arrival times, in sending
 // order. The same seed gives the same requests.
 func Generate(name string, s Shape, seed uint64) ([]Request, error) {
-	g := &gen{rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)), s: s}
+	g := newGen(s, seed)
 	switch name {
 	case "shared_documents":
 		return g.documents(s.Requests), nil
@@ -88,6 +90,11 @@ type gen struct {
 
 // text returns n pseudo-words: lowercase letter strings the simulator's vocabulary maps to
 // one token each, unique enough that unrelated texts share no prefix.
+// newGen returns a generator of shape s; the same seed gives the same text.
+func newGen(s Shape, seed uint64) *gen {
+	return &gen{rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)), s: s}
+}
+
 func (g *gen) text(n int) string {
 	var b strings.Builder
 	b.Grow(n * 7)

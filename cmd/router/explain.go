@@ -31,6 +31,10 @@ each bucket attempt with its groups' candidates and their load, the loads each
 policy read, admission verdicts, the picks and their reasons, and finally the
 selection or the error with the HTTP status serving would return.
 
+With --ttft-slo-ms or --tps-slo, the request carries SLO targets: under the model's
+slo preferences they order the compatible buckets, and explain shows each bucket's
+estimate against them and the penalty that placed it.
+
 The load fixture (--load, YAML or JSON) gives engine state by id:
   engines: {D1: {running: 64, waiting: 3, max_kv_tokens: 1048576, inflight: 2, age_ms: 100}}
 Fields: healthy, running, waiting, waiting_uncached_tokens, used_kv_tokens, total_kv_tokens,
@@ -46,6 +50,8 @@ invalid), 2 usage error.`,
 			&cli.StringFlag{Name: "text", Usage: "prompt `TEXT`, tokenized with the model's tokenizer as a completion prompt"},
 			&cli.StringFlag{Name: "messages", Usage: "chat `FILE` (JSON: a messages array, or an object with messages, tools, chat_template_kwargs) rendered with the model's chat template and tokenized"},
 			&cli.Int64Flag{Name: "max-tokens", Usage: "requested output budget in `TOKENS`; omitted means unknown"},
+			&cli.Float64Flag{Name: "ttft-slo-ms", Usage: "the request's time-to-first-token target in `MS`, as header x-sgl-ttft-slo-ms gives it"},
+			&cli.Float64Flag{Name: "tps-slo", Usage: "the request's decode throughput target in `TOKENS` per second, as header x-sgl-tps-slo gives it"},
 			&cli.StringFlag{Name: "session-id", Usage: "session key passed to the policies"},
 			&cli.StringFlag{Name: "routing-key", Usage: "routing key passed to the policies"},
 			&cli.StringFlag{Name: "load", Usage: "load fixture `FILE` (YAML or JSON)"},
@@ -74,6 +80,8 @@ func runExplain(c *cli.Context) error {
 		return usageError("--input-tokens must not be negative")
 	case c.IsSet("max-tokens") && c.Int64("max-tokens") < 0:
 		return usageError("--max-tokens must not be negative")
+	case c.IsSet("ttft-slo-ms") && !(c.Float64("ttft-slo-ms") > 0), c.IsSet("tps-slo") && !(c.Float64("tps-slo") > 0):
+		return usageError("--ttft-slo-ms and --tps-slo must be greater than 0, as serving refuses such a header")
 	}
 	req, err := explainRequest(c)
 	if err != nil {
@@ -111,6 +119,7 @@ func explainRequest(c *cli.Context) (explain.Request, error) {
 	req := explain.Request{
 		Model: c.String("model"), InputTokens: c.Int64("input-tokens"),
 		SessionID: c.String("session-id"), RoutingKey: c.String("routing-key"),
+		TTFTSLOMS: c.Float64("ttft-slo-ms"), TPSSLO: c.Float64("tps-slo"),
 	}
 	if c.IsSet("max-tokens") {
 		mt := c.Int64("max-tokens")

@@ -154,17 +154,10 @@ func (b *bucketSpec) stageRules(p *Errors, at string) {
 }
 
 // targetRules rejects what the file says that a bucket of the configuration cannot: SLO
-// ordering, and the decode stage's range over expected peak sequence length.
+// estimates that are not positive, and the decode stage's range over expected peak
+// sequence length.
 func (f *bucketFile) targetRules() Errors {
 	var p Errors
-	for _, s := range []struct {
-		field  string
-		policy *string
-	}{{"ttft_slo_policy", f.TTFTSLOPolicy}, {"tps_slo_policy", f.TPSSLOPolicy}} {
-		if s.policy != nil && *s.policy != "disabled" {
-			p.addf("%s: %s %q cannot be migrated: SLO bucket ordering has no setting in the router configuration yet; set it to \"disabled\" (buckets are then ordered by capacity and rank)", f.name, s.field, *s.policy)
-		}
-	}
 	for _, b := range f.Buckets {
 		at := fmt.Sprintf("%s: bucket %q", f.name, *b.ID)
 		p.check(!strings.ContainsFunc(*b.ID, unicode.IsControl), "%s: the id contains a control character, which the migrated configuration's comments cannot quote: rename the bucket", at)
@@ -177,13 +170,16 @@ func (f *bucketFile) targetRules() Errors {
 			{"max_extend_tokens", b.MaxExtendTokens},
 			{"max_context_tokens", b.MaxContextTokens},
 			{"max_pending_prefill_tokens", b.MaxPendingPrefillTokens},
+			{"ttft_p95_at_capacity_ms", b.TTFTP95AtCapacityMS},
 		} {
 			if n.value != nil && *n.value > math.MaxInt64 {
 				p.addf("%s: %s %d cannot be migrated: the configuration's integers are at most %d", at, n.field, *n.value, int64(math.MaxInt64))
 			}
 		}
-		p.check(b.TTFTP95AtCapacityMS == nil, "%s: ttft_p95_at_capacity_ms cannot be migrated: SLO estimates have no setting in the router configuration yet; remove it", at)
-		p.check(b.TPSP05AtCapacity == nil, "%s: tps_p05_at_capacity cannot be migrated: SLO estimates have no setting in the router configuration yet; remove it", at)
+		// sgl-router compared a 0 ms TTFT as meeting every target and a throughput of 0 or
+		// less as meeting none; a configured estimate is positive.
+		p.check(b.TTFTP95AtCapacityMS == nil || *b.TTFTP95AtCapacityMS > 0, "%s: ttft_p95_at_capacity_ms 0 cannot be migrated: an estimate must be positive, and 0 claimed every TTFT target met; give the bucket's measured p95 or remove it", at)
+		p.check(b.TPSP05AtCapacity == nil || *b.TPSP05AtCapacity > 0, "%s: tps_p05_at_capacity %v cannot be migrated: an estimate must be positive; give the bucket's measured p05 or remove it", at, deref(b.TPSP05AtCapacity))
 		p.check(b.MinSequenceTokens == nil && b.MaxSequenceTokens == nil,
 			"%s: min_sequence_tokens/max_sequence_tokens cannot become a bucket range: a bucket selects by input length and by max_context_tokens over input plus requested output, and sgl-router's decode range over the expected peak also excluded requests with no output budget; remove them, or bound the peak with max_context_tokens", at)
 		p.check(b.MaxContextTokens == nil || *b.MaxContextTokens > 0, "%s: max_context_tokens 0 cannot be migrated: a bucket's context capacity must be positive", at)
@@ -201,4 +197,13 @@ func (f *bucketFile) specs(stage string) []*bucketSpec {
 		}
 	}
 	return out
+}
+
+// deref is *v, or 0 when v is nil, for messages whose condition guards the nil case.
+func deref[T any](v *T) T {
+	var zero T
+	if v == nil {
+		return zero
+	}
+	return *v
 }

@@ -150,6 +150,8 @@ func (t *translator) bucket(f *bucketFile, p, d *bucketSpec) (*node, Errors) {
 		errs.check(ctx >= minInput, "--pair %s=%s takes no request: decode max_context_tokens (%d) is below prefill min_extend_tokens (%d)", *p.ID, *d.ID, ctx, minInput)
 	}
 
+	t.estimates(b, f, p, d, at)
+
 	var caps []admissionCap
 	if p.MaxPendingPrefillTokens != nil {
 		t.pendingBudget = true
@@ -240,4 +242,19 @@ func ids(specs []*bucketSpec) string {
 		out[i] = *s.ID
 	}
 	return strings.Join(out, ", ")
+}
+
+// estimates carries a bucket's SLO estimates over: the TTFT of its prefill spec and the
+// throughput of its decode spec, which were each stage's estimates in sgl-router. It
+// records which estimates the file gives, since a preference without one is left off.
+// The values fit: targetRules refused larger and non-positive ones.
+func (t *translator) estimates(b *node, f *bucketFile, p, d *bucketSpec, at func(*bucketSpec, string) string) {
+	if p.TTFTP95AtCapacityMS != nil {
+		b.child("estimates").set("ttft_ms", int64(*p.TTFTP95AtCapacityMS), at(p, "ttft_p95_at_capacity_ms"))
+		t.estimated[sloTTFT] = true
+	}
+	if d != nil && d.TPSP05AtCapacity != nil {
+		b.child("estimates").set("tps", *d.TPSP05AtCapacity, at(d, "tps_p05_at_capacity"))
+		t.estimated[sloTPS] = true
+	}
 }

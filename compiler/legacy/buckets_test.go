@@ -150,8 +150,12 @@ func TestBucketRejections(t *testing.T) {
 		{"ranks that differ", pdWorkers, file(p1, spec("d-short", "decode", 2, "http://d1:30000", "")), []string{"p-short=d-short"}, "prefill rank 1 and decode rank 2 differ"},
 		{"a decode range over the expected peak", pdWorkers, file(p1, spec("d-short", "decode", 1, "http://d1:30000", `, "max_sequence_tokens": 8192`)), []string{"p-short=d-short"},
 			"min_sequence_tokens/max_sequence_tokens cannot become a bucket range"},
-		{"SLO ordering", pdWorkers, `{"ttft_slo_policy": "slo_first", "buckets": [` + p1 + `]}`, nil, `ttft_slo_policy "slo_first" cannot be migrated`},
-		{"SLO estimates", pdWorkers, file(spec("p-short", "prefill", 1, "http://p1:30000", `, "ttft_p95_at_capacity_ms": 120`)), nil, "ttft_p95_at_capacity_ms cannot be migrated"},
+		{"a TTFT estimate of 0", pdWorkers, file(spec("p-short", "prefill", 1, "http://p1:30000", `, "ttft_p95_at_capacity_ms": 0`)), nil,
+			"ttft_p95_at_capacity_ms 0 cannot be migrated: an estimate must be positive"},
+		{"a TTFT estimate above int64", pdWorkers, file(spec("p-short", "prefill", 1, "http://p1:30000", `, "ttft_p95_at_capacity_ms": 9223372036854775808`)), nil,
+			"ttft_p95_at_capacity_ms 9223372036854775808 cannot be migrated"},
+		{"a negative TPS estimate", pdWorkers, file(p1, spec("d-short", "decode", 1, "http://d1:30000", `, "tps_p05_at_capacity": -2.5`)), []string{"p-short=d-short"},
+			"tps_p05_at_capacity -2.5 cannot be migrated: an estimate must be positive"},
 		{"a pair that takes no request", pdWorkers, file(spec("p-short", "prefill", 1, "http://p1:30000", `, "min_extend_tokens": 9000`), spec("d-short", "decode", 1, "http://d1:30000", `, "max_context_tokens": 8192`)), []string{"p-short=d-short"},
 			"takes no request: decode max_context_tokens (8192) is below prefill min_extend_tokens (9000)"},
 		// Ranks are unique per stage and a pair's ranks are equal, so a bucket is in one pair.
@@ -235,5 +239,51 @@ func TestUnreadableBucketFile(t *testing.T) {
 	var errs Errors
 	if !errors.Is(err, os.ErrNotExist) || errors.As(err, &errs) {
 		t.Fatalf("a read failure is a wrapped I/O error, not a rejection: %v", err)
+	}
+}
+
+// A bucket file's SLO policies become the model's preferences and its per-stage estimates
+// the paired bucket's: TTFT from the prefill bucket, throughput from the decode bucket. A
+// policy no bucket has an estimate for stays disabled, with a note.
+func TestSLOMigrated(t *testing.T) {
+	content := `{"ttft_slo_policy": "slo_first", "tps_slo_policy": "best_effort", "buckets": [
+  {"id": "p-fast", "stage": "prefill", "rank": 1, "worker_ids": ["http://p1:30000"], "ttft_p95_at_capacity_ms": 80},
+  {"id": "p-slow", "stage": "prefill", "rank": 2, "worker_ids": ["http://p2:30000"], "ttft_p95_at_capacity_ms": 400},
+  {"id": "d-fast", "stage": "decode", "rank": 1, "worker_ids": ["http://d1:30000"], "tps_p05_at_capacity": 45.5},
+  {"id": "d-slow", "stage": "decode", "rank": 2, "worker_ids": ["http://d2:30000"]}
+]}`
+	src, p, err := Migrate(Input{Args: pdWorkers, BucketConfig: bucketFileOf(t, content), Pairs: []string{"p-fast=d-fast", "p-slow=d-slow"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := p.Models[0]
+	if m.SLO != (plan.SLOPreferences{TTFT: plan.SLOFirst, TPS: plan.SLOBestEffort}) {
+		t.Errorf("preferences %+v", m.SLO)
+	}
+	fast, slow := m.Buckets[0].Estimates, m.Buckets[1].Estimates
+	if fast == nil || *fast.TTFTMS != 80 || *fast.TPS != 45.5 || fast.Learn != nil {
+		t.Errorf("fast estimates %+v", fast)
+	}
+	if slow == nil || *slow.TTFTMS != 400 || slow.TPS != nil {
+		t.Errorf("slow estimates %+v", slow)
+	}
+	for _, want := range []string{"ttft_ms: 80", "p-fast.ttft_p95_at_capacity_ms", "45.5", "d-fast.tps_p05_at_capacity", "ttft: \"slo_first\"", "SLO estimates: sgl-router ordered prefill buckets"} {
+		if !strings.Contains(string(src), want) {
+			t.Errorf("migrated source lacks %q:\n%s", want, src)
+		}
+	}
+
+	// Without any throughput estimate, tps_slo_policy changed no order: left disabled.
+	content = `{"ttft_slo_policy": "disabled", "tps_slo_policy": "slo_first", "buckets": [
+  {"id": "p", "stage": "prefill", "rank": 1, "worker_ids": ["http://p1:30000"]}]}`
+	src, p, err = Migrate(Input{Args: pdWorkers, BucketConfig: bucketFileOf(t, content)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := p.Models[0]; m.SLO.TPS != plan.SLODisabled || m.SLO.TTFT != plan.SLODisabled {
+		t.Errorf("preferences %+v, want both disabled", m.SLO)
+	}
+	if !strings.Contains(string(src), `tps_slo_policy "slo_first" is left disabled: no migrated bucket has a`) {
+		t.Errorf("no note on the dropped preference:\n%s", src)
 	}
 }

@@ -66,6 +66,10 @@ func notes(t *translator) []string {
 	bucketed := in.BucketConfig != "" || c.bucketConfig != nil
 	if bucketed {
 		out = append(out, "Buckets are tried in order of input capacity, then rank, then id, and a bucket's prefill and decode engines are chosen together; sgl-router ordered each stage's buckets by rank alone and chose them separately.")
+		if t.estimated[sloTTFT] || t.estimated[sloTPS] {
+			out = append(out, "SLO estimates: sgl-router ordered prefill buckets by ttft_p95_at_capacity_ms and decode buckets by tps_p05_at_capacity separately; here a bucket carries its prefill bucket's TTFT and its decode bucket's throughput as estimates.ttft_ms and estimates.tps, and one order counts one penalty per unmet preference, ties keeping the order above. A target header the router cannot read is answered 400 while its preference is enabled.")
+		}
+		out = append(out, t.sloNotes...)
 		if policy == "cache_aware" || policy == "sticky" {
 			out = append(out, "sgl-router looked for "+policy+" affinity across every bucket before the size buckets; here each bucket's policy looks among its own engines only.")
 		}

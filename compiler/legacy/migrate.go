@@ -186,6 +186,7 @@ func (t *translator) buckets(in Input) ([]*node, string, error) {
 	if errs = f.targetRules(); len(errs) > 0 {
 		return nil, "", errs
 	}
+	t.file = f
 	buckets, errs := t.fileBuckets(f, pairs)
 	if len(errs) > 0 {
 		return nil, "", errs

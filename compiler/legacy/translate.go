@@ -42,7 +42,19 @@ type translator struct {
 	pendingBudget bool
 	// tokenizerNote says why the model's tokenizer could not be set, if it could not.
 	tokenizerNote string
+	// file is the bucket file, nil when there is none.
+	file *bucketFile
+	// estimated records which SLO estimates some migrated bucket has.
+	estimated [2]bool
+	// sloNotes say what became of the bucket file's SLO preferences.
+	sloNotes []string
 }
+
+// The two SLO targets, indexing translator.estimated.
+const (
+	sloTTFT = iota
+	sloTPS
+)
 
 func newTranslator(in Input, c *cli) *translator {
 	t := &translator{c: c, in: in, workers: map[string]worker{}}
@@ -88,8 +100,36 @@ func (t *translator) config(buckets []*node, bucketsFrom string) *node {
 	setGiven(model, "routing_key_header", c.routingKeyHeader, "--routing-key-header")
 	setGiven(model, "sticky_idle_secs", c.stickyIdleSecs, "--sticky-idle-secs")
 	setGiven(model, "sticky_eviction_interval_secs", c.stickyEvictionSecs, "--sticky-eviction-interval-secs")
+	t.sloPreferences(model)
 	model.set("buckets", buckets, bucketsFrom)
 	return root
+}
+
+// sloPreferences carries the bucket file's SLO policies over as the model's preferences.
+// A policy no migrated bucket has an estimate for could not change any order in sgl-router
+// (a bucket without an estimate met no target), so it stays disabled, and a note says so.
+func (t *translator) sloPreferences(model *node) {
+	f := t.file
+	if f == nil {
+		return
+	}
+	for _, s := range []struct {
+		field, label, estimate string
+		policy                 *string
+		target                 int
+	}{
+		{"ttft_slo_policy", "ttft", "ttft_p95_at_capacity_ms", f.TTFTSLOPolicy, sloTTFT},
+		{"tps_slo_policy", "tps", "tps_p05_at_capacity", f.TPSSLOPolicy, sloTPS},
+	} {
+		if s.policy == nil || *s.policy == "disabled" {
+			continue
+		}
+		if !t.estimated[s.target] {
+			t.sloNotes = append(t.sloNotes, fmt.Sprintf("%s %q is left disabled: no migrated bucket has a %s, so no bucket met a target and the policy changed no order.", s.field, *s.policy, s.estimate))
+			continue
+		}
+		model.child("slo").set(s.label, *s.policy, f.name+": "+s.field)
+	}
 }
 
 func (t *translator) engine(w worker) *node {

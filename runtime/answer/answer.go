@@ -35,6 +35,7 @@ const (
 	// CodePromptTooLarge answers a request whose text to tokenize is over
 	// limits.max_tokenize_bytes.
 	CodePromptTooLarge = "prompt_too_large"
+	CodeInvalidTarget  = "invalid_slo_target"
 )
 
 // Error is a failure the HTTP edge decided itself (a body too large, a body read
@@ -68,6 +69,8 @@ func StatusOf(err error) (status int, code, msg string) {
 			return http.StatusNotFound, CodeModelNotFound, re.Msg
 		case request.NoTokenizer:
 			return http.StatusNotImplemented, CodeNoTokenizer, re.Msg
+		case request.InvalidTarget:
+			return http.StatusBadRequest, CodeInvalidTarget, re.Msg
 		case request.Internal:
 			return http.StatusInternalServerError, CodeInternal, re.Msg
 		case request.TooLarge:

@@ -10,6 +10,7 @@ import (
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
+	"github.com/routerkit/router/runtime/slo"
 	"github.com/routerkit/router/runtime/state/load"
 )
 
@@ -79,14 +80,25 @@ func BenchmarkRoute(b *testing.B) {
 		name   string
 		pd     bool
 		traced bool
+		slo    bool // a TTFT target under slo_first, against learned estimates
 	}{
 		{name: "plain/engines=64"},
 		{name: "pd/engines=64+64", pd: true},
 		{name: "plain/engines=64/traced", traced: true},
+		{name: "plain/engines=64/slo", slo: true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			r, _ := selectionEnv(b, tc.pd, 64)
 			f := &policy.Facts{Model: model, InputTokens: 2000, ExpectedPeak: 3000, PeakKnown: true}
+			if tc.slo {
+				r.prefs.TTFT, f.SLO.TTFTMS = plan.SLOFirst, 100
+				for i, bk := range r.buckets {
+					bk.est = slo.NewEstimates(&plan.Estimates{Learn: &plan.Learn{Samples: 256, HalfLifeSecs: 60, MinSamples: 20}}, nil)
+					for j := range 256 {
+						bk.est.ObserveTTFT(time.Duration(50*(i+1)+j%40) * time.Millisecond)
+					}
+				}
+			}
 			ctx := context.Background()
 			var pass *policy.Pass
 			b.ReportAllocs()

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/routerkit/router/runtime/decision"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
@@ -81,13 +82,27 @@ var requestPool = sync.Pool{New: func() any { return new(policy.Request) }}
 // policy. A result that is not one of those exact worker pointers, such as a
 // re-registered worker carrying a candidate's id, is rejected as OutsideCandidates.
 func (g *Group) Pick(ctx context.Context, facts *policy.Facts, pass *policy.Pass) (policy.Pick, error) {
-	candidates, buf := healthy(g.memberWorkers(), facts.Avoid)
+	return g.pick(ctx, facts, pass, nil)
+}
+
+// pick is Pick for a decode group paired with the prefill engine peer: members that
+// cannot receive peer's KV cache are no candidates. A nil peer filters nothing.
+func (g *Group) pick(ctx context.Context, facts *policy.Facts, pass *policy.Pass, peer *engine.Worker) (policy.Pick, error) {
+	members := g.memberWorkers()
+	candidates, buf := eligible(members, facts.Avoid, peer)
 	if buf != nil {
 		defer release(buf, candidates)
 	}
 
 	rec := pass.Rec()
 	rec.BeginGroup(g.stage, g.policyType, candidates)
+	if peer != nil && (rec.Detailed() || len(candidates) == 0) {
+		if why := incompatible(members, facts.Avoid, peer, rec); len(candidates) == 0 && why != "" {
+			err := &policy.NoCandidates{Stage: g.stage, Why: why}
+			rec.EndGroup(nil, "", err)
+			return policy.Pick{}, err
+		}
+	}
 	req := requestPool.Get().(*policy.Request)
 	*req = policy.Request{Facts: *facts, Stage: g.stage, BucketID: g.bucketID, Pass: pass}
 	pick, err := g.policy.Pick(ctx, candidates, req)
@@ -104,6 +119,27 @@ func (g *Group) Pick(ctx context.Context, facts *policy.Facts, pass *policy.Pass
 	return pick, nil
 }
 
+// incompatible notes, in a detailed trace, each available member that cannot receive
+// peer's KV cache, and returns why the first of them cannot ("" when all can).
+func incompatible(members, avoid []*engine.Worker, peer *engine.Worker, rec *decision.Trace) string {
+	first := ""
+	for _, w := range members {
+		if !w.Available() || avoided(avoid, w) {
+			continue
+		}
+		if why := plan.PDMismatch(peer.PDCompat(), w.PDCompat()); why != "" {
+			msg := fmt.Sprintf("%s cannot receive the KV cache of prefill %s: %s", w.ID(), peer.ID(), why)
+			if first == "" {
+				first = "no member can receive the KV cache of prefill " + peer.ID() + " (" + msg + ")"
+			}
+			if rec.Detailed() {
+				rec.Note("left out " + msg)
+			}
+		}
+	}
+	return first
+}
+
 func contains(ws []*engine.Worker, w *engine.Worker) bool {
 	for _, c := range ws {
 		if c == w {
@@ -113,18 +149,22 @@ func contains(ws []*engine.Worker, w *engine.Worker) bool {
 	return false
 }
 
-// healthy returns the available workers of members (healthy, breaker not open, not to
-// be avoided by this request). When all are healthy that is members
-// itself; otherwise it is a pooled buffer, returned too, which the caller must release.
-func healthy(members, avoid []*engine.Worker) ([]*engine.Worker, *[]*engine.Worker) {
+// eligible returns the available workers of members (healthy, breaker not open, not to
+// be avoided by this request) that can receive the KV cache of peer, when peer is set.
+// When all are, that is members itself; otherwise it is a pooled buffer, returned too,
+// which the caller must release.
+func eligible(members, avoid []*engine.Worker, peer *engine.Worker) ([]*engine.Worker, *[]*engine.Worker) {
+	ok := func(w *engine.Worker) bool {
+		return w.Available() && !avoided(avoid, w) && (peer == nil || plan.PDMismatch(peer.PDCompat(), w.PDCompat()) == "")
+	}
 	for i, w := range members {
-		if w.Available() && !avoided(avoid, w) {
+		if ok(w) {
 			continue
 		}
 		buf := candidatePool.Get().(*[]*engine.Worker)
 		out := append((*buf)[:0], members[:i]...)
 		for _, w := range members[i+1:] {
-			if w.Available() && !avoided(avoid, w) {
+			if ok(w) {
 				out = append(out, w)
 			}
 		}

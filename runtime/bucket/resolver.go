@@ -13,13 +13,19 @@ import (
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
+	"github.com/routerkit/router/runtime/slo"
 )
 
 // Resolver owns one model's buckets. It orders them once, at construction, by input
-// capacity, rank and id; resolving a request only filters that order.
+// capacity, rank and id; resolving a request only filters that order, and a request with
+// latency targets under the model's SLO preferences reorders the compatible ones by
+// penalty, keeping that order among equals.
 type Resolver struct {
 	model   string
-	buckets []*Bucket // in try order
+	buckets []*Bucket // in the design's try order
+	// prefs are the model's SLO preferences; a request's targets reorder the buckets
+	// when one of them is enabled.
+	prefs plan.SLOPreferences
 	// prefix is set when a group uses cache_aware, whose prefix lookups a pass memoizes.
 	prefix bool
 }
@@ -30,9 +36,10 @@ type Bucket struct {
 	id         string
 	rank       int
 	minInput   int64
-	maxInput   int64 // math.MaxInt64 when unbounded
-	maxContext int64 // math.MaxInt64 when unbounded
-	capacity   int64 // min(maxInput, maxContext): the sort key
+	maxInput   int64          // math.MaxInt64 when unbounded
+	maxContext int64          // math.MaxInt64 when unbounded
+	capacity   int64          // min(maxInput, maxContext): the sort key
+	est        *slo.Estimates // nil: no estimate, which meets no target
 
 	plain           *Group
 	prefill, decode *Group
@@ -47,12 +54,13 @@ func (b *Bucket) PD() bool { return b.plain == nil }
 // NewResolver builds a model's buckets and their group policies from the plan. Policies
 // get deps; candidates come from reg on every pick.
 func NewResolver(m plan.Model, reg *engine.Registry, deps policy.Deps) (*Resolver, error) {
-	r := &Resolver{model: m.Name}
+	r := &Resolver{model: m.Name, prefs: m.SLO}
 	for _, pb := range m.Buckets {
 		b, err := newBucket(m.Name, pb, reg, deps)
 		if err != nil {
 			return nil, fmt.Errorf("model %s: bucket %s: %w", m.Name, pb.ID, err)
 		}
+		b.est = slo.NewEstimates(pb.Estimates, deps.Clock)
 		r.buckets = append(r.buckets, b)
 		for _, g := range []*Group{b.plain, b.prefill} {
 			r.prefix = r.prefix || g != nil && g.policyType == plan.CacheAware
@@ -63,6 +71,10 @@ func NewResolver(m plan.Model, reg *engine.Registry, deps policy.Deps) (*Resolve
 	})
 	return r, nil
 }
+
+// Buckets returns the model's buckets in the design's order (capacity, rank, id); serving
+// lists their SLO estimates and feeds them observations.
+func (r *Resolver) Buckets() []*Bucket { return r.buckets }
 
 func newBucket(model string, pb plan.Bucket, reg *engine.Registry, deps policy.Deps) (*Bucket, error) {
 	b := &Bucket{id: pb.ID, rank: pb.Rank, minInput: pb.Limits.Min, maxInput: orUnbounded(pb.Limits.Max), maxContext: orUnbounded(pb.MaxContextTokens)}

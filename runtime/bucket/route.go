@@ -19,19 +19,24 @@ type Selection struct {
 	Plain   policy.Pick
 	Prefill policy.Pick
 	Decode  policy.Pick
+	// SLOTTFT and SLOTPS say whether the bucket's estimate meets the request's TTFT and
+	// TPS targets: SLOMet, SLOMissed, or SLONone when the request has no such target or
+	// its preference is disabled.
+	SLOTTFT, SLOTPS string
 }
 
 // PickEngines asks the bucket's groups for a complete selection: the plain group, or the
-// prefill group then the decode group. A failed decode pick discards the tentative prefill
-// pick; nothing has been dispatched, so there is nothing to undo. Errors keep the failing
-// stage and are prefixed with the bucket id.
+// prefill group then the decode group, whose candidates are only the engines that can
+// receive the chosen prefill engine's KV cache (plan.PDMismatch). A failed decode pick
+// discards the tentative prefill pick; nothing has been dispatched, so there is nothing
+// to undo. Errors keep the failing stage and are prefixed with the bucket id.
 func (b *Bucket) PickEngines(ctx context.Context, facts *policy.Facts, pass *policy.Pass) (Selection, error) {
 	sel := Selection{Bucket: b}
 	var err error
 	if b.plain != nil {
 		sel.Plain, err = b.plain.Pick(ctx, facts, pass)
 	} else if sel.Prefill, err = b.prefill.Pick(ctx, facts, pass); err == nil {
-		sel.Decode, err = b.decode.Pick(ctx, facts, pass)
+		sel.Decode, err = b.decode.pick(ctx, facts, pass, sel.Prefill.Engine)
 	}
 	if err != nil {
 		return Selection{}, fmt.Errorf("bucket %s: %w", b.id, err)
@@ -54,16 +59,21 @@ func (r *Resolver) Route(ctx context.Context, facts *policy.Facts, pass *policy.
 	if err := validate(facts.InputTokens, facts.ExpectedPeak, facts.PeakKnown); err != nil {
 		return Selection{}, classify(err)
 	}
-	if rec.Detailed() {
-		r.record(rec, facts)
-	}
 	need := contextNeed(facts.InputTokens, facts.ExpectedPeak, facts.PeakKnown)
+	order := r.buckets
+	if r.sloActive(facts.SLO) {
+		var buf [maxStackBuckets]*Bucket
+		order = r.sloOrder(facts, need, rec, buf[:0])
+	}
+	if rec.Detailed() {
+		r.record(rec, order, facts, need)
+	}
 	var (
 		tried     bool
 		rejected  []string
 		lastStage plan.Role
 	)
-	for _, b := range r.buckets {
+	for _, b := range order {
 		if b.fit(facts.InputTokens, need) != fits {
 			continue
 		}
@@ -72,6 +82,7 @@ func (r *Resolver) Route(ctx context.Context, facts *policy.Facts, pass *policy.
 		sel, err := b.PickEngines(ctx, facts, pass)
 		rec.EndAttempt(err)
 		if err == nil {
+			sel.SLOTTFT, sel.SLOTPS = outcome(r.prefs, facts.SLO, b)
 			return sel, nil
 		}
 		var (
@@ -101,11 +112,14 @@ func (r *Resolver) Route(ctx context.Context, facts *policy.Facts, pass *policy.
 	}
 }
 
-func (r *Resolver) record(rec *decision.Trace, facts *policy.Facts) {
-	res, _ := r.Resolve(facts.InputTokens, facts.ExpectedPeak, facts.PeakKnown) // validated by the caller
-	for _, b := range res.Buckets {
-		rec.Compatible(b.id)
+// record writes the compatible buckets in try order and why the others were excluded.
+func (r *Resolver) record(rec *decision.Trace, order []*Bucket, facts *policy.Facts, need int64) {
+	for _, b := range order {
+		if b.fit(facts.InputTokens, need) == fits {
+			rec.Compatible(b.id)
+		}
 	}
+	res, _ := r.Resolve(facts.InputTokens, facts.ExpectedPeak, facts.PeakKnown) // validated by the caller
 	for _, x := range res.Excluded {
 		rec.Exclude(x.Bucket.id, x.Reason)
 	}

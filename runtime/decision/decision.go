@@ -22,6 +22,9 @@ type Trace struct {
 	Resolved []string `json:"resolved"`
 	// Excluded lists the model's other buckets with the reason each was not compatible.
 	Excluded []Exclusion `json:"excluded"`
+	// SLO is set when the request's latency targets ordered the compatible buckets: each
+	// one's estimates against the targets, in try order.
+	SLO []SLORank `json:"slo,omitempty"`
 	// Attempts lists the buckets tried, in order.
 	Attempts []Attempt `json:"attempts"`
 
@@ -44,6 +47,38 @@ func (t *Trace) Detailed() bool { return t != nil && !t.summary }
 type Exclusion struct {
 	Bucket string `json:"bucket"`
 	Reason string `json:"reason"`
+}
+
+// SLORank is where SLO ordering put a compatible bucket, and why. Buckets of equal
+// Penalty keep the design's order: smaller input capacity, lower rank, then id.
+type SLORank struct {
+	Bucket string `json:"bucket"`
+	// Penalty is the number of the model's preferences the bucket does not satisfy.
+	Penalty int        `json:"penalty"`
+	Checks  []SLOCheck `json:"checks"`
+}
+
+// SLOCheck is one target compared with a bucket's estimate.
+type SLOCheck struct {
+	// Target is "ttft" (ms, met at or below) or "tps" (tokens/s, met at or above).
+	Target     string  `json:"target"`
+	Want       float64 `json:"want"`
+	Preference string  `json:"preference"`
+	// Estimate and Source are the bucket's estimate; Source "none" has no estimate,
+	// which meets no target.
+	Estimate float64 `json:"estimate,omitempty"`
+	Source   string  `json:"source"`
+	Met      bool    `json:"met"`
+	// Penalized reports that the check added to the bucket's penalty: a slo_first
+	// target missed, or a best_effort target met.
+	Penalized bool `json:"penalized"`
+}
+
+// RankSLO records SLO ordering's verdict on a compatible bucket, in try order.
+func (t *Trace) RankSLO(r SLORank) {
+	if t.Detailed() {
+		t.SLO = append(t.SLO, r)
+	}
 }
 
 // Attempt is one bucket's try at a complete selection.

@@ -31,6 +31,8 @@ type Worker struct {
 	// kvTransfer is set for a prefill engine that speaks vLLM's kv_transfer_params PD
 	// protocol rather than SGLang's bootstrap protocol.
 	kvTransfer bool
+	// pdCompat is what the engine declares about its KV transfer; nil declares nothing.
+	pdCompat *plan.PDCompat
 	// index is the engine's position in the plan's engine list, or -1: shared state kept
 	// per engine (the load table) indexes a slice with it instead of hashing the id.
 	index int
@@ -62,9 +64,14 @@ func New(e plan.Engine) *Worker {
 		role:          e.Role,
 		dpSize:        dp,
 		bootstrapPort: e.BootstrapPort,
+		pdCompat:      e.PDCompat,
 		index:         -1,
 	}
 }
+
+// PDCompat returns what the engine declares about its KV transfer, nil when nothing:
+// a decode engine is paired only with a prefill engine plan.PDMismatch finds no fault with.
+func (w *Worker) PDCompat() *plan.PDCompat { return w.pdCompat }
 
 const (
 	flagUnhealthy uint32 = 1 << iota

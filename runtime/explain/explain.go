@@ -20,6 +20,7 @@ import (
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
+	"github.com/routerkit/router/runtime/slo"
 	"github.com/routerkit/router/runtime/state/load"
 	"github.com/routerkit/router/runtime/token"
 )
@@ -31,14 +32,19 @@ type Explanation struct {
 	Model       string `json:"model"`
 	InputTokens int64  `json:"input_tokens"`
 	// Tokens is set when the request was given as text and tokenized by the router.
-	Tokens       *Tokens              `json:"tokens,omitempty"`
-	ExpectedPeak *int64               `json:"expected_peak"`
-	Resolved     []string             `json:"resolved"`
-	Excluded     []decision.Exclusion `json:"excluded"`
-	Attempts     []Attempt            `json:"attempts"`
-	Bucket       *string              `json:"bucket"`
-	Picks        map[plan.Role]string `json:"picks"`
-	Error        *Error               `json:"error"`
+	Tokens       *Tokens `json:"tokens,omitempty"`
+	ExpectedPeak *int64  `json:"expected_peak"`
+	// Targets are the request's SLO targets; nil when it has none.
+	Targets *slo.Targets `json:"slo_targets,omitempty"`
+	// SLO is each compatible bucket's place in SLO ordering, in try order; empty when the
+	// targets did not order the buckets (none given, or their preferences disabled).
+	SLO      []decision.SLORank   `json:"slo,omitempty"`
+	Resolved []string             `json:"resolved"`
+	Excluded []decision.Exclusion `json:"excluded"`
+	Attempts []Attempt            `json:"attempts"`
+	Bucket   *string              `json:"bucket"`
+	Picks    map[plan.Role]string `json:"picks"`
+	Error    *Error               `json:"error"`
 	// Breakers lists engines of the model whose circuit breaker is open or half-open.
 	Breakers []Breaker `json:"breakers,omitempty"`
 }
@@ -81,9 +87,10 @@ type LeftOut struct {
 }
 
 // leftOut lists the model's engines of role that are not among candidates: down (failing
-// health checks), behind an open breaker, or, when neither, not a member of the group
-// (its worker_ids name others).
-func leftOut(reg *engine.Registry, model string, role plan.Role, candidates []Candidate) []LeftOut {
+// health checks), behind an open breaker, unable to receive the KV cache of peer (the
+// attempt's prefill pick, for a decode group), or, when none of those, not a member of the
+// group (its worker_ids name others).
+func leftOut(reg *engine.Registry, model string, role plan.Role, candidates []Candidate, peer *engine.Worker) []LeftOut {
 	in := map[string]bool{}
 	for _, c := range candidates {
 		in[c.ID] = true
@@ -101,6 +108,8 @@ func leftOut(reg *engine.Registry, model string, role plan.Role, candidates []Ca
 			reason = "circuit breaker open"
 		case b != nil && b.State() != engine.BreakerClosed:
 			reason = "circuit breaker " + b.State().String() + ", its probe already sent"
+		case peer != nil && plan.PDMismatch(peer.PDCompat(), w.PDCompat()) != "":
+			reason = "cannot receive the KV cache of prefill " + peer.ID() + ": " + plan.PDMismatch(peer.PDCompat(), w.PDCompat())
 		}
 		out = append(out, LeftOut{Engine: w.ID(), Reason: reason})
 	}
@@ -145,8 +154,14 @@ func New(facts *policy.Facts, tr *decision.Trace, sel bucket.Selection, err erro
 	if facts.PeakKnown {
 		x.ExpectedPeak = &facts.ExpectedPeak
 	}
+	if facts.SLO.Any() {
+		t := facts.SLO
+		x.Targets = &t
+		x.SLO = tr.SLO
+	}
 	for _, a := range tr.Attempts {
 		av := Attempt{Bucket: a.Bucket, Groups: []Group{}, Error: a.Error}
+		var prefill *engine.Worker // the attempt's prefill pick, which its decode group pairs with
 		for _, g := range a.Groups {
 			gv := Group{Stage: g.Stage, Policy: g.Policy, Candidates: []Candidate{}, ReadLoad: []string{},
 				Admission: append([]decision.Verdict{}, g.Admission...), Prefix: g.Prefix, Notes: g.Notes,
@@ -165,7 +180,14 @@ func New(facts *policy.Facts, tr *decision.Trace, sel bucket.Selection, err erro
 				}
 				gv.Candidates = append(gv.Candidates, Candidate{ID: c.ID, Inflight: c.Inflight, Load: viewLoad(r, now)})
 			}
-			gv.Left = leftOut(reg, facts.Model, g.Stage, gv.Candidates)
+			var peer *engine.Worker
+			if g.Stage == plan.RoleDecode {
+				peer = prefill
+			}
+			gv.Left = leftOut(reg, facts.Model, g.Stage, gv.Candidates, peer)
+			if g.Stage == plan.RolePrefill && g.Pick != "" {
+				prefill = reg.Get(g.Pick)
+			}
 			av.Groups = append(av.Groups, gv)
 		}
 		x.Attempts = append(x.Attempts, av)
@@ -216,6 +238,7 @@ func (x *Explanation) WriteText(w io.Writer) {
 	if x.Tokens != nil {
 		x.Tokens.writeText(w)
 	}
+	x.writeSLO(w)
 	if len(x.Resolved) > 0 {
 		fmt.Fprintf(w, "compatible buckets, in try order: %s\n", strings.Join(x.Resolved, ", "))
 	}
@@ -325,6 +348,10 @@ type Request struct {
 	// Text, when set instead of InputTokens, is a prompt the router tokenizes with the
 	// model's tokenizer, as it would a completion prompt.
 	Text *string `json:"text,omitempty"`
+	// TTFTSLOMS and TPSSLO are the request's SLO targets, as the x-sgl-ttft-slo-ms and
+	// x-sgl-tps-slo headers give them; omitted is no target.
+	TTFTSLOMS float64 `json:"ttft_slo_ms,omitempty"`
+	TPSSLO    float64 `json:"tps_slo,omitempty"`
 	// Messages, when set instead of InputTokens, is a conversation the router renders
 	// with the model's chat template and tokenizes, as it would a chat request; Tools and
 	// ChatTemplateKwargs go to the template with it.
@@ -341,7 +368,11 @@ var ErrTwoPrompts = errors.New("give the prompt one way: input_tokens, text or m
 // and POST /admin/explain, read a request through it. A budget whose peak overflows is
 // returned apart (peakErr): it is explained like any other selection failure.
 func (r *Request) Facts(meter *token.Meter, model string, tok token.Tokenizer) (facts policy.Facts, tokenized bool, peakErr, err error) {
-	facts = policy.Facts{Model: model, InputTokens: r.InputTokens, SessionKey: r.SessionID, RoutingKey: r.RoutingKey}
+	facts = policy.Facts{Model: model, InputTokens: r.InputTokens, SessionKey: r.SessionID, RoutingKey: r.RoutingKey,
+		SLO: slo.Targets{TTFTMS: r.TTFTSLOMS, TPS: r.TPSSLO}}
+	if err := r.checkTargets(); err != nil {
+		return policy.Facts{}, false, nil, err
+	}
 	ids, tokenized, err := r.TokenIDs(meter, tok)
 	if err != nil {
 		return policy.Facts{}, false, nil, err

@@ -6,6 +6,8 @@
 // serve` and `router explain` build their runtime objects from it.
 package plan
 
+import "fmt"
+
 // Role is the stage an engine serves. The worker registry treats it as authoritative when
 // groups filter their candidates.
 type Role string
@@ -105,6 +107,45 @@ type Engine struct {
 	KVEvents *KVEvents  `json:"kv_events,omitempty"`
 	// PDProtocol is PDBootstrap or PDKVTransferParams.
 	PDProtocol string `json:"pd_protocol"`
+	// PDCompat says which engines of the other PD role this one can exchange KV caches
+	// with; nil declares nothing, so the engine pairs with every engine of the model.
+	PDCompat *PDCompat `json:"pd_compat,omitempty"`
+}
+
+// PDCompat is what a prefill or decode engine declares about its KV transfer. Two engines
+// can pair when every field both of them declare is equal; a field one of them leaves out
+// is not compared, so an operator declares only what the engines cannot bridge.
+type PDCompat struct {
+	// TransferBackend is the KV transfer engine, e.g. SGLang's --disaggregation-transfer-backend
+	// (mooncake, nixl) or vLLM's kv_connector.
+	TransferBackend string `json:"transfer_backend,omitempty"`
+	// PageSize is the engine's KV page size in tokens; 0 is not declared.
+	PageSize int `json:"page_size,omitempty"`
+	// TPSize is the engine's tensor-parallel size; 0 is not declared.
+	TPSize int `json:"tp_size,omitempty"`
+	// Group is an explicit compatibility group: engines of different groups never pair.
+	Group string `json:"group,omitempty"`
+}
+
+// PDMismatch says why a prefill engine declaring p cannot hand its KV cache to a decode
+// engine declaring d, or returns "" when they can pair. Both the compiler (a bucket whose
+// groups can never pair) and selection (a decode pick for the chosen prefill) use it, so
+// the two cannot disagree.
+func PDMismatch(p, d *PDCompat) string {
+	if p == nil || d == nil {
+		return ""
+	}
+	switch {
+	case p.Group != "" && d.Group != "" && p.Group != d.Group:
+		return fmt.Sprintf("compatibility group %q is not %q", p.Group, d.Group)
+	case p.TransferBackend != "" && d.TransferBackend != "" && p.TransferBackend != d.TransferBackend:
+		return fmt.Sprintf("transfer backend %s is not %s", p.TransferBackend, d.TransferBackend)
+	case p.PageSize != 0 && d.PageSize != 0 && p.PageSize != d.PageSize:
+		return fmt.Sprintf("page size %d is not %d", p.PageSize, d.PageSize)
+	case p.TPSize != 0 && d.TPSize != 0 && p.TPSize != d.TPSize:
+		return fmt.Sprintf("TP size %d is not %d", p.TPSize, d.TPSize)
+	}
+	return ""
 }
 
 // LoadSource says where and how often the router reads an engine's load report.
@@ -169,7 +210,33 @@ type Model struct {
 	StickyEvictionIntervalSecs  int    `json:"sticky_eviction_interval_secs"`
 	// Tokenizer is the model's HuggingFace tokenizer; nil means the stand-in vocabulary.
 	Tokenizer *Tokenizer `json:"tokenizer,omitempty"`
-	Buckets   []Bucket   `json:"buckets"`
+	// SLO says how requests' latency targets order the compatible buckets.
+	SLO     SLOPreferences `json:"slo"`
+	Buckets []Bucket       `json:"buckets"`
+}
+
+// SLO preferences: what a request's target does to the order of the compatible buckets.
+const (
+	// SLODisabled ignores the target (and its header).
+	SLODisabled = "disabled"
+	// SLOFirst tries the buckets whose estimate meets the target first.
+	SLOFirst = "slo_first"
+	// SLOBestEffort tries the buckets whose estimate misses the target first, keeping the
+	// ones that meet it for requests that need them.
+	SLOBestEffort = "best_effort"
+)
+
+// SLOPreferences are a model's per-target preferences, each one of the SLO constants.
+type SLOPreferences struct {
+	// TTFT applies to the x-sgl-ttft-slo-ms target (time to first token, ms).
+	TTFT string `json:"ttft"`
+	// TPS applies to the x-sgl-tps-slo target (decode tokens per second).
+	TPS string `json:"tps"`
+}
+
+// Enabled reports whether either preference orders buckets.
+func (s SLOPreferences) Enabled() bool {
+	return s.TTFT != SLODisabled && s.TTFT != "" || s.TPS != SLODisabled && s.TPS != ""
 }
 
 // Tokenizer locates a model's HuggingFace tokenizer files. The compiler resolves every path
@@ -198,7 +265,33 @@ type Bucket struct {
 	Limits Limits `json:"limits"`
 	// MaxContextTokens bounds input plus requested output; nil is unbounded.
 	MaxContextTokens *int64 `json:"max_context_tokens,omitempty"`
-	Groups           Groups `json:"groups"`
+	// Estimates are the bucket's latency estimates that SLO ordering compares with a
+	// request's targets; nil has none, and then the bucket meets no target.
+	Estimates *Estimates `json:"estimates,omitempty"`
+	Groups    Groups     `json:"groups"`
+}
+
+// Estimates are a bucket's configured latency at capacity and, with Learn, what the
+// router learns from the requests it serves there.
+type Estimates struct {
+	// TTFTMS is the time to first token at capacity, p95, in milliseconds.
+	TTFTMS *float64 `json:"ttft_ms,omitempty"`
+	// TPS is the decode throughput per request at capacity, p05, in tokens per second.
+	TPS *float64 `json:"tps,omitempty"`
+	// Learn, when set, replaces a configured estimate with the one observed while it has
+	// enough recent samples.
+	Learn *Learn `json:"learn,omitempty"`
+}
+
+// Learn bounds and ages the learned estimates of a bucket.
+type Learn struct {
+	// Samples is how many recent observations of each kind the bucket keeps.
+	Samples int `json:"samples"`
+	// HalfLifeSecs is the age at which an observation counts half.
+	HalfLifeSecs int `json:"half_life_secs"`
+	// MinSamples is the decayed weight the observations must reach before the learned
+	// estimate is used.
+	MinSamples int `json:"min_samples"`
 }
 
 // Limits is the inclusive input-token range of a bucket. A nil Max is unbounded.

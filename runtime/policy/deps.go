@@ -40,6 +40,7 @@ func NewDeps(p *plan.Plan, table *load.Table, rnd Rand, clock func() time.Time) 
 		KV:       kv.NewIndex(p),
 		Indexers: indexers,
 		Approx:   newApproxIndexes(p, clock),
+		Clock:    clock,
 
 		speculative: newSpeculatives(p, clock),
 		plan:        p,

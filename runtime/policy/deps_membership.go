@@ -28,7 +28,7 @@ func (d Deps) Next(p *plan.Plan, clock func() time.Time) (Deps, error) {
 	if err != nil {
 		return Deps{}, err
 	}
-	next := Deps{Load: d.Load, Rand: d.Rand, Affinity: d.Affinity, KV: d.KV, Indexers: indexers,
+	next := Deps{Load: d.Load, Rand: d.Rand, Affinity: d.Affinity, KV: d.KV, Indexers: indexers, Clock: clock,
 		Approx: map[plan.PrefixSource]*prefix.Approx{}, speculative: newSpeculatives(p, clock)}
 	if d.Affinity == nil || AffinityChanged(d.plan, p) {
 		next.Affinity = affinity.FromPlan(p, clock)

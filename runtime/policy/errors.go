@@ -15,9 +15,15 @@ import (
 // NoCandidates means the group had no eligible engine for the stage.
 type NoCandidates struct {
 	Stage plan.Role
+	// Why, when set, says why healthy members were not eligible, e.g. none can receive
+	// the KV cache of the chosen prefill engine.
+	Why string
 }
 
 func (e *NoCandidates) Error() string {
+	if e.Why != "" {
+		return fmt.Sprintf("no eligible %s engine: %s", e.Stage, e.Why)
+	}
 	return fmt.Sprintf("no eligible %s engine", e.Stage)
 }
 

@@ -13,9 +13,11 @@ package policy
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/slo"
 	"github.com/routerkit/router/runtime/state/affinity"
 	"github.com/routerkit/router/runtime/state/kv"
 	"github.com/routerkit/router/runtime/state/load"
@@ -46,6 +48,10 @@ type Facts struct {
 
 	SessionKey string
 	RoutingKey string
+
+	// SLO are the request's latency targets. Only bucket ordering reads them; policies
+	// choose within a bucket and ignore them.
+	SLO slo.Targets
 
 	// Avoid lists engines this request must not be given again: a retry before send
 	// leaves out the engines that refused it. Groups drop them from their candidates.
@@ -97,6 +103,8 @@ type Deps struct {
 	// RecordDispatch. A cache-aware attachment with an approximate source needs its index
 	// here.
 	Approx map[plan.PrefixSource]*prefix.Approx
+	// Clock is the time source of the buckets' learned SLO estimates; nil is time.Now.
+	Clock func() time.Time
 
 	// speculative holds the speculative entries of the local_index and approximate sources
 	// that ask for them, fed by RecordSpeculative.

@@ -15,6 +15,7 @@ import (
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
 	"github.com/routerkit/router/runtime/selection"
+	"github.com/routerkit/router/runtime/slo"
 )
 
 // MaxBodyBytes is the request body limit, as in SGLang's router.
@@ -32,6 +33,9 @@ const (
 	UnknownModel
 	// NoTokenizer: the model's tokenizer cannot do what was asked (decode ids).
 	NoTokenizer
+	// InvalidTarget: an SLO target header the model's preferences read is not a
+	// positive number.
+	InvalidTarget
 	// Internal: the router failed on a valid request.
 	Internal
 	// TooLarge: the text to tokenize is over limits.max_tokenize_bytes.
@@ -150,6 +154,12 @@ type Prepared struct {
 // that overflows.
 type Preparer func(r *http.Request, body []byte) (*Prepared, error)
 
+// The SLO target headers in canonical form, for firstValue.
+var (
+	ttftHeader = http.CanonicalHeaderKey(slo.TTFTHeader)
+	tpsHeader  = http.CanonicalHeaderKey(slo.TPSHeader)
+)
+
 // firstValue is Header.Get for a key already in canonical form.
 func firstValue(h http.Header, key string) string {
 	if v := h[key]; len(v) > 0 {
@@ -169,6 +179,13 @@ func prepared(r *http.Request, m *Model, body []byte, ids []uint32, budget *int6
 		TokenIDs:    ids,
 		SessionKey:  firstValue(r.Header, m.sessionHeader),
 		RoutingKey:  firstValue(r.Header, m.routingHeader),
+	}
+	if m.Plan.SLO.Enabled() {
+		t, err := slo.ParseTargets(firstValue(r.Header, ttftHeader), firstValue(r.Header, tpsHeader), m.Plan.SLO)
+		if err != nil {
+			return nil, &Error{Kind: InvalidTarget, Msg: err.Error(), Model: m.Plan.Name}
+		}
+		p.Facts.SLO = t
 	}
 	if budget != nil {
 		peak, err := bucket.ExpectedPeak(p.Facts.InputTokens, *budget)

@@ -14,11 +14,13 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/routerkit/router/runtime/answer"
+	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/discovery"
 	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
 	"github.com/routerkit/router/runtime/request"
+	"github.com/routerkit/router/runtime/slo"
 	"github.com/routerkit/router/runtime/state/affinity"
 	"github.com/routerkit/router/runtime/state/load"
 	"github.com/routerkit/router/runtime/strictjson"
@@ -92,13 +94,21 @@ type EngineState struct {
 	PrefixIndex []PrefixIndexSize `json:"prefix_index,omitempty"`
 }
 
-// BucketState is one bucket's counters.
+// BucketState is one bucket's counters, and its SLO estimates.
 type BucketState struct {
 	Model        string             `json:"model"`
 	ID           string             `json:"id"`
 	Requests     float64            `json:"requests"`
 	Fallthroughs float64            `json:"fallthroughs"`
 	ByStatus     map[string]float64 `json:"by_status"`
+	// TTFTEstimate and TPSEstimate are the estimates SLO ordering compares targets with
+	// now, configured or learned; absent when the bucket has no estimates.
+	TTFTEstimate *slo.Estimate `json:"ttft_estimate,omitempty"`
+	TPSEstimate  *slo.Estimate `json:"tps_estimate,omitempty"`
+	// SLOMet and SLOMissed count, by target (ttft, tps), the selections of the bucket
+	// whose estimate met or missed the request's target.
+	SLOMet    map[string]float64 `json:"slo_met,omitempty"`
+	SLOMissed map[string]float64 `json:"slo_missed,omitempty"`
 }
 
 func (s *Server) state(w http.ResponseWriter, _ *http.Request) {
@@ -136,7 +146,14 @@ func (s *Server) state(w http.ResponseWriter, _ *http.Request) {
 	requests := sumBy(byName["router_requests_total"], "model", "bucket")
 	fallthroughs := sumBy(byName["router_bucket_fallthroughs_total"], "model", "bucket")
 	byStatus := sumBy(byName["router_requests_total"], "model", "bucket", "status")
+	sloCounts := sumBy(byName["router_slo_selections_total"], "model", "bucket", "outcome", "target")
 	for _, m := range s.plan.Models {
+		estimates := map[string]*slo.Estimates{}
+		if sm := s.models.Get(m.Name); sm != nil {
+			for _, b := range sm.Resolver.Buckets() {
+				estimates[b.ID()] = b.Estimates()
+			}
+		}
 		for _, b := range m.Buckets {
 			bs := BucketState{Model: m.Name, ID: b.ID, Requests: requests[m.Name+"\x00"+b.ID],
 				Fallthroughs: fallthroughs[m.Name+"\x00"+b.ID], ByStatus: map[string]float64{}}
@@ -146,6 +163,11 @@ func (s *Server) state(w http.ResponseWriter, _ *http.Request) {
 					bs.ByStatus[code] = v
 				}
 			}
+			if e := estimates[b.ID]; e != nil {
+				ttft, tps := e.TTFT(), e.TPS()
+				bs.TTFTEstimate, bs.TPSEstimate = &ttft, &tps
+			}
+			bs.SLOMet, bs.SLOMissed = outcomes(sloCounts, prefix+bucket.SLOMet+"\x00"), outcomes(sloCounts, prefix+bucket.SLOMissed+"\x00")
 			st.Buckets = append(st.Buckets, bs)
 		}
 	}
@@ -177,6 +199,21 @@ func (s *Server) engineGroups() map[string][]string {
 }
 
 // sumBy sums a counter family's series grouped by the values of labels, joined by NUL.
+// outcomes are the SLO selection counts under prefix (model, bucket, outcome), by target;
+// nil when there are none.
+func outcomes(counts map[string]float64, prefix string) map[string]float64 {
+	var out map[string]float64
+	for k, v := range counts {
+		if target, ok := strings.CutPrefix(k, prefix); ok {
+			if out == nil {
+				out = map[string]float64{}
+			}
+			out[target] = v
+		}
+	}
+	return out
+}
+
 func sumBy(f *dto.MetricFamily, labels ...string) map[string]float64 {
 	out := map[string]float64{}
 	for _, m := range f.GetMetric() {

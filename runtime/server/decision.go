@@ -152,6 +152,9 @@ func (s *Server) finish(rec *recorder, d *Decision) {
 	// the log keep a bounded prefix of each.
 	d.Model, d.Error = logline.Clip(d.Model, logline.MaxModelText), logline.Clip(d.Error, logline.MaxErrorText)
 	s.metrics.observeRequest(d, rec, elapsed)
+	if rec.Served() {
+		rec.slo.Done()
+	}
 	s.recent.add(d)
 	s.logRequest(d)
 }

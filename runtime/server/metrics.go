@@ -28,13 +28,14 @@ type metrics struct {
 	// models is the served models, replaced whole on a reload.
 	models atomic.Pointer[map[string]bool]
 	resilienceMetrics
-	requests     *prometheus.CounterVec
-	picks        *prometheus.CounterVec
-	rejections   *prometheus.CounterVec
-	fallthroughs *prometheus.CounterVec
-	streamFails  *prometheus.CounterVec
-	duration     *prometheus.HistogramVec
-	ttft         *prometheus.HistogramVec
+	requests      *prometheus.CounterVec
+	picks         *prometheus.CounterVec
+	rejections    *prometheus.CounterVec
+	fallthroughs  *prometheus.CounterVec
+	streamFails   *prometheus.CounterVec
+	sloSelections *prometheus.CounterVec
+	duration      *prometheus.HistogramVec
+	ttft          *prometheus.HistogramVec
 
 	// The series every request touches, found without WithLabelValues (see seriesCache).
 	byModel    atomic.Pointer[map[string]modelSeries] // replaced whole with models
@@ -68,6 +69,9 @@ func newMetrics(models []string) *metrics {
 		streamFails: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "router_stream_failures_total", Help: "Streams that an engine failure ended after their 200, by code (engine_error, prefill_error).",
 		}, []string{"model", "bucket", "code"}),
+		sloSelections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "router_slo_selections_total", Help: "Selections of requests with an SLO target, by bucket, target (ttft, tps) and whether the bucket's estimate met it.",
+		}, []string{"model", "bucket", "target", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "router_request_duration_seconds", Help: "Time from request arrival to the end of the response.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
@@ -85,7 +89,7 @@ func newMetrics(models []string) *metrics {
 	}
 	m.setModels(models)
 	m.resilienceMetrics = newResilienceMetrics(m.reg)
-	m.reg.MustRegister(m.requests, m.picks, m.rejections, m.fallthroughs, m.streamFails, m.duration, m.ttft,
+	m.reg.MustRegister(m.requests, m.picks, m.rejections, m.fallthroughs, m.streamFails, m.sloSelections, m.duration, m.ttft,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -141,7 +145,7 @@ func (m *metrics) forgetEngine(mb *member) {
 func (m *metrics) forgetModel(model string) {
 	match := prometheus.Labels{"model": model}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
-		m.requests, m.picks, m.fallthroughs, m.streamFails, m.duration, m.ttft, m.retries,
+		m.requests, m.picks, m.fallthroughs, m.streamFails, m.sloSelections, m.duration, m.ttft, m.retries,
 	} {
 		v.DeletePartialMatch(match)
 	}
@@ -175,6 +179,11 @@ func (m *metrics) observeSelection(model string, t *decision.Trace, sel bucket.S
 		return
 	}
 	last := t.Attempts[len(t.Attempts)-1]
+	for _, o := range [...]struct{ target, outcome string }{{bucket.TargetTTFT, sel.SLOTTFT}, {bucket.TargetTPS, sel.SLOTPS}} {
+		if o.outcome != bucket.SLONone {
+			m.sloSelections.WithLabelValues(model, last.Bucket, o.target, o.outcome).Inc()
+		}
+	}
 	picks, n := selectionPicks(sel)
 	for _, g := range last.Groups {
 		for _, sp := range picks[:n] {

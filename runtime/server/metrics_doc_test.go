@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
+	"github.com/routerkit/router/runtime/plan"
 )
 
 // TestDocumentedMetricsExistFromStart scrapes a router that has served nothing: every
@@ -31,10 +33,14 @@ func TestDocumentedMetricsExistFromStart(t *testing.T) {
 		t.Fatalf("found %d documented series in docs/serve.md; the table's format changed", len(documented))
 	}
 
-	// An admission cap, so that rejections have a series to start at; KV-event series exist
-	// for engines that publish events, which serve_metrics.txtar checks on the demo fleet.
+	// An admission cap, so that rejections have a series to start at, and an SLO
+	// preference, so that SLO selections have one; KV-event series exist for engines that
+	// publish events, which serve_metrics.txtar checks on the demo fleet.
 	p := plainPlan("E1")
 	p.Models[0].Buckets[0].Groups.Plain.Policy.Admission.MaxRunningRequests = 8
+	p.Models[0].SLO.TTFT = plan.SLOFirst
+	ttft := 200.0
+	p.Models[0].Buckets[0].Estimates = &plan.Estimates{TTFTMS: &ttft}
 	fc := startFleet(t, p)
 	resp, err := http.Get(fc.url + "/metrics")
 	if err != nil {

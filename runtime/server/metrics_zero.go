@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/dispatch"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
@@ -25,6 +26,12 @@ func (m *metrics) zeroSeries(p *plan.Plan) {
 					continue
 				}
 				m.streamFails.WithLabelValues(model.Name, b.ID, code)
+			}
+			for _, t := range [...]struct{ target, pref string }{{bucket.TargetTTFT, model.SLO.TTFT}, {bucket.TargetTPS, model.SLO.TPS}} {
+				if t.pref == plan.SLOFirst || t.pref == plan.SLOBestEffort {
+					m.sloSelections.WithLabelValues(model.Name, b.ID, t.target, bucket.SLOMet)
+					m.sloSelections.WithLabelValues(model.Name, b.ID, t.target, bucket.SLOMissed)
+				}
 			}
 			for stage, g := range bucketGroups(b) {
 				for _, id := range members(p, model.Name, stage, g) {

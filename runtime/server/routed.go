@@ -21,6 +21,7 @@ import (
 	"github.com/routerkit/router/runtime/logline"
 	"github.com/routerkit/router/runtime/policy"
 	"github.com/routerkit/router/runtime/request"
+	"github.com/routerkit/router/runtime/slo"
 	"github.com/routerkit/router/runtime/token"
 )
 
@@ -66,6 +67,7 @@ func (s *Server) serveRouted(w http.ResponseWriter, r *http.Request, prepare req
 		writeErr(rec, err)
 		return
 	}
+	rec.measure(p, sel)
 	s.dispatch(rec, r, p, sel, d)
 }
 
@@ -82,6 +84,7 @@ func (s *Server) dispatch(rec *recorder, r *http.Request, p *request.Prepared, s
 		if err == nil {
 			s.metrics.retries.WithLabelValues(p.Model.Name).Inc()
 			d.Retries++
+			rec.measure(p, next)
 		}
 		return next, err
 	})
@@ -282,6 +285,18 @@ type recorder struct {
 	errCode     string
 	failureCode string
 	failure     string
+	// slo measures a streamed response for the learned SLO estimates of the bucket that
+	// serves it; nil when it is not streamed or the bucket does not learn.
+	slo *slo.Stream
+}
+
+// measure starts measuring the response for the learned estimates of sel's bucket, when
+// the request streams: only a stream's first event is its time to first token.
+func (r *recorder) measure(p *request.Prepared, sel bucket.Selection) {
+	r.slo = nil
+	if p.Stream {
+		r.slo = slo.NewStream(sel.Bucket.Estimates(), r.start, nil)
+	}
 }
 
 // ID is the request's id.
@@ -319,6 +334,7 @@ func (r *recorder) Write(b []byte) (int, error) {
 	if r.firstByte.IsZero() {
 		r.firstByte = time.Now()
 	}
+	r.slo.Write(b)
 	return r.ResponseWriter.Write(b)
 }
 

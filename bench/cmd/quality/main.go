@@ -23,7 +23,7 @@ func main() {
 
 func run() error {
 	o := quality.Options{Shape: quality.DefaultShape()}
-	workloads := flag.String("workloads", strings.Join(quality.Workloads, ","), "comma-separated workloads")
+	workloads := flag.String("workloads", strings.Join(append(quality.Workloads, quality.SLOWorkload), ","), "comma-separated workloads")
 	policies := flag.String("policies", "", "comma-separated policies (default: all)")
 	flag.IntVar(&o.Engines, "engines", 4, "simulated engines")
 	flag.Float64Var(&o.Utilisation, "util", 0.7, "target utilisation without cache hits")
@@ -36,7 +36,14 @@ func run() error {
 	if *short {
 		o.Shape.Requests, o.Shape.Conversations, o.TimeScale = 24, 4, 0.05
 	}
-	o.Workloads = strings.Split(*workloads, ",")
+	runSLO := false
+	for _, w := range strings.Split(*workloads, ",") {
+		if w == quality.SLOWorkload {
+			runSLO = true
+		} else {
+			o.Workloads = append(o.Workloads, w)
+		}
+	}
 	if *policies == "" {
 		o.Policies = quality.Policies
 	} else {
@@ -55,22 +62,37 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	var sloRows []quality.SLORow
+	if runSLO {
+		if sloRows, err = quality.RunSLO(ctx, o); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return fmt.Errorf("results directory: %w", err)
 	}
 	var table strings.Builder
 	fmt.Fprintf(&table, "%d engines, utilisation %.2f, time scale %g, seed %d, %d requests per workload\n\n",
 		o.Engines, o.Utilisation, o.TimeScale, o.Seed, o.Shape.Requests)
-	if err := quality.WriteTable(&table, rows); err != nil {
-		return err
+	if len(rows) > 0 {
+		if err := quality.WriteTable(&table, rows); err != nil {
+			return err
+		}
+		table.WriteString("\nBy class of traffic within mixed workloads:\n\n")
+		if err := quality.WriteClassTable(&table, rows); err != nil {
+			return err
+		}
+		table.WriteString("\n")
 	}
-	table.WriteString("\nBy class of traffic within mixed workloads:\n\n")
-	if err := quality.WriteClassTable(&table, rows); err != nil {
+	if err := quality.WriteSLOTable(&table, sloRows); err != nil {
 		return err
 	}
 	fmt.Print(table.String())
 	if err := os.WriteFile(filepath.Join(*out, "results.md"), []byte(table.String()), 0o644); err != nil {
 		return fmt.Errorf("write results: %w", err)
+	}
+	if len(rows) == 0 {
+		return nil // the plot is of the policy workloads' TTFT
 	}
 	f, err := os.Create(filepath.Join(*out, "ttft.svg"))
 	if err != nil {
