@@ -36,9 +36,11 @@ func (r *Resolver) sloActive(t slo.Targets) bool {
 func enabledPref(p string) bool { return p == plan.SLOFirst || p == plan.SLOBestEffort }
 
 // checks compares the bucket's estimates with the request's targets under the model's
-// preferences: one check per target whose preference is enabled, and the bucket's penalty,
-// the number of checks against the preference (a slo_first target missed, a best_effort
-// target met). buf is reused for the checks.
+// preferences: one check per target whose preference is enabled, and the bucket's penalty:
+// each missed best_effort target adds one, each missed slo_first target adds
+// sloFirstWeight, so every bucket meeting the slo_first targets is tried before any
+// bucket missing one, and among those the best_effort misses order them. buf is reused
+// for the checks.
 func (b *Bucket) checks(prefs plan.SLOPreferences, t slo.Targets, buf []decision.SLOCheck) ([]decision.SLOCheck, int) {
 	out := buf[:0]
 	if t.TTFTMS > 0 && enabledPref(prefs.TTFT) {
@@ -51,16 +53,25 @@ func (b *Bucket) checks(prefs plan.SLOPreferences, t slo.Targets, buf []decision
 	}
 	penalty := 0
 	for _, c := range out {
-		if c.Penalized {
+		switch {
+		case c.Met:
+		case c.Preference == plan.SLOFirst:
+			penalty += sloFirstWeight
+		default:
 			penalty++
 		}
 	}
 	return out, penalty
 }
 
+// sloFirstWeight is a missed slo_first target's penalty: more than the best_effort misses
+// can add (one target each, TTFT and TPS, so at most one best_effort target beside a
+// slo_first one), which makes slo_first a tier rather than one penalty among others.
+const sloFirstWeight = 2
+
 func check(target string, want float64, pref string, e slo.Estimate, met bool) decision.SLOCheck {
 	return decision.SLOCheck{Target: target, Want: want, Preference: pref, Estimate: e.Value, Source: e.Source,
-		Met: met, Penalized: met == (pref == plan.SLOBestEffort)}
+		Met: met, Penalized: !met}
 }
 
 // sloOrder appends to dst the buckets that fit the request, ordered by SLO penalty; the

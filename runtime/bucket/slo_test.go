@@ -39,9 +39,10 @@ func sloBuckets(t *testing.T, prefs plan.SLOPreferences) (*env, *Resolver) {
 	return e, r
 }
 
-// The order of the compatible buckets under each preference: slo_first puts the buckets
-// meeting a target first, best_effort last; each unmet preference is one penalty, and
-// buckets of equal penalty keep capacity, rank and id order. Without a target, or with its
+// The order of the compatible buckets under each preference: a missed best_effort target
+// is one penalty, a missed slo_first target two, so buckets meeting the slo_first targets
+// come first whatever the best_effort ones say; buckets of equal penalty keep capacity,
+// rank and id order. Without a target, or with its
 // preference disabled, the order is the design's.
 func TestSLOOrder(t *testing.T) {
 	first, best, off := plan.SLOFirst, plan.SLOBestEffort, plan.SLODisabled
@@ -59,21 +60,25 @@ func TestSLOOrder(t *testing.T) {
 		{name: "preferences disabled ignore targets", ttft: off, tps: off, targets: slo.Targets{TTFTMS: 100, TPS: 50}, want: design},
 		{name: "no target keeps the design order", ttft: first, tps: first, want: design},
 		{name: "slo_first: the one bucket meeting the target first", ttft: first, tps: off, targets: slo.Targets{TTFTMS: 100},
-			want: []string{"fast", "short", "none", "slow"}, penalty: []int{0, 1, 1, 1}, selected: SLOMet},
+			want: []string{"fast", "short", "none", "slow"}, penalty: []int{0, 2, 2, 2}, selected: SLOMet},
 		{name: "slo_first: every bucket meeting it keeps its order", ttft: first, tps: off, targets: slo.Targets{TTFTMS: 400},
-			want: []string{"short", "fast", "none", "slow"}, penalty: []int{0, 0, 1, 1}, selected: SLOMet},
+			want: []string{"short", "fast", "none", "slow"}, penalty: []int{0, 0, 2, 2}, selected: SLOMet},
 		{name: "slo_first: estimate equal to the target meets it", ttft: first, tps: off, targets: slo.Targets{TTFTMS: 80},
+			want: []string{"fast", "short", "none", "slow"}, penalty: []int{0, 2, 2, 2}, selected: SLOMet},
+		{name: "best_effort: one penalty for a bucket missing the target", ttft: best, tps: off, targets: slo.Targets{TTFTMS: 100},
 			want: []string{"fast", "short", "none", "slow"}, penalty: []int{0, 1, 1, 1}, selected: SLOMet},
-		{name: "best_effort: buckets meeting the target last", ttft: best, tps: off, targets: slo.Targets{TTFTMS: 100},
-			want: []string{"short", "none", "slow", "fast"}, penalty: []int{0, 0, 0, 1}, selected: SLOMissed},
-		{name: "two slo_first targets: one penalty per unmet one", ttft: first, tps: first, targets: slo.Targets{TTFTMS: 100, TPS: 50},
+		{name: "two slo_first targets: a tier per unmet one", ttft: first, tps: first, targets: slo.Targets{TTFTMS: 100, TPS: 50},
+			want: []string{"fast", "slow", "short", "none"}, penalty: []int{2, 2, 4, 4}, selected: SLOMet},
+		{name: "two best_effort targets: one penalty per unmet one", ttft: best, tps: best, targets: slo.Targets{TTFTMS: 100, TPS: 50},
 			want: []string{"fast", "slow", "short", "none"}, penalty: []int{1, 1, 2, 2}, selected: SLOMet},
-		{name: "slo_first TTFT and best_effort TPS", ttft: first, tps: best, targets: slo.Targets{TTFTMS: 100, TPS: 50},
-			want: []string{"fast", "short", "none", "slow"}, penalty: []int{0, 1, 1, 2}, selected: SLOMet},
+		{name: "slo_first TTFT outranks best_effort TPS", ttft: first, tps: best, targets: slo.Targets{TTFTMS: 100, TPS: 50},
+			want: []string{"fast", "slow", "short", "none"}, penalty: []int{1, 2, 3, 3}, selected: SLOMet},
+		{name: "slo_first TPS outranks best_effort TTFT", ttft: best, tps: first, targets: slo.Targets{TTFTMS: 100, TPS: 50},
+			want: []string{"slow", "fast", "short", "none"}, penalty: []int{1, 2, 3, 3}, selected: SLOMissed},
 		{name: "TPS target only", ttft: first, tps: first, targets: slo.Targets{TPS: 30},
-			want: []string{"slow", "short", "fast", "none"}, penalty: []int{0, 1, 1, 1}},
+			want: []string{"slow", "short", "fast", "none"}, penalty: []int{0, 2, 2, 2}},
 		{name: "length filters before ordering", ttft: first, tps: off, targets: slo.Targets{TTFTMS: 400}, input: 5000,
-			want: []string{"fast", "none", "slow"}, penalty: []int{0, 1, 1}, selected: SLOMet},
+			want: []string{"fast", "none", "slow"}, penalty: []int{0, 2, 2}, selected: SLOMet},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, r := sloBuckets(t, plan.SLOPreferences{TTFT: tc.ttft, TPS: tc.tps})
@@ -126,7 +131,7 @@ func TestSLOChecksInTrace(t *testing.T) {
 	}
 	want := []decision.SLOCheck{
 		{Target: TargetTTFT, Want: 100, Preference: plan.SLOFirst, Source: slo.SourceNone, Met: false, Penalized: true},
-		{Target: TargetTPS, Want: 50, Preference: plan.SLOBestEffort, Source: slo.SourceNone, Met: false, Penalized: false},
+		{Target: TargetTPS, Want: 50, Preference: plan.SLOBestEffort, Source: slo.SourceNone, Met: false, Penalized: true},
 	}
 	if !slices.Equal(none.Checks, want) {
 		t.Errorf("checks of the bucket without estimates: %+v, want %+v", none.Checks, want)

@@ -69,8 +69,8 @@ type SLOCheck struct {
 	Estimate float64 `json:"estimate,omitempty"`
 	Source   string  `json:"source"`
 	Met      bool    `json:"met"`
-	// Penalized reports that the check added to the bucket's penalty: a slo_first
-	// target missed, or a best_effort target met.
+	// Penalized reports that the check added to the bucket's penalty: its target was
+	// missed (a slo_first miss weighs more than a best_effort one).
 	Penalized bool `json:"penalized"`
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/routerkit/router/runtime/decision"
+	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/slo"
 )
 
@@ -68,10 +69,10 @@ func checkText(c decision.SLOCheck) string {
 	}
 	why := "no penalty"
 	switch {
-	case c.Penalized && c.Met:
-		why = "penalty: best_effort keeps buckets meeting it for later"
+	case c.Penalized && c.Preference == plan.SLOFirst:
+		why = "penalty: slo_first tries buckets meeting it first"
 	case c.Penalized:
-		why = "penalty: slo_first wants it met"
+		why = "penalty: best_effort prefers buckets meeting it"
 	}
 	return fmt.Sprintf("%s %s %s target %s %s %s (%s, %s)", c.Target, est, verdict, cmp, num(c.Want), unit, c.Preference, why)
 }

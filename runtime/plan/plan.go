@@ -219,10 +219,11 @@ type Model struct {
 const (
 	// SLODisabled ignores the target (and its header).
 	SLODisabled = "disabled"
-	// SLOFirst tries the buckets whose estimate meets the target first.
+	// SLOFirst tries every bucket whose estimate meets the target before any that misses
+	// it: a tier.
 	SLOFirst = "slo_first"
-	// SLOBestEffort tries the buckets whose estimate misses the target first, keeping the
-	// ones that meet it for requests that need them.
+	// SLOBestEffort adds one penalty to a bucket whose estimate misses the target: within
+	// the slo_first tiers, buckets meeting it are preferred.
 	SLOBestEffort = "best_effort"
 )
 
