@@ -479,6 +479,9 @@ func restartOnly(old, new *plan.Plan) []string {
 	if old.Limits.MaxConnections != new.Limits.MaxConnections {
 		out = append(out, "limits.max_connections")
 	}
+	if old.Limits.MaxConnectionsPerClient != new.Limits.MaxConnectionsPerClient {
+		out = append(out, "limits.max_connections_per_client")
+	}
 	if old.Limits.MaxConcurrentRequests != new.Limits.MaxConcurrentRequests {
 		out = append(out, "limits.max_concurrent_requests")
 	}
