@@ -117,7 +117,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 	// test injects the transport, which then carries polls too.
 	injected := opts.Transport != nil
 	if !injected {
-		opts.Transport = dispatch.NewTransport(tos)
+		opts.Transport = dispatch.NewTransport(tos, p.EngineTransport)
 	}
 	if opts.RecentDecisions <= 0 {
 		opts.RecentDecisions = 64
