@@ -37,9 +37,9 @@ lint:
 	$(GO) tool staticcheck ./...
 
 # A short fuzzing run of the compiler, the migrator, the request decoders (and their memory
-# per byte), the load-report parsers, the ZMTP framing bounds, the KV-event decoder and the
-# tokenizer; FUZZTIME=5m for a longer one. Seed corpora are committed under each package's
-# testdata/fuzz.
+# per byte), the load-report parsers, the ZMTP framing bounds, the KV-event decoder, the
+# tokenizer and the log-line encoder (against slog); FUZZTIME=5m for a longer one. Seed
+# corpora are committed under each package's testdata/fuzz.
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./compiler -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
@@ -58,6 +58,7 @@ fuzz:
 	$(GO) test ./runtime/state/kv -run '^$$' -fuzz '^FuzzDecodeMessage$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzSegmentCache$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/logline -run '^$$' -fuzz '^FuzzMatchesStandardHandlers$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzMerge$$' -fuzztime $(FUZZTIME)
 

@@ -132,13 +132,14 @@ type file struct {
 	Headers           plan.HeaderPolicy     `json:"headers"`
 	State             plan.StateLimits      `json:"state"`
 	Bindings          *plan.Bindings        `json:"bindings"`
+	EngineTransport   plan.EngineTransport  `json:"engine_transport"`
 }
 
 func (f *file) plan() *plan.Plan {
 	p := &plan.Plan{Listen: f.Listen, AdminToken: f.AdminToken, Health: f.Health,
 		ShutdownGraceSecs: f.ShutdownGraceSecs, Engines: f.Engines,
 		Timeouts: f.Timeouts, Limits: f.Limits, Breaker: f.Breaker, Retries: f.Retries,
-		Headers: f.Headers, State: f.State, Bindings: f.Bindings}
+		Headers: f.Headers, State: f.State, Bindings: f.Bindings, EngineTransport: f.EngineTransport}
 	if p.Engines == nil {
 		p.Engines = []plan.Engine{}
 	}

@@ -39,15 +39,21 @@ func TimeoutsOf(t plan.Timeouts) Timeouts {
 	}
 }
 
-// NewTransport is the production transport: plain-HTTP engines are spoken to by
-// upstream.Transport in the dispatching goroutine, on pooled keep-alive connections (up
-// to 256 idle per engine), and https or proxied engines by a net/http Transport pooled
-// the same way; both dial with the configured connect timeout.
-func NewTransport(t Timeouts) *upstream.Transport {
+// NewTransport is the production transport. With plan.TransportRouter (or empty),
+// plain-HTTP engines are spoken to by upstream.Transport in the dispatching goroutine, on
+// pooled keep-alive connections (up to 256 idle per engine), and https or proxied engines
+// by a net/http Transport pooled the same way; with plan.TransportNetHTTP that net/http
+// Transport takes every engine. Both dial with the configured connect timeout.
+func NewTransport(t Timeouts, kind plan.EngineTransport) http.RoundTripper {
 	dial := (&net.Dialer{Timeout: t.Connect, KeepAlive: 30 * time.Second}).DialContext
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 256
 	tr.DialContext = dial
+	// The engine's response headers are bounded as upstream.Transport bounds them.
+	tr.MaxResponseHeaderBytes = upstream.MaxHeaderBytes
+	if kind == plan.TransportNetHTTP {
+		return tr
+	}
 	return &upstream.Transport{Dial: dial, Proxy: tr.Proxy, Fallback: tr, MaxIdlePerHost: 256, IdleTimeout: tr.IdleConnTimeout}
 }
 

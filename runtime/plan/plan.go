@@ -57,7 +57,20 @@ type Plan struct {
 	State    StateLimits  `json:"state"`
 	// Bindings is the shared binding store; nil keeps bindings in the router's memory.
 	Bindings *Bindings `json:"bindings,omitempty"`
+	// EngineTransport says what speaks HTTP to engines; empty is TransportRouter.
+	EngineTransport EngineTransport `json:"engine_transport,omitempty"`
 }
+
+// EngineTransport names the HTTP client of engine requests.
+type EngineTransport string
+
+const (
+	// TransportRouter is the router's own transport for plain-http engines
+	// (runtime/upstream), with net/http's for https and proxied ones.
+	TransportRouter EngineTransport = "router"
+	// TransportNetHTTP is net/http's Transport for every engine: the switch back.
+	TransportNetHTTP EngineTransport = "net_http"
+)
 
 // Health configures active health checks. An engine leaves every candidate set after
 // FailureThreshold consecutive failed checks and returns after SuccessThreshold good ones.

@@ -25,11 +25,15 @@ type ServerLimits struct {
 	// MaxConcurrentRequests caps chat requests being served at once; more are answered
 	// 503 at once.
 	MaxConcurrentRequests int `json:"max_concurrent_requests"`
-	// MaxConnections caps open client connections; more wait in the listen backlog.
+	// MaxConnections caps open client connections; more wait in the listen backlog. From
+	// 15/16 of it on, each new connection closes the longest-idle keep-alive one.
 	MaxConnections int `json:"max_connections"`
 	// MaxTokenizeBytes caps the text one request has tokenized: a chat's rendered
 	// prompt, a batch's prompts together. More is answered 413 before it is tokenized.
 	MaxTokenizeBytes int64 `json:"max_tokenize_bytes"`
+	// MaxConnectionsPerClient caps open connections from one client address; one beyond
+	// it is closed as soon as it is accepted. 0 leaves it off.
+	MaxConnectionsPerClient int `json:"max_connections_per_client"`
 }
 
 // Breaker configures the per-engine circuit breaker: FailureThreshold consecutive

@@ -1,154 +1,160 @@
 package server
 
 import (
-	"context"
+	"container/list"
 	"net"
+	"net/http"
 	"sync"
-	"time"
+
+	"golang.org/x/net/netutil"
 )
 
-// Client connections' read deadlines are kept by the router rather than by the runtime.
-// net/http moves a connection's read deadline three or four times per request (the
-// header deadline, its end, the body-read deadline, the idle deadline), and every move
-// re-sorts a runtime timer and, when that timer becomes the earliest, wakes the thread
-// sleeping in the network poller: at one client that was about 1% of the router's CPU.
-// Here a deadline further ahead than two sweeps is only noted; a sweep every watchTick
-// puts the noted deadlines that have passed on their sockets, so a read blocked past its
-// deadline fails as before, at most one tick late. A nearer deadline, such as the past
-// one net/http sets to interrupt a read, goes to the socket at once.
-const watchTick = 100 * time.Millisecond
+// Client connections are a shared resource: one client must not be able to hold them
+// all. Three rules keep them shared, as nginx (limit_conn, keepalive reuse) and haproxy
+// (idle-close-on-response) do:
+//
+//   - a cap on open connections (limits.max_connections), netutil.LimitListener: more
+//     wait in the kernel's backlog until one closes;
+//   - a cap per client address (limits.max_connections_per_client): a connection beyond
+//     it is closed as soon as it is accepted;
+//   - when the open connections reach the reaping mark (15/16 of the cap), each new
+//     connection closes the longest-idle keep-alive connection, so idle sockets give way
+//     to a client with something to ask instead of filling the cap until IdleTimeout.
+//
+// Closing an idle keep-alive connection is what every server does at its idle timeout;
+// a client that sends a request on it in the same instant sees the connection reset
+// (net/http's Transport retries such a request when it is idempotent or its body was
+// never written).
+//
+// An idle connection costs the router about 20 KiB of Go memory (the serving goroutine's
+// stack, net/http's 4 KiB read and write buffers and the connection's state;
+// TestIdleConnectionCost measures it and bounds it at 32 KiB), plus the kernel's socket
+// buffers: the default 4,096 connections are about 80 MiB at most.
 
-// clientListener wraps accepted connections in clientConns, and with a cap (limits.
-// max_connections) accepts at most that many open connections; more wait in the
-// kernel's backlog until one closes.
+// reapMark is the number of open connections from which each new one closes the oldest
+// idle one: 15/16 of the cap, so the reaping starts before the cap makes Accept wait.
+func reapMark(max int) int { return max - max/16 }
+
+// clientListener counts accepted connections per client address, refuses the excess
+// over the per-address cap, and keeps the idle ones in the order they became idle for
+// reaping. Its ConnState method is the http.Server's ConnState hook.
 type clientListener struct {
 	net.Listener
-	sem   chan struct{} // nil: no cap
-	watch *connWatch
+	perAddr int // 0: no per-address cap
+	mark    int // 0: no reaping
+
+	mu     sync.Mutex
+	open   int
+	byAddr map[string]int
+	idle   *list.List // of *clientConn, the longest idle first
 }
 
-func newClientListener(ln net.Listener, max int, watch *connWatch) *clientListener {
-	l := &clientListener{Listener: ln, watch: watch}
+// newClientListener wraps ln with the connection caps; max or perAddr 0 leaves that cap
+// off.
+func newClientListener(ln net.Listener, max, perAddr int) *clientListener {
+	l := &clientListener{Listener: ln, perAddr: perAddr, byAddr: map[string]int{}, idle: list.New()}
 	if max > 0 {
-		l.sem = make(chan struct{}, max)
+		l.Listener = netutil.LimitListener(ln, max)
+		l.mark = reapMark(max)
 	}
 	return l
 }
 
 func (l *clientListener) Accept() (net.Conn, error) {
-	if l.sem != nil {
-		l.sem <- struct{}{}
-	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		if l.sem != nil {
-			<-l.sem
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
 		}
-		return nil, err
+		addr := hostOf(c.RemoteAddr())
+		if cc := l.admit(c, addr); cc != nil {
+			return cc, nil
+		}
+		_ = c.Close()
 	}
-	cc := &clientConn{Conn: c, l: l}
-	l.watch.add(cc)
-	return cc, nil
 }
 
-// clientConn is an accepted connection whose far read deadlines are noted for the sweep.
+// admit counts c against its address and returns it wrapped, or nil when its address
+// already holds perAddr connections. Past the reaping mark it closes the longest idle
+// connection.
+func (l *clientListener) admit(c net.Conn, addr string) *clientConn {
+	l.mu.Lock()
+	if l.perAddr > 0 && l.byAddr[addr] >= l.perAddr {
+		l.mu.Unlock()
+		return nil
+	}
+	l.byAddr[addr]++
+	l.open++
+	var reap *clientConn
+	if l.mark > 0 && l.open > l.mark && l.idle.Len() > 0 {
+		reap = l.idle.Remove(l.idle.Front()).(*clientConn)
+		reap.idleAt = nil
+	}
+	l.mu.Unlock()
+	if reap != nil {
+		_ = reap.Close()
+	}
+	return &clientConn{Conn: c, l: l, addr: addr}
+}
+
+// ConnState follows net/http's view of each connection: an idle keep-alive connection
+// joins the back of the reaping order, and leaves it when a request starts on it or it
+// closes.
+func (l *clientListener) ConnState(c net.Conn, state http.ConnState) {
+	cc, ok := c.(*clientConn)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if cc.idleAt != nil {
+		l.idle.Remove(cc.idleAt)
+		cc.idleAt = nil
+	}
+	if state == http.StateIdle && !cc.closed {
+		cc.idleAt = l.idle.PushBack(cc)
+	}
+}
+
+// clientConn is an accepted connection that frees its address's count once when closed.
 type clientConn struct {
 	net.Conn
-	l      *clientListener
-	closed sync.Once
+	l    *clientListener
+	addr string
 
-	mu       sync.Mutex
-	due      int64 // the noted read deadline in Unix nanoseconds; 0 for none
-	onSocket bool  // the socket holds a read deadline
+	// Guarded by l.mu.
+	idleAt *list.Element // its place in l.idle while idle
+	closed bool
 }
 
-func (c *clientConn) SetReadDeadline(t time.Time) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.due = 0
-	if !t.IsZero() && time.Until(t) < 2*watchTick {
-		c.onSocket = true
-		return c.Conn.SetReadDeadline(t)
-	}
-	if !t.IsZero() {
-		c.due = t.UnixNano()
-	}
-	if c.onSocket {
-		c.onSocket = false
-		return c.Conn.SetReadDeadline(time.Time{})
-	}
-	return nil
-}
-
-func (c *clientConn) SetDeadline(t time.Time) error {
-	if err := c.Conn.SetWriteDeadline(t); err != nil {
-		return err
-	}
-	return c.SetReadDeadline(t)
-}
-
-// Close frees the connection's slot once, however often it is called.
+// Close frees the connection's counts once, however often it is called.
 func (c *clientConn) Close() error {
-	c.closed.Do(func() {
-		c.l.watch.remove(c)
-		if c.l.sem != nil {
-			<-c.l.sem
+	l := c.l
+	l.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		if c.idleAt != nil {
+			l.idle.Remove(c.idleAt)
+			c.idleAt = nil
 		}
-	})
+		l.open--
+		if l.byAddr[c.addr]--; l.byAddr[c.addr] == 0 {
+			delete(l.byAddr, c.addr)
+		}
+	}
+	l.mu.Unlock()
 	return c.Conn.Close()
 }
 
-// expire puts a noted deadline that has passed by now on the socket.
-func (c *clientConn) expire(now int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.due != 0 && c.due <= now {
-		_ = c.Conn.SetReadDeadline(longAgo)
-		c.due, c.onSocket = 0, true
+// hostOf is a connection's client address without its port: the key of the
+// per-address cap.
+func hostOf(a net.Addr) string {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t.IP.String()
 	}
-}
-
-// longAgo is a deadline that has passed: on a socket, it fails reads at once.
-var longAgo = time.Unix(1, 0)
-
-// connWatch holds the open client connections for the sweep.
-type connWatch struct {
-	mu    sync.Mutex
-	conns map[*clientConn]struct{}
-}
-
-func newConnWatch() *connWatch { return &connWatch{conns: map[*clientConn]struct{}{}} }
-
-func (w *connWatch) add(c *clientConn) {
-	w.mu.Lock()
-	w.conns[c] = struct{}{}
-	w.mu.Unlock()
-}
-
-func (w *connWatch) remove(c *clientConn) {
-	w.mu.Lock()
-	delete(w.conns, c)
-	w.mu.Unlock()
-}
-
-// run sweeps every watchTick until ctx ends.
-func (w *connWatch) run(ctx context.Context) {
-	t := time.NewTicker(watchTick)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			w.sweep(now.UnixNano())
-		}
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
 	}
-}
-
-func (w *connWatch) sweep(now int64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for c := range w.conns {
-		c.expire(now)
-	}
+	return host
 }

@@ -96,7 +96,7 @@ func startSimsWith(t testing.TB, p *plan.Plan, cfg sim.Config) *sim.Fleet {
 // is ready.
 func serveRouter(t testing.TB, p *plan.Plan, opts Options) *fleetCase {
 	t.Helper()
-	rec := &recordingTransport{next: dispatch.NewTransport(dispatch.TimeoutsOf(p.Timeouts))}
+	rec := &recordingTransport{next: dispatch.NewTransport(dispatch.TimeoutsOf(p.Timeouts), p.EngineTransport)}
 	opts.Transport = rec
 	return serveWith(t, p, opts, rec)
 }

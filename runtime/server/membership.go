@@ -479,6 +479,12 @@ func restartOnly(old, new *plan.Plan) []string {
 	if old.Limits.MaxConnections != new.Limits.MaxConnections {
 		out = append(out, "limits.max_connections")
 	}
+	if old.EngineTransport != new.EngineTransport {
+		out = append(out, "engine_transport")
+	}
+	if old.Limits.MaxConnectionsPerClient != new.Limits.MaxConnectionsPerClient {
+		out = append(out, "limits.max_connections_per_client")
+	}
 	if old.Limits.MaxConcurrentRequests != new.Limits.MaxConcurrentRequests {
 		out = append(out, "limits.max_concurrent_requests")
 	}

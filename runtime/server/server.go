@@ -117,7 +117,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 	// test injects the transport, which then carries polls too.
 	injected := opts.Transport != nil
 	if !injected {
-		opts.Transport = dispatch.NewTransport(tos)
+		opts.Transport = dispatch.NewTransport(tos, p.EngineTransport)
 	}
 	if opts.RecentDecisions <= 0 {
 		opts.RecentDecisions = 64
@@ -207,7 +207,18 @@ func planModels(p *plan.Plan) []string {
 // current when it arrives, to its end, whatever reloads happen meanwhile.
 func (s *Server) Handler() http.Handler {
 	c := s.core
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { c.current().routes.ServeHTTP(w, r) })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A request with a Transfer-Encoding may also have carried a Content-Length, which
+		// net/http removes before the handler sees it: the peers in front of the router may
+		// have framed the body by the other header, and the bytes after it be a smuggled
+		// request. RFC 9112 §6.3 asks a server that answers such a message to close the
+		// connection after the answer, so every request with a Transfer-Encoding gets its
+		// connection closed (clients of the router send a Content-Length).
+		if len(r.TransferEncoding) > 0 {
+			w.Header().Set("Connection", "close")
+		}
+		c.current().routes.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) buildRoutes() http.Handler {
@@ -270,12 +281,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		// No WriteTimeout: it would cut long generation streams.
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	watch := newConnWatch()
-	watchCtx, stopWatch := context.WithCancel(context.Background())
-	defer stopWatch()
-	go watch.run(watchCtx)
+	limits := s.current().plan.Limits
+	cl := newClientListener(ln, limits.MaxConnections, limits.MaxConnectionsPerClient)
+	srv.ConnState = cl.ConnState
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(newClientListener(ln, s.current().plan.Limits.MaxConnections, watch)) }()
+	go func() { errc <- srv.Serve(cl) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serving: %w", err)

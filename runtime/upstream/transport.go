@@ -63,11 +63,11 @@ type Transport struct {
 	lastSweep time.Time
 }
 
-// maxHeaderBytes bounds an engine's response headers (1xx included), read into memory
+// MaxHeaderBytes bounds an engine's response headers (1xx included), read into memory
 // whole.
-const maxHeaderBytes = 1 << 20
+const MaxHeaderBytes = 1 << 20
 
-// errHeadersTooLong is returned for response headers over maxHeaderBytes.
+// errHeadersTooLong is returned for response headers over MaxHeaderBytes.
 var errHeadersTooLong = errors.New("upstream: engine response headers exceed 1 MiB")
 
 // conn is one connection to an engine with its buffers.
@@ -156,7 +156,7 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 	if werr == nil {
 		werr = c.bw.Flush()
 	}
-	c.headerLeft = maxHeaderBytes
+	c.headerLeft = MaxHeaderBytes
 	defer func() { c.headerLeft = -1 }()
 	for range max1xx + 1 {
 		resp, err := http.ReadResponse(c.br, req)
