@@ -1,0 +1,127 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/routerkit/router/runtime/answer"
+	"github.com/routerkit/router/runtime/plan"
+)
+
+func TestLoopbackOnlyListeners(t *testing.T) {
+	for addr, want := range map[net.Addr]bool{
+		&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 30000}: true,
+		&net.TCPAddr{IP: net.IPv4(127, 9, 8, 7), Port: 30000}: true,
+		&net.TCPAddr{IP: net.IPv6loopback, Port: 30000}:       true,
+		&net.UnixAddr{Name: "/run/router.sock", Net: "unix"}:  true,
+		&net.TCPAddr{IP: net.IPv4zero, Port: 30000}:           false,
+		&net.TCPAddr{IP: net.IPv6unspecified, Port: 30000}:    false,
+		&net.TCPAddr{Port: 30000}:                             false,
+		&net.TCPAddr{IP: net.IPv4(10, 0, 0, 7), Port: 30000}:  false,
+		&net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 30000}: false,
+	} {
+		if got := loopbackOnly(addr); got != want {
+			t.Errorf("loopbackOnly(%s %s) = %v, want %v", addr.Network(), addr, got, want)
+		}
+	}
+}
+
+// TestAdminWritesNeedATokenBeyondLoopback: a router listening on every interface with no
+// admin_token refuses every admin write and explain with a 403 naming the fix, changes
+// nothing, still answers GET /admin/state, and warns at start; with admin_token set, the
+// same listener takes the write from a client that has the token. (A loopback-only
+// listener without a token accepts writes: TestAdminAddDrainRemove.)
+func TestAdminWritesNeedATokenBeyondLoopback(t *testing.T) {
+	p := reloadPlan(plainEngine("E1"))
+	fleet := startSims(t, p, 0)
+	p.Engines[0].URL = fleet.Engine("E1").URL()
+	var logs lockedBuffer
+	opts := Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), CompileEngine: compileEngine,
+		Reload: func() (*plan.Plan, error) { return p, nil }}
+	fc := serveListening(t, "0.0.0.0:0", p, opts, nil)
+
+	added := `{"id": "E9", "url": "http://127.0.0.1:1", "model": "m", "role": "plain"}`
+	for _, call := range []struct{ method, path, body string }{
+		{http.MethodPost, "/admin/engines", added},
+		{http.MethodPost, "/admin/engines/E1/drain", ""},
+		{http.MethodDelete, "/admin/engines/E1", ""},
+		{http.MethodPost, "/admin/reload", ""},
+		{http.MethodPost, "/admin/explain", chat("m", "explain me", "")},
+	} {
+		status, code, body := adminRequest(t, fc.url, call.method, call.path, call.body, "")
+		if status != http.StatusForbidden || code != answer.CodeForbidden ||
+			!strings.Contains(body, "set admin_token in the config") || !strings.Contains(body, `"type"`) {
+			t.Errorf("%s %s without a token beyond loopback: %d %s %s", call.method, call.path, status, code, body)
+		}
+	}
+	st := fc.state(t)
+	if len(st.Engines) != 1 || st.engine("E1").State != "serving" || st.Generation != 1 {
+		t.Errorf("refused writes changed the fleet: %+v", st)
+	}
+	if !strings.Contains(logs.String(), "level=WARN msg=\"admin writes refused") {
+		t.Errorf("no start-up warning in the log:\n%s", logs.String())
+	}
+
+	tokened := reloadPlan(plainEngine("E1"))
+	tokened.Engines[0].URL = p.Engines[0].URL
+	tokened.AdminToken = "s3cret"
+	logs.Reset()
+	fc = serveListening(t, "0.0.0.0:0", tokened, opts, nil)
+	if status, _, body := adminRequest(t, fc.url, http.MethodPost, "/admin/engines", added, "s3cret"); status != http.StatusCreated {
+		t.Errorf("add with the token: %d %s", status, body)
+	}
+	if strings.Contains(logs.String(), "admin writes refused") {
+		t.Errorf("warned although admin_token is set:\n%s", logs.String())
+	}
+}
+
+// adminRequest sends one admin call, with a bearer token unless it is empty, and returns
+// the status, error code header and body.
+func adminRequest(t *testing.T, url, method, path, body, token string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(testCtx(t), method, url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", fmt.Sprintf("Bearer %s", token))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("X-Router-Error-Code"), string(b)
+}
+
+// lockedBuffer is a log destination safe for the router's goroutines and the test's.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *lockedBuffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
+}
