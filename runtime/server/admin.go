@@ -145,7 +145,7 @@ func (s *Server) state(w http.ResponseWriter, _ *http.Request) {
 	for _, mb := range s.memberList() {
 		e, wk := mb.engine, mb.worker
 		es := EngineState{
-			ID: e.ID, URL: e.URL, Model: e.Model, Role: e.Role, Groups: groups[e.ID], State: mb.state(), Origin: mb.origin,
+			ID: e.ID, URL: plan.RedactURL(e.URL), Model: e.Model, Role: e.Role, Groups: groups[e.ID], State: mb.state(), Origin: mb.origin,
 			Healthy: wk.Healthy(), Breaker: breakerState(wk), Inflight: wk.Inflight(), ReportAgeMS: -1,
 			Picks: picks[e.ID], Rejections: rejections[e.ID],
 			HealthError: status[e.ID].HealthError, LoadError: status[e.ID].LoadError,

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -124,4 +125,64 @@ func (b *lockedBuffer) Reset() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.buf.Reset()
+}
+
+// TestEngineURLCredentialsNeverShow: an engine URL's password is redacted in
+// /admin/state (the URL and a health error that quotes it), in the admin API's errors, in
+// the log and in /metrics.
+func TestEngineURLCredentialsNeverShow(t *testing.T) {
+	const secret = "engine-pw"
+	sick := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(sick.Close)
+	p := reloadPlan(plainEngine("E1"), plainEngine("E2"))
+	fleet := startSims(t, &plan.Plan{Engines: p.Engines[:1], Models: p.Models}, 0)
+	withCreds := func(u string) string { return strings.Replace(u, "http://", "http://ops:"+secret+"@", 1) }
+	p.Engines[0].URL = withCreds(fleet.Engine("E1").URL())
+	p.Engines[1].URL = withCreds(sick.URL)
+	var logs lockedBuffer
+	fc := serveListening(t, "127.0.0.1:0", p, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), CompileEngine: compileEngine}, nil)
+
+	var seen strings.Builder
+	added := fmt.Sprintf(`{"id": "E3", "url": %q, "model": "m", "role": "plain"}`, withCreds(fleet.Engine("E1").URL()+"/e3"))
+	for _, call := range []struct {
+		body   string
+		status int
+		shows  string
+	}{
+		{added, http.StatusCreated, `"url": "http://ops:xxxxx@`},
+		{added, http.StatusBadRequest, "also used for http://ops:xxxxx@"},
+		{`{"id": "E4", "url": "http://ops:` + secret + `@[::1", "model": "m", "role": "plain"}`, http.StatusBadRequest, `url \"http://(unparsable, redacted)\"`},
+	} {
+		status, _, body := adminRequest(t, fc.url, http.MethodPost, "/admin/engines", call.body, "")
+		if status != call.status || !strings.Contains(body, call.shows) {
+			t.Errorf("POST /admin/engines: %d %s, want %d showing %s", status, body, call.status, call.shows)
+		}
+		seen.WriteString(body)
+	}
+	var st *State
+	waitFor(t, "E2's health error", func() bool { st = fc.state(t); return st.engine("E2").HealthError != "" })
+	if got, want := st.engine("E1").URL, "http://ops:xxxxx@"+strings.TrimPrefix(fleet.Engine("E1").URL(), "http://"); got != want {
+		t.Errorf("state url %q, want %q", got, want)
+	}
+	if !strings.Contains(st.engine("E2").HealthError, "ops:xxxxx@") {
+		t.Errorf("E2's health error does not quote its url redacted: %q", st.engine("E2").HealthError)
+	}
+	for _, path := range []string{"/admin/state", "/metrics"} {
+		resp, err := http.Get(fc.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		seen.Write(b)
+	}
+	if !strings.Contains(logs.String(), "engine added") {
+		t.Fatalf("no log line for the added engine:\n%s", logs.String())
+	}
+	seen.WriteString(logs.String())
+	if strings.Contains(seen.String(), secret) {
+		t.Errorf("the engine's password shows in state, metrics, errors or logs:\n%s", seen.String())
+	}
 }

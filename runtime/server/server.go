@@ -144,7 +144,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 	c.fleet.init(p)
 	for _, e := range p.Engines {
 		if reg.Get(e.ID).Target() == nil {
-			return nil, fmt.Errorf("engine %s: url %q does not parse", e.ID, e.URL)
+			return nil, fmt.Errorf("engine %s: url %q does not parse", e.ID, plan.RedactURL(e.URL))
 		}
 		reg.Get(e.ID).SetBreaker(newBreaker(p.Breaker, opts.Clock))
 		c.fleet.members[e.ID] = &member{engine: e, worker: reg.Get(e.ID), origin: OriginConfig}
