@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -185,4 +186,72 @@ func TestEngineURLCredentialsNeverShow(t *testing.T) {
 	if strings.Contains(seen.String(), secret) {
 		t.Errorf("the engine's password shows in state, metrics, errors or logs:\n%s", seen.String())
 	}
+}
+
+// TestServerInfoHidesEngineAddresses: /get_server_info relays what an SGLang client reads
+// (the model, its limits, parallelism, version) and none of the engine's addresses: its
+// host and port, its KV-event publisher's endpoint and topic (kv_events_config), its PD
+// bootstrap port. SGLang answers its whole ServerArgs plus scheduler info, internal states
+// and version: sgl-project/sglang python/sglang/srt/entrypoints/http_server.py
+// (get_server_info) at 9c0549b727fe222444495cea6b369697534d60f0; the simulator answers
+// the same shape (runtime/sim/info.go).
+func TestServerInfoHidesEngineAddresses(t *testing.T) {
+	fc := startFleet(t, reloadPlan(kvEngine("E1")))
+	direct, err := http.Get(fc.fleet.Engine("E1").URL() + "/get_server_info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var engine map[string]any
+	if err := json.NewDecoder(direct.Body).Decode(&engine); err != nil {
+		t.Fatal(err)
+	}
+	direct.Body.Close()
+	if _, ok := engine["kv_events_config"]; !ok {
+		t.Fatalf("the engine's own answer has no kv_events_config to hide: %v", engine)
+	}
+	status, body := fc.get(t, "/get_server_info")
+	var relayed map[string]any
+	if err := json.Unmarshal(body, &relayed); status != http.StatusOK || err != nil {
+		t.Fatalf("GET /get_server_info: %d %s (%v)", status, body, err)
+	}
+	for _, key := range []string{"kv_events_config", "kv_events", "disaggregation_bootstrap_port"} {
+		if _, ok := relayed[key]; ok {
+			t.Errorf("relayed %s: %v", key, relayed[key])
+		}
+	}
+	for _, key := range []string{"model_path", "max_total_num_tokens", "context_length", "dp_size", "version"} {
+		if relayed[key] != engine[key] || relayed[key] == nil {
+			t.Errorf("%s: relayed %v, the engine says %v", key, relayed[key], engine[key])
+		}
+	}
+	for _, leak := range []string{fc.fleet.Engine("E1").KVTopic(), fc.fleet.Engine("E1").KVEndpoints()[0]} {
+		if strings.Contains(string(body), leak) {
+			t.Errorf("the relayed answer names %q: %s", leak, body)
+		}
+	}
+}
+
+func TestInternalInfoFields(t *testing.T) {
+	for key, internal := range map[string]bool{
+		"host": true, "port": true, "kv_events_config": true, "dist_init_addr": true, "api_key": true,
+		"disaggregation_bootstrap_port": true, "pdlb_url": true, "disaggregation_ib_device": true,
+		"hicache_storage_backend_extra_config": true, "admin_api_key": true,
+		"model_path": false, "max_total_num_tokens": false, "internal_states": false, "version": false,
+		"context_length": false, "tp_size": false, "served_model_name": false, "disaggregation_mode": false,
+	} {
+		if got := internalInfo(key); got != internal {
+			t.Errorf("internalInfo(%q) = %v, want %v", key, got, internal)
+		}
+	}
+}
+
+func (fc *fleetCase) get(t *testing.T, path string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(fc.url + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
 }
