@@ -57,7 +57,7 @@ func TestAdminWritesNeedATokenBeyondLoopback(t *testing.T) {
 		{http.MethodPost, "/admin/reload", ""},
 		{http.MethodPost, "/admin/explain", chat("m", "explain me", "")},
 	} {
-		status, code, body := adminRequest(t, fc.url, call.method, call.path, call.body, "")
+		status, code, body := fc.call(t, call.method, call.path, call.body)
 		if status != http.StatusForbidden || code != answer.CodeForbidden ||
 			!strings.Contains(body, "set admin_token in the config") || !strings.Contains(body, `"type"`) {
 			t.Errorf("%s %s without a token beyond loopback: %d %s %s", call.method, call.path, status, code, body)
@@ -76,32 +76,12 @@ func TestAdminWritesNeedATokenBeyondLoopback(t *testing.T) {
 	tokened.AdminToken = "s3cret"
 	logs.Reset()
 	fc = serveListening(t, "0.0.0.0:0", tokened, opts, nil)
-	if status, _, body := adminRequest(t, fc.url, http.MethodPost, "/admin/engines", added, "s3cret"); status != http.StatusCreated {
+	if status, _, body := fc.call(t, http.MethodPost, "/admin/engines", added, "Authorization", "Bearer s3cret"); status != http.StatusCreated {
 		t.Errorf("add with the token: %d %s", status, body)
 	}
 	if strings.Contains(logs.String(), "admin writes refused") {
 		t.Errorf("warned although admin_token is set:\n%s", logs.String())
 	}
-}
-
-// adminRequest sends one admin call, with a bearer token unless it is empty, and returns
-// the status, error code header and body.
-func adminRequest(t *testing.T, url, method, path, body, token string) (int, string, string) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(testCtx(t), method, url+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", fmt.Sprintf("Bearer %s", token))
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header.Get("X-Router-Error-Code"), string(b)
 }
 
 // lockedBuffer is a log destination safe for the router's goroutines and the test's.
@@ -156,7 +136,7 @@ func TestEngineURLCredentialsNeverShow(t *testing.T) {
 		{added, http.StatusBadRequest, "also used for http://ops:xxxxx@"},
 		{`{"id": "E4", "url": "http://ops:` + secret + `@[::1", "model": "m", "role": "plain"}`, http.StatusBadRequest, `url \"http://(unparsable, redacted)\"`},
 	} {
-		status, _, body := adminRequest(t, fc.url, http.MethodPost, "/admin/engines", call.body, "")
+		status, _, body := fc.call(t, http.MethodPost, "/admin/engines", call.body)
 		if status != call.status || !strings.Contains(body, call.shows) {
 			t.Errorf("POST /admin/engines: %d %s, want %d showing %s", status, body, call.status, call.shows)
 		}

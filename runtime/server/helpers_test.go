@@ -157,7 +157,14 @@ func (fc *fleetCase) client() openai.Client {
 // post sends a raw chat request and returns status, error code header and body.
 func (fc *fleetCase) post(t *testing.T, body string, headers ...string) (int, string, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(testCtx(t), http.MethodPost, fc.url+"/v1/chat/completions", strings.NewReader(body))
+	return fc.call(t, http.MethodPost, "/v1/chat/completions", body, headers...)
+}
+
+// call sends one request with the given header names and values and returns status,
+// error code header and body.
+func (fc *fleetCase) call(t *testing.T, method, path, body string, headers ...string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(testCtx(t), method, fc.url+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
