@@ -39,7 +39,7 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 				writeError(w, http.StatusUnauthorized, answer.CodeUnauthorized, "admin endpoints need Authorization: Bearer <admin_token>")
 				return
 			}
-		case r.Method != http.MethodGet && !s.loopbackOnly.Load():
+		case r.Method != http.MethodGet && r.Method != http.MethodHead && !s.loopbackOnly.Load():
 			writeError(w, http.StatusForbidden, answer.CodeForbidden, fmt.Sprintf(
 				"%s %s refused: the router listens beyond loopback and has no admin_token; set admin_token in the config and send Authorization: Bearer <admin_token>, or listen on 127.0.0.1 only",
 				r.Method, r.URL.Path))

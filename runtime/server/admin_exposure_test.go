@@ -63,6 +63,9 @@ func TestAdminWritesNeedATokenBeyondLoopback(t *testing.T) {
 			t.Errorf("%s %s without a token beyond loopback: %d %s %s", call.method, call.path, status, code, body)
 		}
 	}
+	if status, _, body := fc.call(t, http.MethodHead, "/admin/state", ""); status != http.StatusOK {
+		t.Errorf("HEAD /admin/state without a token: %d %s", status, body)
+	}
 	st := fc.state(t)
 	if len(st.Engines) != 1 || st.engine("E1").State != "serving" || st.Generation != 1 {
 		t.Errorf("refused writes changed the fleet: %+v", st)
