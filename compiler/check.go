@@ -74,7 +74,7 @@ func (c *checker) checkEngines() {
 	for i := range c.p.Engines {
 		e := &c.p.Engines[i]
 		if first, ok := c.engines[e.ID]; ok {
-			c.at(sel("engines", i, "id"), "duplicate engine id %q (also used for %s): engine ids must be unique", e.ID, first.URL)
+			c.at(sel("engines", i, "id"), "duplicate engine id %q (also used for %s): engine ids must be unique", e.ID, plan.RedactURL(first.URL))
 			continue
 		}
 		c.engines[e.ID] = e

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/routerkit/router/compiler"
+	"github.com/routerkit/router/runtime/plan"
 )
 
 func compileCommand() *cli.Command {
@@ -30,10 +31,14 @@ atomically: a failed compile leaves an existing file untouched.`,
 			if err != nil {
 				return err
 			}
-			// The plan is for reading, never read back: the admin token is a secret that
-			// would otherwise land in terminals, CI logs and committed plan files.
+			// The plan is for reading, never read back: the admin token and engine URL
+			// credentials are secrets that would otherwise land in terminals, CI logs and
+			// committed plan files.
 			if p.AdminToken != "" {
 				p.AdminToken = redacted
+			}
+			for i := range p.Engines {
+				p.Engines[i].URL = plan.RedactURL(p.Engines[i].URL)
 			}
 			out, err := json.MarshalIndent(p, "", "  ")
 			if err != nil {

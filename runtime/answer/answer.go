@@ -29,6 +29,7 @@ const (
 	CodeMethod          = "method_not_allowed"
 	CodePrefillError    = "prefill_error"
 	CodeUnauthorized    = "unauthorized"
+	CodeForbidden       = "forbidden"
 	CodeDraining        = "shutting_down"
 	CodeNoTokenizer     = "no_tokenizer"
 	CodeNoHealthyEngine = "no_healthy_engine"

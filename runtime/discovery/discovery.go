@@ -291,11 +291,11 @@ func (d *Discovery) apply(s *source, addrs []netip.AddrPort, now time.Time) {
 		e := Engine(s.cfg, want[id])
 		if err := d.m.Add(e); err != nil {
 			s.status.AddFailures++
-			s.log.Error("adding an engine the name lists", "engine", id, "url", e.URL, "err", err)
+			s.log.Error("adding an engine the name lists", "engine", id, "url", plan.RedactURL(e.URL), "err", err)
 			continue
 		}
 		s.members[id] = &member{engine: e}
-		s.log.Info("engine found in dns; added", "engine", id, "url", e.URL)
+		s.log.Info("engine found in dns; added", "engine", id, "url", plan.RedactURL(e.URL))
 	}
 	s.status.Engines = s.status.Engines[:0]
 	s.status.Draining = s.status.Draining[:0]

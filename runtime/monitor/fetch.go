@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/routerkit/router/runtime/plan"
 )
 
 // maxBody bounds a health answer or load report read into memory. The largest real
@@ -223,7 +225,7 @@ func readBody(buf *bytes.Buffer, target string, resp *http.Response) ([]byte, er
 	buf.Reset()
 	if resp.StatusCode/100 != 2 {
 		_, _ = io.Copy(buf, io.LimitReader(resp.Body, 200))
-		return nil, statusError{target, resp.Status, strings.TrimSpace(buf.String())}
+		return nil, statusError{plan.RedactURL(target), resp.Status, strings.TrimSpace(buf.String())}
 	}
 	if resp.ContentLength > maxBody {
 		return nil, errTooLarge

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -26,18 +27,41 @@ import (
 	"github.com/routerkit/router/runtime/strictjson"
 )
 
-// admin guards an admin endpoint with the configured bearer token, if any.
+// admin guards an admin endpoint. With admin_token set, every admin endpoint needs it.
+// Without one, the read (GET /admin/state, what /metrics also shows) stays open and the
+// rest (adding, draining and removing engines, reloads, and explain, which costs CPU) is
+// served only on a loopback-only listener: on any other, whoever reaches the port could
+// add an engine and steer traffic, and requests, to a host of their choosing.
 func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if tok := s.plan.AdminToken; tok != "" {
+		switch tok := s.plan.AdminToken; {
+		case tok != "":
 			got, ok := bearer(r.Header.Get("Authorization"))
 			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
 				writeError(w, http.StatusUnauthorized, answer.CodeUnauthorized, "admin endpoints need Authorization: Bearer <admin_token>")
 				return
 			}
+		case r.Method != http.MethodGet && r.Method != http.MethodHead && !s.loopbackOnly.Load():
+			writeError(w, http.StatusForbidden, answer.CodeForbidden, fmt.Sprintf(
+				"%s %s refused: the router listens beyond loopback and has no admin_token; set admin_token in the config and send Authorization: Bearer <admin_token>, or listen on 127.0.0.1 only",
+				r.Method, r.URL.Path))
+			return
 		}
 		h(w, r)
 	}
+}
+
+// loopbackOnly reports whether a listener at addr can only be reached from this host: a
+// loopback IP (127.0.0.0/8, ::1) or a Unix socket, guarded by its file permissions. A
+// wildcard address (0.0.0.0, ::, "") listens on every interface and is not.
+func loopbackOnly(addr net.Addr) bool {
+	switch a := addr.(type) {
+	case *net.TCPAddr:
+		return a.IP.IsLoopback()
+	case *net.UnixAddr:
+		return true
+	}
+	return false
 }
 
 // bearer returns the credentials of a Bearer authorization; the scheme is
@@ -131,7 +155,7 @@ func (s *Server) state(w http.ResponseWriter, _ *http.Request) {
 	for _, mb := range s.memberList() {
 		e, wk := mb.engine, mb.worker
 		es := EngineState{
-			ID: e.ID, URL: e.URL, Model: e.Model, Role: e.Role, Groups: groups[e.ID], State: mb.state(), Origin: mb.origin,
+			ID: e.ID, URL: plan.RedactURL(e.URL), Model: e.Model, Role: e.Role, Groups: groups[e.ID], State: mb.state(), Origin: mb.origin,
 			Healthy: wk.Healthy(), Breaker: breakerState(wk), Inflight: wk.Inflight(), ReportAgeMS: -1,
 			Picks: picks[e.ID], Rejections: rejections[e.ID],
 			HealthError: status[e.ID].HealthError, LoadError: status[e.ID].LoadError,

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/routerkit/router/runtime/answer"
+	"github.com/routerkit/router/runtime/plan"
 )
 
 // Error codes of the reload and engine admin endpoints.
@@ -94,6 +95,7 @@ func (s *Server) addEngineHandler(w http.ResponseWriter, r *http.Request) {
 		writeMembershipError(w, err)
 		return
 	}
+	e.URL = plan.RedactURL(e.URL)
 	writeJSON(w, http.StatusCreated, map[string]any{"engine": e, "generation": s.current().generation})
 }
 

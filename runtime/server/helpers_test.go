@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -113,16 +114,24 @@ func serveUnrecorded(t testing.TB, p *plan.Plan) *fleetCase {
 func serveWith(t testing.TB, p *plan.Plan, opts Options, rec *recordingTransport) *fleetCase {
 	t.Helper()
 	opts.Logger = slog.New(slog.DiscardHandler)
+	return serveListening(t, "127.0.0.1:0", p, opts, rec)
+}
+
+// serveListening is serveWith listening on addr (a port of 0 picks one) with opts' logger, or
+// the default one; the router is reached through 127.0.0.1 whatever addr's host.
+func serveListening(t testing.TB, addr string, p *plan.Plan, opts Options, rec *recordingTransport) *fleetCase {
+	t.Helper()
 	srv, err := New(p, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
+	port := ln.Addr().(*net.TCPAddr).Port
 	ctx, cancel := context.WithCancel(context.Background())
-	fc := &fleetCase{srv: srv, url: "http://" + ln.Addr().String(), sent: rec, stop: cancel, served: make(chan error, 1)}
+	fc := &fleetCase{srv: srv, url: fmt.Sprintf("http://127.0.0.1:%d", port), sent: rec, stop: cancel, served: make(chan error, 1)}
 	go func() { fc.served <- srv.Serve(ctx, ln) }()
 	t.Cleanup(func() {
 		cancel()
@@ -148,7 +157,14 @@ func (fc *fleetCase) client() openai.Client {
 // post sends a raw chat request and returns status, error code header and body.
 func (fc *fleetCase) post(t *testing.T, body string, headers ...string) (int, string, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(testCtx(t), http.MethodPost, fc.url+"/v1/chat/completions", strings.NewReader(body))
+	return fc.call(t, http.MethodPost, "/v1/chat/completions", body, headers...)
+}
+
+// call sends one request with the given header names and values and returns status,
+// error code header and body.
+func (fc *fleetCase) call(t *testing.T, method, path, body string, headers ...string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(testCtx(t), method, fc.url+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

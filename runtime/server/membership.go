@@ -196,10 +196,10 @@ func checkEngine(p *plan.Plan, members map[string]*member, e plan.Engine) error 
 		return bad(400, "engine %q: id, url, model and role are required", e.ID)
 	}
 	if u, err := url.Parse(e.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return bad(400, "engine %q: url %q is not an absolute http:// or https:// URL", e.ID, e.URL)
+		return bad(400, "engine %q: url %q is not an absolute http:// or https:// URL", e.ID, plan.RedactURL(e.URL))
 	}
 	if m := members[e.ID]; m != nil && !m.leaving {
-		return bad(409, "engine id %q is already a member (%s, from %s): choose another id, or remove it first", e.ID, m.engine.URL, m.origin)
+		return bad(409, "engine id %q is already a member (%s, from %s): choose another id, or remove it first", e.ID, plan.RedactURL(m.engine.URL), m.origin)
 	}
 	for _, m := range members {
 		if !m.leaving && strings.TrimRight(m.engine.URL, "/") == strings.TrimRight(e.URL, "/") {
@@ -373,7 +373,7 @@ func (c *core) addEngine(e plan.Engine, origin string) error {
 	}
 	ng := c.publish()
 	f.changes.WithLabelValues("added", origin).Inc()
-	c.log.Info("engine added", "engine", e.ID, "url", e.URL, "model", e.Model, "role", e.Role, "origin", origin, "generation", ng.generation)
+	c.log.Info("engine added", "engine", e.ID, "url", plan.RedactURL(e.URL), "model", e.Model, "role", e.Role, "origin", origin, "generation", ng.generation)
 	return nil
 }
 

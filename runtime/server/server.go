@@ -67,7 +67,10 @@ type core struct {
 	reqLog   slog.Handler
 	started  time.Time
 	draining atomic.Bool
-	opts     Options
+	// loopbackOnly is whether Serve's listener is reachable from this host alone; until
+	// Serve says so, admin writes without admin_token are refused (admin).
+	loopbackOnly atomic.Bool
+	opts         Options
 	// active caps concurrent chat requests (limits.max_concurrent_requests) and lets
 	// shutdown wait for their final words.
 	active *activeSet
@@ -141,7 +144,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 	c.fleet.init(p)
 	for _, e := range p.Engines {
 		if reg.Get(e.ID).Target() == nil {
-			return nil, fmt.Errorf("engine %s: url %q does not parse", e.ID, e.URL)
+			return nil, fmt.Errorf("engine %s: url %q does not parse", e.ID, plan.RedactURL(e.URL))
 		}
 		reg.Get(e.ID).SetBreaker(newBreaker(p.Breaker, opts.Clock))
 		c.fleet.members[e.ID] = &member{engine: e, worker: reg.Get(e.ID), origin: OriginConfig}
@@ -256,6 +259,11 @@ func (s *Server) buildRoutes() http.Handler {
 // accepting, reports not-ready, lets in-flight requests finish within the plan's grace
 // period and returns nil after a clean drain.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	s.loopbackOnly.Store(loopbackOnly(ln.Addr()))
+	if !s.loopbackOnly.Load() && s.current().plan.AdminToken == "" {
+		s.log.Warn("admin writes refused: the router listens beyond loopback without admin_token; set admin_token to add, drain or remove engines, reload or explain over HTTP",
+			"listen", ln.Addr().String())
+	}
 	monCtx, stopMonitor := context.WithCancel(context.Background())
 	defer stopMonitor()
 	s.monitor.CheckAll(ctx)
