@@ -25,6 +25,11 @@ func FuzzFastLoad(f *testing.F) {
 		`{"model":{"merges":[],"vocab":{}},"model":{"vocab":null,"merges":[["a"],["a","b","c"],"a b"]}}`,
 		`{"a":[1,{"b":"]}\"["}],"model":{"type":"BPE","ignore_merges":true,"vocab":{"é":0}}}`,
 		`{"model":{"type":"BPE","vocab":{"a":0},"merges":"a b","end_of_word_suffix":""}}`,
+		`{"a":01}`,
+		`{"a\\":0,"b\"":1,"\u00e9":2,"\ud800":3,"c":4294967296}`,
+		`{"x":"\\\"","model":{"vocab":{}}}`,
+		`["a b","\u0041 b","#version: 0.2"]`,
+		`[["a","b"],["c\"","d"]]`,
 	} {
 		f.Add([]byte(s))
 	}
