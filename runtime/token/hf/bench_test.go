@@ -80,7 +80,7 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
-func BenchmarkLoad(b *testing.B) {
+func BenchmarkLoadQwen3(b *testing.B) {
 	for b.Loop() {
 		if _, err := Load(qwenPath); err != nil {
 			b.Fatal(err)

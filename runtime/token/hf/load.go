@@ -2,6 +2,7 @@ package hf
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
@@ -76,11 +77,19 @@ func parse(r io.Reader) (*Tokenizer, error) {
 	} else {
 		r = br
 	}
-	var f fileJSON
-	if err := json.NewDecoder(r).Decode(&f); err != nil {
-		return nil, fmt.Errorf("decode json: %w", err)
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read: %w", err)
 	}
-	return build(&f)
+	f, ok := scanFile(data)
+	if !ok {
+		// encoding/json decodes what the scanner does not take, and words the error.
+		f = new(fileJSON)
+		if err := json.NewDecoder(bytes.NewReader(data)).Decode(f); err != nil {
+			return nil, fmt.Errorf("decode json: %w", err)
+		}
+	}
+	return build(f)
 }
 
 // build checks every component of f, the model first as it matters most, and assembles

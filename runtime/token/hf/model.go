@@ -25,9 +25,12 @@ func parseModel(raw json.RawMessage) (*modelJSON, map[string]uint32, error) {
 	if isNull(raw) {
 		return nil, nil, unsupported("a tokenizer without a model")
 	}
-	var mj modelJSON
-	if err := json.Unmarshal(raw, &mj); err != nil {
-		return nil, nil, fmt.Errorf("model: %w", err)
+	mj, ok := scanModel(raw)
+	if !ok {
+		mj = new(modelJSON)
+		if err := json.Unmarshal(raw, mj); err != nil {
+			return nil, nil, fmt.Errorf("model: %w", err)
+		}
 	}
 	if mj.Type == "" && mj.Merges != nil {
 		mj.Type = "BPE" // files from old tokenizers versions leave out a BPE model's type
@@ -44,11 +47,13 @@ func parseModel(raw json.RawMessage) (*modelJSON, map[string]uint32, error) {
 	case mj.EndOfWordSuffix != nil && *mj.EndOfWordSuffix != "":
 		return nil, nil, unsupported("BPE with end_of_word_suffix")
 	}
-	var vocab map[string]uint32
-	if err := json.Unmarshal(mj.Vocab, &vocab); err != nil {
-		return nil, nil, fmt.Errorf("model vocab: %w", err)
+	vocab, ok := scanVocab(mj.Vocab)
+	if !ok {
+		if err := json.Unmarshal(mj.Vocab, &vocab); err != nil {
+			return nil, nil, fmt.Errorf("model vocab: %w", err)
+		}
 	}
-	return &mj, vocab, nil
+	return mj, vocab, nil
 }
 
 // newModel builds the byte-level model of mj and its vocabulary. The vocabulary must hold the byte-level
@@ -92,6 +97,14 @@ func newModel(mj *modelJSON, vocab map[string]uint32) (*model, error) {
 
 // parseMerges accepts both forms of "merges": ["a b", ...] and [["a", "b"], ...].
 func parseMerges(raw json.RawMessage) ([][2]string, error) {
+	if pairs, ok := scanMerges(raw); ok {
+		return pairs, nil
+	}
+	return decodeMerges(raw)
+}
+
+// decodeMerges is parseMerges through encoding/json, for what scanMerges does not take.
+func decodeMerges(raw json.RawMessage) ([][2]string, error) {
 	var pairs [][2]string
 	body := bytes.TrimLeft(raw, " \t\r\n")
 	if len(body) > 0 && body[0] == '[' {
