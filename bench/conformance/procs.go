@@ -20,8 +20,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/routerkit/router/internal/proc"
 )
 
 // Model is the model name the simulators serve; with --force-dummy-tokenizer they never
@@ -148,17 +149,7 @@ func StartRouter(bin, dir, config string) (*Router, error) {
 }
 
 // Stop ends the router.
-func (r *Router) Stop() {
-	_ = r.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = r.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		_ = r.cmd.Process.Kill()
-		<-done
-	}
-}
+func (r *Router) Stop() { proc.Stop(r.cmd, 5*time.Second) }
 
 func waitOK(url string, limit time.Duration) error {
 	deadline := time.Now().Add(limit)

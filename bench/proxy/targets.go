@@ -10,8 +10,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/routerkit/router/internal/proc"
 )
 
 // Target is one way to reach the engines: a proxy process, or none (direct).
@@ -33,15 +34,7 @@ func (t *Target) PID() int {
 // Stop ends the proxy process.
 func (t *Target) Stop() {
 	if t.Cmd != nil {
-		_ = t.Cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = t.Cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = t.Cmd.Process.Kill()
-			<-done
-		}
+		proc.Stop(t.Cmd, 5*time.Second)
 	}
 }
 

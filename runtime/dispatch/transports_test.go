@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routerkit/router/internal/rawengine"
 	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/plan"
 )
@@ -40,45 +40,6 @@ func startTransportEngine(t *testing.T, h http.HandlerFunc) *transportEngine {
 	e.Start()
 	t.Cleanup(e.Close)
 	return e
-}
-
-// scriptedEngine answers every request on a connection with answer after reading its
-// body; with early set, it answers after reading only the headers, ends its side of the
-// connection and drains the body it never read: an engine that answers early.
-func scriptedEngine(t *testing.T, answer string, early bool) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					if early {
-						io.WriteString(c, answer)
-						c.(*net.TCPConn).CloseWrite()
-						io.Copy(io.Discard, c)
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					io.WriteString(c, answer)
-				}
-			}()
-		}
-	}()
-	return "http://" + ln.Addr().String()
 }
 
 func send(t *testing.T, tr http.RoundTripper, ctx context.Context, u, body string) (int, string, error) {
@@ -183,7 +144,7 @@ func TestEngineTransportsAgree(t *testing.T) {
 		}},
 		{"informational answers are skipped", func(t *testing.T, tr http.RoundTripper) {
 			hint := "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
-			u := scriptedEngine(t, hint+hint+"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", false)
+			u := rawengine.Start(t, hint+hint+"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", false)
 			if status, body, err := send(t, tr, t.Context(), u, "x"); err != nil || status != 200 || body != "ok" {
 				t.Errorf("after two 1xx: %d %q %v", status, body, err)
 			}
@@ -203,18 +164,18 @@ func TestEngineTransportsAgree(t *testing.T) {
 			}
 		}},
 		{"an early answer is the answer", func(t *testing.T, tr http.RoundTripper) {
-			u := scriptedEngine(t, "HTTP/1.1 413 Payload Too Large\r\nConnection: close\r\nContent-Length: 3\r\n\r\nbig", true)
+			u := rawengine.Start(t, "HTTP/1.1 413 Payload Too Large\r\nConnection: close\r\nContent-Length: 3\r\n\r\nbig", true)
 			if status, body, err := send(t, tr, t.Context(), u, strings.Repeat("x", 8<<20)); err != nil || status != 413 || body != "big" {
 				t.Fatalf("early answer: %d %q %v", status, body, err)
 			}
 		}},
 		{"response headers are bounded", func(t *testing.T, tr http.RoundTripper) {
 			long := "HTTP/1.1 200 OK\r\n" + strings.Repeat("X-Pad: "+strings.Repeat("p", 1000)+"\r\n", 1100) + "Content-Length: 2\r\n\r\nok"
-			if _, _, err := send(t, tr, t.Context(), scriptedEngine(t, long, false), "x"); err == nil {
+			if _, _, err := send(t, tr, t.Context(), rawengine.Start(t, long, false), "x"); err == nil {
 				t.Error("1.1 MB of headers were taken")
 			}
 			fine := "HTTP/1.1 200 OK\r\n" + strings.Repeat("X-Pad: "+strings.Repeat("p", 1000)+"\r\n", 900) + "Content-Length: 2\r\n\r\nok"
-			if status, body, err := send(t, tr, t.Context(), scriptedEngine(t, fine, false), "x"); err != nil || status != 200 || body != "ok" {
+			if status, body, err := send(t, tr, t.Context(), rawengine.Start(t, fine, false), "x"); err != nil || status != 200 || body != "ok" {
 				t.Errorf("0.9 MB of headers: %d %q %v", status, body, err)
 			}
 		}},

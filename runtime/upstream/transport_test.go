@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routerkit/router/internal/rawengine"
 	"github.com/routerkit/router/internal/wait"
 )
 
@@ -176,47 +176,15 @@ func TestContextEndsTheRequest(t *testing.T) {
 	}
 }
 
-// rawEngine answers every request on a connection with answer, after reading its
-// headers.
-func rawEngine(t *testing.T, answer string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					io.WriteString(c, answer)
-				}
-			}()
-		}
-	}()
-	return "http://" + ln.Addr().String()
-}
-
 func TestInformationalResponses(t *testing.T) {
 	hint := "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
 	final := "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 	tr := newTransport()
-	status, body, err := post(t, tr, context.Background(), rawEngine(t, hint+hint+final), "x")
+	status, body, err := post(t, tr, context.Background(), rawengine.Start(t, hint+hint+final, false), "x")
 	if err != nil || status != 200 || body != "ok" {
 		t.Errorf("after two 1xx: %d %q %v", status, body, err)
 	}
-	_, _, err = post(t, tr, context.Background(), rawEngine(t, strings.Repeat(hint, max1xx+1)+final), "x")
+	_, _, err = post(t, tr, context.Background(), rawengine.Start(t, strings.Repeat(hint, max1xx+1)+final, false), "x")
 	if !errors.Is(err, errTooMany1xx) {
 		t.Errorf("after %d 1xx: %v, want errTooMany1xx", max1xx+1, err)
 	}
@@ -356,12 +324,12 @@ func TestEarlyAnswerBeatsTheWriteError(t *testing.T) {
 func TestResponseHeadersAreBounded(t *testing.T) {
 	tr := newTransport()
 	long := "HTTP/1.1 200 OK\r\n" + strings.Repeat("X-Pad: "+strings.Repeat("p", 1000)+"\r\n", 1100) + "Content-Length: 2\r\n\r\nok"
-	if _, _, err := post(t, tr, context.Background(), rawEngine(t, long), "x"); !errors.Is(err, errHeadersTooLong) {
+	if _, _, err := post(t, tr, context.Background(), rawengine.Start(t, long, false), "x"); !errors.Is(err, errHeadersTooLong) {
 		t.Errorf("1.1 MB of headers: %v, want errHeadersTooLong", err)
 	}
 	// Under the bound, and the body after the headers is not counted against it.
 	fine := "HTTP/1.1 200 OK\r\n" + strings.Repeat("X-Pad: "+strings.Repeat("p", 1000)+"\r\n", 900) + "Content-Length: 2000000\r\n\r\n" + strings.Repeat("b", 2000000)
-	status, body, err := post(t, tr, context.Background(), rawEngine(t, fine), "x")
+	status, body, err := post(t, tr, context.Background(), rawengine.Start(t, fine, false), "x")
 	if err != nil || status != 200 || len(body) != 2000000 {
 		t.Errorf("0.9 MB of headers and a 2 MB body: %d, %d bytes, %v", status, len(body), err)
 	}
