@@ -41,7 +41,7 @@ func (s *Server) serveRouted(w http.ResponseWriter, r *http.Request, prepare req
 	defer s.finish(rec, d)
 	if !s.active.enter() {
 		d.Error = answer.CodeOverCapacity
-		writeError(rec, http.StatusServiceUnavailable, answer.CodeOverCapacity, fmt.Sprintf("the router is serving its maximum of %d requests; retry later", cap(s.active.slots)))
+		answer.Write(rec, http.StatusServiceUnavailable, answer.CodeOverCapacity, fmt.Sprintf("the router is serving its maximum of %d requests; retry later", cap(s.active.slots)))
 		return
 	}
 	defer s.active.leave()
@@ -52,7 +52,7 @@ func (s *Server) serveRouted(w http.ResponseWriter, r *http.Request, prepare req
 			d.Model = re.Model
 		}
 		d.Error = err.Error()
-		writeErr(rec, err)
+		answer.WriteErr(rec, err)
 		return
 	}
 	// The prompt's ids are read by selection and the prefix indexes' learning, all of
@@ -64,7 +64,7 @@ func (s *Server) serveRouted(w http.ResponseWriter, r *http.Request, prepare req
 	}
 	sel, err := s.route(r, p, d)
 	if err != nil {
-		writeErr(rec, err)
+		answer.WriteErr(rec, err)
 		return
 	}
 	rec.measure(p, sel)
@@ -101,7 +101,7 @@ func (s *Server) writeFailure(rec *recorder, err *dispatch.Error, d *Decision) {
 	d.Error = code + ": " + err.Error()
 	s.log.Warn("dispatch failed", "request_id", rec.reqID, "error", logline.Clip(err.Error(), logline.MaxErrorText))
 	if rec.status == 0 {
-		writeError(rec, status, code, msg+" (request id "+rec.reqID+")")
+		answer.Write(rec, status, code, msg+" (request id "+rec.reqID+")")
 	}
 }
 
