@@ -6,6 +6,7 @@
 package control
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -15,7 +16,10 @@ import (
 	"strings"
 
 	"github.com/routerkit/router/runtime/answer"
+	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/policy"
+	"github.com/routerkit/router/runtime/request"
 )
 
 // Where a member engine came from, as /admin/state and the membership metrics say.
@@ -83,7 +87,8 @@ func (e *ReloadError) Error() string {
 	return "reload refused, the running plan stays: " + strings.Join(e.Errors, "; ")
 }
 
-// Router is what the control plane needs of the router it controls, and no more.
+// Router is what the control plane needs of the router it controls, and no more: the
+// generation whose routes are served, acting on the router as a whole.
 type Router interface {
 	// AdminToken is the admin_token of the plan whose routes are served ("" for none).
 	AdminToken() string
@@ -103,6 +108,13 @@ type Router interface {
 	Inflight(id string) int64
 	// Generation is the generation now serving.
 	Generation() uint64
+	// ReadBody reads a client's request body within the router's time and size limits.
+	ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, *answer.Error)
+	// Models are the served models, their tokenizers and request readers.
+	Models() *request.Models
+	// DryRun runs selection for m and facts against live state, as serving would, and
+	// explains it; nothing is dispatched, taken or bound.
+	DryRun(ctx context.Context, m *request.Model, facts *policy.Facts, peakErr error, tokens bool) *explain.Explanation
 }
 
 // Error codes of the reload and engine admin endpoints.
@@ -121,8 +133,9 @@ const NoConfigFiles = "this router was started without --config (--demo serves a
 // maxEngineBody bounds a posted engine: one engine's settings are a few hundred bytes.
 const maxEngineBody = 64 << 10
 
-// Routes adds the membership and reload endpoints of r to mux, each behind Guard.
+// Routes adds the explain, membership and reload endpoints of r to mux, each behind Guard.
 func Routes(mux *http.ServeMux, r Router) {
+	mux.HandleFunc("POST /admin/explain", Guard(r, explainHandler(r)))
 	mux.HandleFunc("POST /admin/reload", Guard(r, reloadHandler(r)))
 	mux.HandleFunc("POST /admin/engines", Guard(r, addEngineHandler(r)))
 	mux.HandleFunc("POST /admin/engines/{id}/drain", Guard(r, drainEngineHandler(r)))

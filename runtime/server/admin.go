@@ -1,10 +1,6 @@
 package server
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -15,14 +11,10 @@ import (
 	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/discovery"
-	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
-	"github.com/routerkit/router/runtime/policy"
-	"github.com/routerkit/router/runtime/request"
 	"github.com/routerkit/router/runtime/slo"
 	"github.com/routerkit/router/runtime/state/affinity"
 	"github.com/routerkit/router/runtime/state/load"
-	"github.com/routerkit/router/runtime/strictjson"
 )
 
 // State is the snapshot GET /admin/state returns and `router top` renders.
@@ -203,75 +195,4 @@ func sumBy(f *dto.MetricFamily, labels ...string) map[string]float64 {
 		out[strings.Join(key, "\x00")] += m.GetCounter().GetValue()
 	}
 	return out
-}
-
-// explain runs selection for the posted request exactly as serving would, against live
-// state, and returns the shared explanation. A body with messages is a chat request; any
-// other is an explain.Request giving the routing facts directly. It is a dry run: nothing is
-// dispatched, no in-flight count is taken and no affinity binding is written.
-func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
-	body, herr := s.readBody(w, r)
-	if herr != nil {
-		answer.WriteErr(w, herr)
-		return
-	}
-	var (
-		facts   policy.Facts
-		m       *request.Model
-		peakErr error
-		err     error
-	)
-	var probe struct {
-		Messages    json.RawMessage `json:"messages"`
-		InputTokens json.RawMessage `json:"input_tokens"`
-	}
-	if strictjson.Unmarshal(body, &probe) == nil && (probe.Messages == nil || probe.InputTokens != nil) {
-		m, facts, peakErr, err = s.explainFacts(r, body)
-	} else {
-		p, err := s.models.Chat(r, body)
-		if err != nil {
-			answer.WriteErr(w, err)
-			return
-		}
-		m, facts = s.models.Get(p.Facts.Model), p.Facts
-	}
-	if err != nil {
-		if _, ok := errors.AsType[*request.Error](err); !ok {
-			err = &request.Error{Kind: request.Invalid, Msg: err.Error()}
-		}
-		answer.WriteErr(w, err)
-		return
-	}
-	x := explain.Run(r.Context(), m.Model, &facts, peakErr, s.deps, s.reg, s.table, time.Now(), facts.TokenIDs != nil)
-	answer.JSON(w, http.StatusOK, x)
-}
-
-// explainFacts reads r, an explain.Request with body, into its model and routing facts
-// (its text tokenized under the request's meter), or the expected-peak failure that
-// stops selection before it starts.
-func (s *Server) explainFacts(r *http.Request, body []byte) (_ *request.Model, _ policy.Facts, peakErr, err error) {
-	var req explain.Request
-	if err := strictjson.Check(body, &req); err != nil {
-		return nil, policy.Facts{}, nil, fmt.Errorf("explain request: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return nil, policy.Facts{}, nil, fmt.Errorf("explain request: %w", err)
-	}
-	if req.Model == "" && len(s.plan.Models) == 1 {
-		req.Model = s.plan.Models[0].Name
-	}
-	m := s.models.Get(req.Model)
-	if m == nil {
-		return nil, policy.Facts{}, nil, s.models.Unknown(req.Model)
-	}
-	if req.InputTokens < 0 || (req.MaxTokens != nil && *req.MaxTokens < 0) {
-		return nil, policy.Facts{}, nil, &request.Error{Kind: request.Invalid, Msg: "input_tokens and max_tokens must not be negative"}
-	}
-	facts, _, peakErr, err := req.Facts(s.models.Meter(r), req.Model, m.Tok)
-	if err != nil {
-		return nil, policy.Facts{}, nil, request.Tokenizing(r, err, req.Model, "")
-	}
-	return m, facts, peakErr, nil
 }

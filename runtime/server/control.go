@@ -1,10 +1,15 @@
 package server
 
 import (
+	"context"
 	"strings"
+	"time"
 
 	"github.com/routerkit/router/runtime/control"
+	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/policy"
+	"github.com/routerkit/router/runtime/request"
 )
 
 // A generation is the control.Router of its own routes: the admin guard reads its plan's
@@ -66,4 +71,13 @@ func (s *Server) Inflight(id string) int64 {
 		}
 	}
 	return 0
+}
+
+// Models are this generation's models.
+func (s *Server) Models() *request.Models { return s.models }
+
+// DryRun explains selection for m and facts with this generation's policies over the
+// router's live registry and load table.
+func (s *Server) DryRun(ctx context.Context, m *request.Model, facts *policy.Facts, peakErr error, tokens bool) *explain.Explanation {
+	return explain.Run(ctx, m.Model, facts, peakErr, s.deps, s.reg, s.table, time.Now(), tokens)
 }

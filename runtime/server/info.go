@@ -31,7 +31,7 @@ func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
 // tokenizer serves POST /v1/tokenize or /v1/detokenize with the model's tokenizer.
 func (s *Server) tokenizer(reply func(r *http.Request, body []byte) (map[string]any, *request.Error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, herr := s.readBody(w, r)
+		body, herr := s.ReadBody(w, r)
 		if herr != nil {
 			answer.WriteErr(w, herr)
 			return

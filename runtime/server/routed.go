@@ -107,7 +107,7 @@ func (s *Server) writeFailure(rec *recorder, err *dispatch.Error, d *Decision) {
 
 // prepare reads the request's body and prepares it with the endpoint's preparer.
 func (s *Server) prepare(w http.ResponseWriter, r *http.Request, prepare request.Preparer) (*request.Prepared, error) {
-	body, herr := s.readBody(w, r)
+	body, herr := s.ReadBody(w, r)
 	if herr != nil {
 		return nil, herr
 	}
@@ -215,13 +215,13 @@ func (a *activeSet) waitIdle(d time.Duration) {
 	}
 }
 
-// preallocMax is the most readBody allocates before the body's bytes arrive.
+// preallocMax is the most ReadBody allocates before the body's bytes arrive.
 const preallocMax = 1 << 20
 
-// readBody reads a client's request body within limits.body_read_ms and the body size
+// ReadBody reads a client's request body within limits.body_read_ms and the body size
 // cap, in one allocation when the client declares its length: the body is read once and
 // every later step (decoding, dispatch to both PD halves) works on these bytes.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *answer.Error) {
+func (s *Server) ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, *answer.Error) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(s.timeouts.BodyRead))
 	timedOut := false

@@ -250,7 +250,6 @@ func (s *Server) buildRoutes() http.Handler {
 	mux.HandleFunc("GET /readyz", s.ready)
 	mux.Handle("GET /metrics", s.metrics.handler())
 	mux.HandleFunc("GET /admin/state", control.Guard(s, s.state))
-	mux.HandleFunc("POST /admin/explain", control.Guard(s, s.explain))
 	control.Routes(mux, s)
 	mux.HandleFunc("/", s.noRoute)
 	return mux
