@@ -10,7 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/routerkit/router/runtime/server"
+	"github.com/routerkit/router/runtime/control"
 )
 
 func reloadCommand() *cli.Command {
@@ -71,7 +71,7 @@ func reload(c *cli.Context) error {
 		}
 		return cli.Exit(fmt.Sprintf("%s: %s", resp.Status, msg), exitFailure)
 	}
-	var res server.ReloadResult
+	var res control.ReloadResult
 	if err := json.Unmarshal(data, &res); err != nil {
 		return cli.Exit(fmt.Sprintf("reloading %s: malformed answer: %v", base, err), exitFailure)
 	}

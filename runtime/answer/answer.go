@@ -6,6 +6,7 @@
 package answer
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -172,3 +173,28 @@ const StatusClientClosed = 499
 
 // CodeInternal is the code of a failure of the router itself.
 const CodeInternal = "internal_error"
+
+// Write answers with {"error": {"message", "type", "code"}} and the machine-readable
+// code in x-router-error-code, so scripts need not parse the body.
+func Write(w http.ResponseWriter, status int, code, msg string) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Router-Error-Code", code)
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(Body(status, code, msg))
+}
+
+// WriteErr answers with err as StatusOf maps it.
+func WriteErr(w http.ResponseWriter, err error) {
+	status, code, msg := StatusOf(err)
+	Write(w, status, code, msg)
+}
+
+// JSON answers with v, indented for people reading admin answers with curl.
+func JSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

@@ -1,12 +1,6 @@
 package server
 
 import (
-	"bytes"
-	"crypto/subtle"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -17,62 +11,11 @@ import (
 	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/discovery"
-	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
-	"github.com/routerkit/router/runtime/policy"
-	"github.com/routerkit/router/runtime/request"
 	"github.com/routerkit/router/runtime/slo"
 	"github.com/routerkit/router/runtime/state/affinity"
 	"github.com/routerkit/router/runtime/state/load"
-	"github.com/routerkit/router/runtime/strictjson"
 )
-
-// admin guards an admin endpoint. With admin_token set, every admin endpoint needs it.
-// Without one, the read (GET /admin/state, what /metrics also shows) stays open and the
-// rest (adding, draining and removing engines, reloads, and explain, which costs CPU) is
-// served only on a loopback-only listener: on any other, whoever reaches the port could
-// add an engine and steer traffic, and requests, to a host of their choosing.
-func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		switch tok := s.plan.AdminToken; {
-		case tok != "":
-			got, ok := bearer(r.Header.Get("Authorization"))
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
-				writeError(w, http.StatusUnauthorized, answer.CodeUnauthorized, "admin endpoints need Authorization: Bearer <admin_token>")
-				return
-			}
-		case r.Method != http.MethodGet && r.Method != http.MethodHead && !s.loopbackOnly.Load():
-			writeError(w, http.StatusForbidden, answer.CodeForbidden, fmt.Sprintf(
-				"%s %s refused: the router listens beyond loopback and has no admin_token; set admin_token in the config and send Authorization: Bearer <admin_token>, or listen on 127.0.0.1 only",
-				r.Method, r.URL.Path))
-			return
-		}
-		h(w, r)
-	}
-}
-
-// loopbackOnly reports whether a listener at addr can only be reached from this host: a
-// loopback IP (127.0.0.0/8, ::1) or a Unix socket, guarded by its file permissions. A
-// wildcard address (0.0.0.0, ::, "") listens on every interface and is not.
-func loopbackOnly(addr net.Addr) bool {
-	switch a := addr.(type) {
-	case *net.TCPAddr:
-		return a.IP.IsLoopback()
-	case *net.UnixAddr:
-		return true
-	}
-	return false
-}
-
-// bearer returns the credentials of a Bearer authorization; the scheme is
-// case-insensitive (RFC 9110 §11.1) and may be followed by several spaces.
-func bearer(h string) (string, bool) {
-	scheme, cred, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	return strings.TrimLeft(cred, " "), true
-}
 
 // State is the snapshot GET /admin/state returns and `router top` renders.
 type State struct {
@@ -138,7 +81,7 @@ type BucketState struct {
 func (s *Server) state(w http.ResponseWriter, _ *http.Request) {
 	fams, err := s.metrics.reg.Gather()
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, answer.CodeInternal, "gathering metrics: "+err.Error())
+		answer.Write(w, http.StatusInternalServerError, answer.CodeInternal, "gathering metrics: "+err.Error())
 		return
 	}
 	byName := map[string]*dto.MetricFamily{}
@@ -195,7 +138,7 @@ func (s *Server) state(w http.ResponseWriter, _ *http.Request) {
 			st.Buckets = append(st.Buckets, bs)
 		}
 	}
-	writeJSON(w, http.StatusOK, st)
+	answer.JSON(w, http.StatusOK, st)
 }
 
 // engineGroups names, per engine, the groups that may pick it as "bucket/stage". A group
@@ -252,83 +195,4 @@ func sumBy(f *dto.MetricFamily, labels ...string) map[string]float64 {
 		out[strings.Join(key, "\x00")] += m.GetCounter().GetValue()
 	}
 	return out
-}
-
-// explain runs selection for the posted request exactly as serving would, against live
-// state, and returns the shared explanation. A body with messages is a chat request; any
-// other is an explain.Request giving the routing facts directly. It is a dry run: nothing is
-// dispatched, no in-flight count is taken and no affinity binding is written.
-func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
-	body, herr := s.readBody(w, r)
-	if herr != nil {
-		writeErr(w, herr)
-		return
-	}
-	var (
-		facts   policy.Facts
-		m       *request.Model
-		peakErr error
-		err     error
-	)
-	var probe struct {
-		Messages    json.RawMessage `json:"messages"`
-		InputTokens json.RawMessage `json:"input_tokens"`
-	}
-	if strictjson.Unmarshal(body, &probe) == nil && (probe.Messages == nil || probe.InputTokens != nil) {
-		m, facts, peakErr, err = s.explainFacts(r, body)
-	} else {
-		p, err := s.models.Chat(r, body)
-		if err != nil {
-			writeErr(w, err)
-			return
-		}
-		m, facts = s.models.Get(p.Facts.Model), p.Facts
-	}
-	if err != nil {
-		if _, ok := errors.AsType[*request.Error](err); !ok {
-			err = &request.Error{Kind: request.Invalid, Msg: err.Error()}
-		}
-		writeErr(w, err)
-		return
-	}
-	x := explain.Run(r.Context(), m.Model, &facts, peakErr, s.deps, s.reg, s.table, time.Now(), facts.TokenIDs != nil)
-	writeJSON(w, http.StatusOK, x)
-}
-
-// explainFacts reads r, an explain.Request with body, into its model and routing facts
-// (its text tokenized under the request's meter), or the expected-peak failure that
-// stops selection before it starts.
-func (s *Server) explainFacts(r *http.Request, body []byte) (_ *request.Model, _ policy.Facts, peakErr, err error) {
-	var req explain.Request
-	if err := strictjson.Check(body, &req); err != nil {
-		return nil, policy.Facts{}, nil, fmt.Errorf("explain request: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return nil, policy.Facts{}, nil, fmt.Errorf("explain request: %w", err)
-	}
-	if req.Model == "" && len(s.plan.Models) == 1 {
-		req.Model = s.plan.Models[0].Name
-	}
-	m := s.models.Get(req.Model)
-	if m == nil {
-		return nil, policy.Facts{}, nil, s.models.Unknown(req.Model)
-	}
-	if req.InputTokens < 0 || (req.MaxTokens != nil && *req.MaxTokens < 0) {
-		return nil, policy.Facts{}, nil, &request.Error{Kind: request.Invalid, Msg: "input_tokens and max_tokens must not be negative"}
-	}
-	facts, _, peakErr, err := req.Facts(s.models.Meter(r), req.Model, m.Tok)
-	if err != nil {
-		return nil, policy.Facts{}, nil, request.Tokenizing(r, err, req.Model, "")
-	}
-	return m, facts, peakErr, nil
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
 }

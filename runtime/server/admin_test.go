@@ -109,3 +109,18 @@ func (s *State) engine(id string) EngineState {
 	}
 	return EngineState{}
 }
+
+// TestExplainFactsTakeTheOnlyModel: explain facts without a model are the only model's on
+// a one-model router, and refused as an unknown model on a router with several.
+func TestExplainFactsTakeTheOnlyModel(t *testing.T) {
+	fc := startFleet(t, plainPlan("E1"))
+	status, body := fc.postJSON(t, "/admin/explain", `{"input_tokens": 5}`)
+	var ex explain.Explanation
+	if err := json.Unmarshal(body, &ex); err != nil || status != http.StatusOK || ex.Picks[plan.RolePlain] != "E1" {
+		t.Errorf("one model: %d %s", status, body)
+	}
+	fc = startFleet(t, fallPlan())
+	if status, body := fc.postJSON(t, "/admin/explain", `{"input_tokens": 5}`); status != http.StatusNotFound {
+		t.Errorf("several models: %d %s, want 404", status, body)
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/routerkit/router/runtime/control"
 	"github.com/routerkit/router/runtime/discovery"
 	"github.com/routerkit/router/runtime/plan"
 )
@@ -27,14 +28,14 @@ type dnsRunner struct {
 
 // dnsMembership is the fleet as discovery sees it: changes of origin dns, with "no such
 // member" told apart so that a source forgets an engine removed behind its back.
-type dnsMembership struct{ m Membership }
+type dnsMembership struct{ m control.Membership }
 
 func (d dnsMembership) Add(e plan.Engine) error { return d.m.Add(e) }
 func (d dnsMembership) Drain(id string) error   { return unknownAsDiscovery(d.m.Drain(id)) }
 func (d dnsMembership) Remove(id string) error  { return unknownAsDiscovery(d.m.Remove(id)) }
 
 func unknownAsDiscovery(err error) error {
-	var me *MembershipError
+	var me *control.MembershipError
 	if errors.As(err, &me) && me.Status == 404 {
 		return fmt.Errorf("%w: %w", discovery.ErrUnknownEngine, err)
 	}
@@ -50,11 +51,11 @@ func (c *core) startDNS(ctx context.Context, srcs []plan.DNSSource) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.ctx, r.srcs = ctx, srcs
-	m := dnsMembership{originMembership{c, OriginDNS}}
+	m := dnsMembership{originMembership{c, control.OriginDNS}}
 	d := discovery.New(srcs, m, discovery.Options{Logger: c.log})
 	var stale []string
 	for _, mb := range c.memberList() {
-		if mb.origin == OriginDNS && !mb.leaving && !d.Adopt(mb.engine) {
+		if mb.origin == control.OriginDNS && !mb.leaving && !d.Adopt(mb.engine) {
 			stale = append(stale, mb.engine.ID)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/routerkit/router/runtime/control"
 	"github.com/routerkit/router/runtime/discovery/dnstest"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/sim"
@@ -89,7 +90,7 @@ func (df *dnsFleet) engineStates(t *testing.T) (map[string]EngineState, *State) 
 func TestDNSDiscoveryEndToEnd(t *testing.T) {
 	df := startDNSFleet(t, 0, 1)
 	states, st := df.engineStates(t)
-	if len(states) != 2 || states[df.id(0)].Origin != OriginDNS || states[df.id(1)].State != "serving" {
+	if len(states) != 2 || states[df.id(0)].Origin != control.OriginDNS || states[df.id(1)].State != "serving" {
 		t.Fatalf("engines at start: %+v", states)
 	}
 	if len(st.DNS) != 1 || st.DNS[0].ID != "pods" || len(st.DNS[0].Engines) != 2 || st.DNS[0].Lookups.OK < 1 {
@@ -197,7 +198,7 @@ func TestDNSDiscoveryFollowsReload(t *testing.T) {
 	if len(states) != 2 || states[df.id(0)].State != "serving" || len(st.DNS) != 1 || len(st.DNS[0].Engines) != 2 {
 		t.Fatalf("after a reload changing the interval: engines %+v, dns %+v", states, st.DNS)
 	}
-	if n := testutil.ToFloat64(df.srv.fleet.changes.WithLabelValues("removed", OriginDNS)); n != 0 {
+	if n := testutil.ToFloat64(df.srv.fleet.changes.WithLabelValues("removed", control.OriginDNS)); n != 0 {
 		t.Fatalf("a changed interval removed %v engines", n)
 	}
 	none := same
@@ -209,6 +210,6 @@ func TestDNSDiscoveryFollowsReload(t *testing.T) {
 	}
 	waitFor(t, "the source's engines gone", func() bool {
 		s, st := df.engineStates(t)
-		return len(s) == 1 && s["S"].Origin == OriginConfig && st.DNS == nil
+		return len(s) == 1 && s["S"].Origin == control.OriginConfig && st.DNS == nil
 	})
 }

@@ -7,7 +7,8 @@ import (
 	"testing"
 )
 
-// FuzzExplainRequest feeds the /admin/explain decoder: it never panics.
+// FuzzExplainRequest feeds POST /admin/explain (control's decoder, on a loopback-only
+// router): it never panics.
 func FuzzExplainRequest(f *testing.F) {
 	for _, s := range []string{`{"model":"m","input_tokens":5,"max_tokens":3,"session_id":"s"}`, `{"input_tokens":-1}`,
 		`{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":3}`, `{}`} {
@@ -17,8 +18,10 @@ func FuzzExplainRequest(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	srv.loopbackOnly.Store(true)
+	h := srv.Handler()
 	f.Fuzz(func(t *testing.T, body []byte) {
-		_, _, _, _ = srv.explainFacts(httptest.NewRequest(http.MethodPost, "/admin/explain", nil), body)
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/admin/explain", bytes.NewReader(body)))
 	})
 }
 

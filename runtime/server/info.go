@@ -22,26 +22,26 @@ func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	m := s.models.Get(id)
 	if m == nil {
-		writeErr(w, s.models.Unknown(id))
+		answer.WriteErr(w, s.models.Unknown(id))
 		return
 	}
-	writeJSON(w, http.StatusOK, s.modelCard(m.Plan))
+	answer.JSON(w, http.StatusOK, s.modelCard(m.Plan))
 }
 
 // tokenizer serves POST /v1/tokenize or /v1/detokenize with the model's tokenizer.
-func (s *Server) tokenizer(answer func(r *http.Request, body []byte) (map[string]any, *request.Error)) http.HandlerFunc {
+func (s *Server) tokenizer(reply func(r *http.Request, body []byte) (map[string]any, *request.Error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, herr := s.readBody(w, r)
+		body, herr := s.ReadBody(w, r)
 		if herr != nil {
-			writeErr(w, herr)
+			answer.WriteErr(w, herr)
 			return
 		}
-		out, rerr := answer(r, body)
+		out, rerr := reply(r, body)
 		if rerr != nil {
-			writeErr(w, rerr)
+			answer.WriteErr(w, rerr)
 			return
 		}
-		writeJSON(w, http.StatusOK, out)
+		answer.JSON(w, http.StatusOK, out)
 	}
 }
 
@@ -56,7 +56,7 @@ func (s *Server) modelCard(m *plan.Model) map[string]any {
 func (s *Server) engineInfo(w http.ResponseWriter, r *http.Request) {
 	m, herr := s.models.Named(r.URL.Query().Get("model"))
 	if herr != nil {
-		writeErr(w, herr)
+		answer.WriteErr(w, herr)
 		return
 	}
 	var id, base string
@@ -67,32 +67,32 @@ func (s *Server) engineInfo(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if base == "" {
-		writeError(w, http.StatusServiceUnavailable, answer.CodeNoHealthyEngine, fmt.Sprintf("model %q has no healthy engine to ask", m.Plan.Name))
+		answer.Write(w, http.StatusServiceUnavailable, answer.CodeNoHealthyEngine, fmt.Sprintf("model %q has no healthy engine to ask", m.Plan.Name))
 		return
 	}
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, base+r.URL.Path, nil)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, answer.CodeEngineError, fmt.Sprintf("engine %s: %v", id, unwrapURL(err)))
+		answer.Write(w, http.StatusInternalServerError, answer.CodeEngineError, fmt.Sprintf("engine %s: %v", id, unwrapURL(err)))
 		return
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		writeError(w, http.StatusBadGateway, answer.CodeEngineError, fmt.Sprintf("asking engine %s of model %q: %v", id, m.Plan.Name, unwrapURL(err)))
+		answer.Write(w, http.StatusBadGateway, answer.CodeEngineError, fmt.Sprintf("asking engine %s of model %q: %v", id, m.Plan.Name, unwrapURL(err)))
 		return
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxInfoBytes))
 	if err != nil {
-		writeError(w, http.StatusBadGateway, answer.CodeEngineError, fmt.Sprintf("reading the answer of engine %s of model %q: %v", id, m.Plan.Name, unwrapURL(err)))
+		answer.Write(w, http.StatusBadGateway, answer.CodeEngineError, fmt.Sprintf("reading the answer of engine %s of model %q: %v", id, m.Plan.Name, unwrapURL(err)))
 		return
 	}
 	if resp.StatusCode/100 != 2 {
-		writeError(w, http.StatusBadGateway, answer.CodeEngineError, fmt.Sprintf("engine %s of model %q answered %s", id, m.Plan.Name, resp.Status))
+		answer.Write(w, http.StatusBadGateway, answer.CodeEngineError, fmt.Sprintf("engine %s of model %q answered %s", id, m.Plan.Name, resp.Status))
 		return
 	}
 	if r.URL.Path == "/get_server_info" {
 		if body, err = serverInfo(body); err != nil {
-			writeError(w, http.StatusBadGateway, answer.CodeEngineError, fmt.Sprintf("engine %s of model %q: %v", id, m.Plan.Name, err))
+			answer.Write(w, http.StatusBadGateway, answer.CodeEngineError, fmt.Sprintf("engine %s of model %q: %v", id, m.Plan.Name, err))
 			return
 		}
 	}

@@ -13,47 +13,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/routerkit/router/runtime/control"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/state/affinity"
 	"github.com/routerkit/router/runtime/state/kv"
 )
-
-// Where a member engine came from, as /admin/state and the membership metrics say.
-const (
-	// OriginConfig: the configuration files, at startup or a reload.
-	OriginConfig = "config"
-	// OriginAdmin: POST /admin/engines.
-	OriginAdmin = "admin"
-	// OriginDNS: DNS discovery.
-	OriginDNS = "dns"
-)
-
-// Membership adds, drains and removes engines while the router serves. Add takes an
-// engine already validated and defaulted (the compiler's CompileEngine for one written by
-// a person; discovery builds its own from a compiled template). The errors are
-// *MembershipError.
-type Membership interface {
-	// Add registers an engine of a served model and role. Selection can pick it at once
-	// in every group without worker_ids of its model and role; its health checks, load
-	// polls and KV events start with it.
-	Add(e plan.Engine) error
-	// Drain stops new picks of the engine; what it is serving finishes.
-	Drain(id string) error
-	// Remove takes the engine out: no new picks, and its load slot, prefix index
-	// entries, bindings, monitoring and KV-event subscription go at once; the requests
-	// it is serving finish, then its metric series are deleted.
-	Remove(id string) error
-}
-
-// MembershipError is a refused membership change: Status is the HTTP status that
-// answers it (400 for a bad engine, 404 for an unknown id, 409 for a conflict).
-type MembershipError struct {
-	Status int
-	Msg    string
-}
-
-func (e *MembershipError) Error() string { return e.Msg }
 
 // member is one engine of the fleet, serving or on its way out.
 type member struct {
@@ -116,7 +81,7 @@ func (f *fleet) init(p *plan.Plan) {
 		f.reloads.WithLabelValues(r)
 	}
 	for _, c := range []string{"added", "replaced", "drained", "removed"} {
-		for _, o := range []string{OriginConfig, OriginAdmin, OriginDNS} {
+		for _, o := range control.Origins {
 			f.changes.WithLabelValues(c, o)
 		}
 	}
@@ -145,7 +110,7 @@ func (membershipCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descMemb
 
 func (mc membershipCollector) Collect(ch chan<- prometheus.Metric) {
 	counts := map[[2]string]int{}
-	for _, o := range []string{OriginConfig, OriginAdmin, OriginDNS} {
+	for _, o := range control.Origins {
 		for _, st := range []string{"serving", "draining", "leaving"} {
 			counts[[2]string{o, st}] = 0
 		}
@@ -174,9 +139,11 @@ func (b bindingsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// Membership returns the membership interface for changes of one origin (OriginAdmin,
-// OriginDNS): engines it adds are listed with that origin.
-func (s *Server) Membership(origin string) Membership { return originMembership{s.core, origin} }
+// Membership returns the membership interface for changes of one origin (control.OriginAdmin,
+// control.OriginDNS): engines it adds are listed with that origin.
+func (s *Server) Membership(origin string) control.Membership {
+	return originMembership{s.core, origin}
+}
 
 type originMembership struct {
 	c      *core
@@ -190,7 +157,7 @@ func (o originMembership) Remove(id string) error  { return o.c.removeEngine(id,
 // checkEngine reports why e cannot join a fleet serving p beside members, with the fix.
 func checkEngine(p *plan.Plan, members map[string]*member, e plan.Engine) error {
 	bad := func(status int, format string, args ...any) error {
-		return &MembershipError{Status: status, Msg: fmt.Sprintf(format, args...)}
+		return &control.MembershipError{Status: status, Msg: fmt.Sprintf(format, args...)}
 	}
 	if e.ID == "" || e.URL == "" || e.Model == "" || e.Role == "" {
 		return bad(400, "engine %q: id, url, model and role are required", e.ID)
@@ -363,7 +330,7 @@ func (c *core) addEngine(e plan.Engine, origin string) error {
 		return err
 	}
 	if len(f.members) >= f.maxMembers {
-		return &MembershipError{Status: 409, Msg: fmt.Sprintf("engine %q: the router has %d engines, its maximum: remove engines first", e.ID, len(f.members))}
+		return &control.MembershipError{Status: 409, Msg: fmt.Sprintf("engine %q: the router has %d engines, its maximum: remove engines first", e.ID, len(f.members))}
 	}
 	m := c.join(g, e, origin)
 	c.reg.Put(m.worker)
@@ -389,7 +356,7 @@ func (f *fleet) memberOf(id string) (*member, error) {
 			ids = append(ids, id)
 		}
 	}
-	return nil, &MembershipError{Status: 404, Msg: fmt.Sprintf("no engine %q is a member (members: %s): see GET /admin/state", id, strings.Join(ids, ", "))}
+	return nil, &control.MembershipError{Status: 404, Msg: fmt.Sprintf("no engine %q is a member (members: %s): see GET /admin/state", id, strings.Join(ids, ", "))}
 }
 
 // withMember runs change on the serving or draining member with the id, under f.mu.
@@ -431,41 +398,6 @@ func (c *core) logErrs(what string, errs []error) {
 	}
 }
 
-// ReloadResult says what a reload changed.
-type ReloadResult struct {
-	Generation uint64   `json:"generation"`
-	Added      []string `json:"added"`
-	Replaced   []string `json:"replaced"`
-	Removed    []string `json:"removed"`
-	Kept       []string `json:"kept"`
-	// Dropped are run-time engines (admin, dns) the new plan no longer serves: their
-	// model is gone or no longer uses their role.
-	Dropped []string `json:"dropped,omitempty"`
-}
-
-// ReloadError is a refused reload: the configuration does not compile, or changes
-// settings only a restart applies. The running plan stays.
-type ReloadError struct {
-	// Errors are the problems, one per line of the compiler's report.
-	Errors []string
-	// Failed is set when the plan compiled but the router could not build it (a
-	// tokenizer that does not load): result "failed" rather than "refused".
-	Failed bool
-}
-
-func (e *ReloadError) Error() string {
-	return "reload refused, the running plan stays: " + strings.Join(e.Errors, "; ")
-}
-
-// RefuseReload counts and wraps a configuration that did not compile, for callers that
-// compile outside the server.
-func (s *Server) RefuseReload(err error) error {
-	s.fleet.reloads.WithLabelValues("refused").Inc()
-	re := &ReloadError{Errors: strings.Split(err.Error(), "\n")}
-	s.log.Error("reload refused: the configuration does not compile; the running plan stays", "errors", strings.Join(re.Errors, "; "))
-	return re
-}
-
 // restartOnly lists the settings that differ between two plans and that only a restart
 // applies: they size or open what the process set up once.
 func restartOnly(old, new *plan.Plan) []string {
@@ -502,8 +434,8 @@ func restartOnly(old, new *plan.Plan) []string {
 // configured engines no longer in the plan leave as Remove does. Engines added at run
 // time (admin, dns) stay unless the plan configures the same id, which then takes over,
 // or no longer serves their model and role. A plan changing a setting only a restart
-// applies is refused with *ReloadError, as is one that cannot be built.
-func (s *Server) Reload(p *plan.Plan) (res ReloadResult, err error) {
+// applies is refused with *control.ReloadError, as is one that cannot be built.
+func (s *Server) Reload(p *plan.Plan) (res control.ReloadResult, err error) {
 	c := s.core
 	f := &c.fleet
 	// Discovery follows changed engines_from_dns once the fleet is unlocked: its rounds
@@ -538,10 +470,10 @@ func (s *Server) Reload(p *plan.Plan) (res ReloadResult, err error) {
 }
 
 // refuseReload counts a refused or failed reload and says why; the running plan stays.
-func (c *core) refuseReload(result string, errs ...string) (ReloadResult, error) {
+func (c *core) refuseReload(result string, errs ...string) (control.ReloadResult, error) {
 	c.fleet.reloads.WithLabelValues(result).Inc()
 	c.log.Error("reload refused; the running plan stays", "errors", strings.Join(errs, "; "))
-	return ReloadResult{}, &ReloadError{Errors: errs, Failed: result == "failed"}
+	return control.ReloadResult{}, &control.ReloadError{Errors: errs, Failed: result == "failed"}
 }
 
 // inService returns the members serving or draining, by id. Call with f.mu held.
@@ -574,7 +506,7 @@ func (c *core) withRunTimeEngines(p *plan.Plan, current map[string]*member) (*pl
 	var dropped []string
 	for _, id := range c.fleet.order {
 		m := current[id]
-		if m == nil || m.origin == OriginConfig || configured[id] {
+		if m == nil || m.origin == control.OriginConfig || configured[id] {
 			continue
 		}
 		others := map[string]*member{}
@@ -596,7 +528,7 @@ func (c *core) withRunTimeEngines(p *plan.Plan, current map[string]*member) (*pl
 // the new breaker settings; a changed one is replaced and a removed one leaves (see
 // leave); new ones join; the config takes over a run-time engine it now configures. The
 // fleet's order becomes ng's. Call with f.mu held.
-func (c *core) changeMembers(g, ng *Server, p *plan.Plan, current map[string]*member) (res ReloadResult) {
+func (c *core) changeMembers(g, ng *Server, p *plan.Plan, current map[string]*member) (res control.ReloadResult) {
 	f := &c.fleet
 	configured := configuredIDs(p)
 	want := map[string]plan.Engine{}
@@ -620,7 +552,7 @@ func (c *core) changeMembers(g, ng *Server, p *plan.Plan, current map[string]*me
 		default:
 			res.Kept = append(res.Kept, id)
 			if configured[id] {
-				m.origin = OriginConfig // the config takes over a run-time engine
+				m.origin = control.OriginConfig // the config takes over a run-time engine
 			}
 			if b := m.worker.Breaker(); b != nil && ng.plan.Breaker != g.plan.Breaker {
 				b.Configure(breakerSettings(ng.plan.Breaker))
@@ -632,7 +564,7 @@ func (c *core) changeMembers(g, ng *Server, p *plan.Plan, current map[string]*me
 		if m := f.members[e.ID]; m != nil {
 			continue
 		}
-		origin := OriginConfig
+		origin := control.OriginConfig
 		if !configured[e.ID] {
 			origin = current[e.ID].origin
 		}
@@ -681,17 +613,17 @@ func (c *core) swapIn(g, ng *Server) {
 }
 
 // countReload counts an applied reload and its membership changes, and logs it.
-func (c *core) countReload(res ReloadResult) {
+func (c *core) countReload(res control.ReloadResult) {
 	f := &c.fleet
 	f.reloads.WithLabelValues("applied").Inc()
 	for range res.Added {
-		f.changes.WithLabelValues("added", OriginConfig).Inc()
+		f.changes.WithLabelValues("added", control.OriginConfig).Inc()
 	}
 	for range res.Replaced {
-		f.changes.WithLabelValues("replaced", OriginConfig).Inc()
+		f.changes.WithLabelValues("replaced", control.OriginConfig).Inc()
 	}
 	for range res.Removed {
-		f.changes.WithLabelValues("removed", OriginConfig).Inc()
+		f.changes.WithLabelValues("removed", control.OriginConfig).Inc()
 	}
 	c.log.Info("reloaded", "generation", res.Generation, "added", res.Added, "replaced", res.Replaced,
 		"removed", res.Removed, "kept", len(res.Kept), "dropped", res.Dropped)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/routerkit/router/compiler"
+	"github.com/routerkit/router/runtime/control"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/sim"
@@ -112,7 +113,7 @@ func TestReloadKeepsStateOfEnginesThatStay(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("reload: %d %s", status, body)
 	}
-	var res ReloadResult
+	var res control.ReloadResult
 	if err := json.Unmarshal(body, &res); err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestReloadKeepsStateOfEnginesThatStay(t *testing.T) {
 	if d := st.Decisions[0]; d.Generation != 2 || st.Decisions[len(st.Decisions)-1].Generation != 1 {
 		t.Errorf("decisions do not name the plans they ran on: newest %d, oldest %d", d.Generation, st.Decisions[len(st.Decisions)-1].Generation)
 	}
-	if st.Generation != 2 || st.engine("E3").Origin != OriginConfig || st.engine("E1").State != "serving" || st.engine("E2").ID != "" {
+	if st.Generation != 2 || st.engine("E3").Origin != control.OriginConfig || st.engine("E1").State != "serving" || st.engine("E2").ID != "" {
 		t.Errorf("state after the reload: generation %d, engines %+v", st.Generation, st.Engines)
 	}
 	// The kept breaker follows the new settings: one failure opens it now (5 before).
@@ -246,7 +247,7 @@ func TestBrokenReloadChangesNothing(t *testing.T) {
 		Errors []string `json:"errors"`
 	}
 	_ = json.Unmarshal(body, &answer)
-	if status != http.StatusUnprocessableEntity || answer.Error.Code != codeReloadRefused || len(answer.Errors) == 0 || !strings.Contains(string(body), "router.yaml:3") {
+	if status != http.StatusUnprocessableEntity || answer.Error.Code != "reload_refused" || len(answer.Errors) == 0 || !strings.Contains(string(body), "router.yaml:3") {
 		t.Fatalf("broken config: %d %s", status, body)
 	}
 
@@ -267,9 +268,9 @@ func TestBrokenReloadChangesNothing(t *testing.T) {
 	if v, _ := fc.metricValue(t, `router_reloads_total{result="refused"}`); v != 2 {
 		t.Errorf("router_reloads_total{result=\"refused\"} = %v, want 2", v)
 	}
-	var re *ReloadError
+	var re *control.ReloadError
 	if _, err := fc.srv.ReloadConfig(); !errors.As(err, &re) {
-		t.Errorf("ReloadConfig error %v, want a *ReloadError", err)
+		t.Errorf("ReloadConfig error %v, want a *control.ReloadError", err)
 	}
 }
 
@@ -314,7 +315,7 @@ func TestAdminAddDrainRemove(t *testing.T) {
 	if n := len(fc.sent.bodies(e2.URL)); n != 2 {
 		t.Fatalf("round robin over E1 and the added E2 sent E2 %d of 4 requests", n)
 	}
-	if st := fc.state(t); st.engine("E2").Origin != OriginAdmin || st.engine("E2").State != "serving" || st.Generation != 2 {
+	if st := fc.state(t); st.engine("E2").Origin != control.OriginAdmin || st.engine("E2").State != "serving" || st.Generation != 2 {
 		t.Errorf("state after add: %+v", st.engine("E2"))
 	}
 
@@ -401,7 +402,7 @@ func TestRuntimeEnginesSurviveAReload(t *testing.T) {
 	var next *plan.Plan
 	fc := startFleetWith(t, p, 0, Options{Reload: func() (*plan.Plan, error) { return next, nil }})
 	e2 := startSimEngine(t, p, plainEngine("E2"), 0)
-	if err := fc.srv.Membership(OriginDNS).Add(e2); err != nil {
+	if err := fc.srv.Membership(control.OriginDNS).Add(e2); err != nil {
 		t.Fatal(err)
 	}
 	w2 := fc.srv.reg.Get("E2")
@@ -409,7 +410,7 @@ func TestRuntimeEnginesSurviveAReload(t *testing.T) {
 	if _, err := fc.srv.ReloadConfig(); err != nil {
 		t.Fatal(err)
 	}
-	if fc.srv.reg.Get("E2") != w2 || fc.state(t).engine("E2").Origin != OriginDNS {
+	if fc.srv.reg.Get("E2") != w2 || fc.state(t).engine("E2").Origin != control.OriginDNS {
 		t.Error("a run-time engine did not survive a reload of a config without it")
 	}
 	next = clone(p)
@@ -418,17 +419,17 @@ func TestRuntimeEnginesSurviveAReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := fc.state(t); st.engine("E2").Origin != OriginConfig || fc.srv.reg.Get("E2") != w2 || !slices.Contains(res.Kept, "E2") {
+	if st := fc.state(t); st.engine("E2").Origin != control.OriginConfig || fc.srv.reg.Get("E2") != w2 || !slices.Contains(res.Kept, "E2") {
 		t.Errorf("the config naming a run-time engine takes it over, same identity kept: %+v %+v", st.engine("E2"), res)
 	}
 	fc.srv.fleet.maxMembers = 2
-	var me *MembershipError
-	if err := fc.srv.Membership(OriginDNS).Add(startSimEngine(t, p, plainEngine("E4"), 0)); !errors.As(err, &me) || me.Status != 409 || !strings.Contains(me.Msg, "the router has 2 engines, its maximum: remove engines first") {
+	var me *control.MembershipError
+	if err := fc.srv.Membership(control.OriginDNS).Add(startSimEngine(t, p, plainEngine("E4"), 0)); !errors.As(err, &me) || me.Status != 409 || !strings.Contains(me.Msg, "the router has 2 engines, its maximum: remove engines first") {
 		t.Errorf("adding a third engine to a router of at most two: %v", err)
 	}
 	e3 := plainEngine("E3")
 	e3.URL = fc.srv.reg.Get("E1").URL() + "/"
-	if err := fc.srv.Membership(OriginDNS).Add(e3); !errors.As(err, &me) || me.Status != 409 || !strings.Contains(me.Msg, `same url as member "E1"`) {
+	if err := fc.srv.Membership(control.OriginDNS).Add(e3); !errors.As(err, &me) || me.Status != 409 || !strings.Contains(me.Msg, `same url as member "E1"`) {
 		t.Errorf("adding a second engine at E1's url: %v", err)
 	}
 }
@@ -500,7 +501,7 @@ func TestEngineChurnKeepsStateBounded(t *testing.T) {
 	for i := range 20 {
 		e := e2
 		e.ID = fmt.Sprintf("churn-%d", i)
-		if err := fc.srv.Membership(OriginDNS).Add(e); err != nil {
+		if err := fc.srv.Membership(control.OriginDNS).Add(e); err != nil {
 			t.Fatal(err)
 		}
 		for range 2 {
@@ -508,7 +509,7 @@ func TestEngineChurnKeepsStateBounded(t *testing.T) {
 				t.Fatalf("status %d: %s", status, body)
 			}
 		}
-		if err := fc.srv.Membership(OriginDNS).Remove(e.ID); err != nil {
+		if err := fc.srv.Membership(control.OriginDNS).Remove(e.ID); err != nil {
 			t.Fatal(err)
 		}
 	}

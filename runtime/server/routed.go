@@ -41,7 +41,7 @@ func (s *Server) serveRouted(w http.ResponseWriter, r *http.Request, prepare req
 	defer s.finish(rec, d)
 	if !s.active.enter() {
 		d.Error = answer.CodeOverCapacity
-		writeError(rec, http.StatusServiceUnavailable, answer.CodeOverCapacity, fmt.Sprintf("the router is serving its maximum of %d requests; retry later", cap(s.active.slots)))
+		answer.Write(rec, http.StatusServiceUnavailable, answer.CodeOverCapacity, fmt.Sprintf("the router is serving its maximum of %d requests; retry later", cap(s.active.slots)))
 		return
 	}
 	defer s.active.leave()
@@ -52,7 +52,7 @@ func (s *Server) serveRouted(w http.ResponseWriter, r *http.Request, prepare req
 			d.Model = re.Model
 		}
 		d.Error = err.Error()
-		writeErr(rec, err)
+		answer.WriteErr(rec, err)
 		return
 	}
 	// The prompt's ids are read by selection and the prefix indexes' learning, all of
@@ -64,7 +64,7 @@ func (s *Server) serveRouted(w http.ResponseWriter, r *http.Request, prepare req
 	}
 	sel, err := s.route(r, p, d)
 	if err != nil {
-		writeErr(rec, err)
+		answer.WriteErr(rec, err)
 		return
 	}
 	rec.measure(p, sel)
@@ -101,13 +101,13 @@ func (s *Server) writeFailure(rec *recorder, err *dispatch.Error, d *Decision) {
 	d.Error = code + ": " + err.Error()
 	s.log.Warn("dispatch failed", "request_id", rec.reqID, "error", logline.Clip(err.Error(), logline.MaxErrorText))
 	if rec.status == 0 {
-		writeError(rec, status, code, msg+" (request id "+rec.reqID+")")
+		answer.Write(rec, status, code, msg+" (request id "+rec.reqID+")")
 	}
 }
 
 // prepare reads the request's body and prepares it with the endpoint's preparer.
 func (s *Server) prepare(w http.ResponseWriter, r *http.Request, prepare request.Preparer) (*request.Prepared, error) {
-	body, herr := s.readBody(w, r)
+	body, herr := s.ReadBody(w, r)
 	if herr != nil {
 		return nil, herr
 	}
@@ -215,13 +215,13 @@ func (a *activeSet) waitIdle(d time.Duration) {
 	}
 }
 
-// preallocMax is the most readBody allocates before the body's bytes arrive.
+// preallocMax is the most ReadBody allocates before the body's bytes arrive.
 const preallocMax = 1 << 20
 
-// readBody reads a client's request body within limits.body_read_ms and the body size
+// ReadBody reads a client's request body within limits.body_read_ms and the body size
 // cap, in one allocation when the client declares its length: the body is read once and
 // every later step (decoding, dispatch to both PD halves) works on these bytes.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *answer.Error) {
+func (s *Server) ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, *answer.Error) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(s.timeouts.BodyRead))
 	timedOut := false

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/routerkit/router/runtime/answer"
+	"github.com/routerkit/router/runtime/control"
 	"github.com/routerkit/router/runtime/dispatch"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/monitor"
@@ -147,7 +148,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("engine %s: url %q does not parse", e.ID, plan.RedactURL(e.URL))
 		}
 		reg.Get(e.ID).SetBreaker(newBreaker(p.Breaker, opts.Clock))
-		c.fleet.members[e.ID] = &member{engine: e, worker: reg.Get(e.ID), origin: OriginConfig}
+		c.fleet.members[e.ID] = &member{engine: e, worker: reg.Get(e.ID), origin: control.OriginConfig}
 		c.fleet.order = append(c.fleet.order, e.ID)
 	}
 	deps, err := policy.NewDeps(p, c.table, opts.Rand, nil)
@@ -248,9 +249,8 @@ func (s *Server) buildRoutes() http.Handler {
 	}
 	mux.HandleFunc("GET /readyz", s.ready)
 	mux.Handle("GET /metrics", s.metrics.handler())
-	mux.HandleFunc("GET /admin/state", s.admin(s.state))
-	mux.HandleFunc("POST /admin/explain", s.admin(s.explain))
-	s.membershipRoutes(mux)
+	mux.HandleFunc("GET /admin/state", control.Guard(s, s.state))
+	control.Routes(mux, s)
 	mux.HandleFunc("/", s.noRoute)
 	return mux
 }
@@ -259,7 +259,7 @@ func (s *Server) buildRoutes() http.Handler {
 // accepting, reports not-ready, lets in-flight requests finish within the plan's grace
 // period and returns nil after a clean drain.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	s.loopbackOnly.Store(loopbackOnly(ln.Addr()))
+	s.loopbackOnly.Store(control.LoopbackOnly(ln.Addr()))
 	if !s.loopbackOnly.Load() && s.current().plan.AdminToken == "" {
 		s.log.Warn("admin writes refused: the router listens beyond loopback without admin_token; set admin_token to add, drain or remove engines, reload or explain over HTTP",
 			"listen", ln.Addr().String())
@@ -390,10 +390,10 @@ var routeList = func() string {
 func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	if method, ok := routes[r.URL.Path]; ok {
 		w.Header().Set("Allow", method)
-		writeError(w, http.StatusMethodNotAllowed, answer.CodeMethod, fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, method))
+		answer.Write(w, http.StatusMethodNotAllowed, answer.CodeMethod, fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, method))
 		return
 	}
-	writeError(w, http.StatusNotFound, answer.CodeNotFound, fmt.Sprintf("no route %s %s: this router serves %s", r.Method, r.URL.Path, routeList))
+	answer.Write(w, http.StatusNotFound, answer.CodeNotFound, fmt.Sprintf("no route %s %s: this router serves %s", r.Method, r.URL.Path, routeList))
 }
 
 func (s *Server) listModels(w http.ResponseWriter, _ *http.Request) {
@@ -401,5 +401,5 @@ func (s *Server) listModels(w http.ResponseWriter, _ *http.Request) {
 	for i := range s.plan.Models {
 		data = append(data, s.modelCard(&s.plan.Models[i]))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	answer.JSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }
