@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/plan"
 )
@@ -127,7 +128,7 @@ func TestEngineURLCredentialsNeverShow(t *testing.T) {
 		seen.WriteString(body)
 	}
 	var st *State
-	waitFor(t, "E2's health error", func() bool { st = fc.state(t); return st.engine("E2").HealthError != "" })
+	wait.For(t, "E2's health error", func() bool { st = fc.state(t); return st.engine("E2").HealthError != "" })
 	if got, want := st.engine("E1").URL, "http://ops:xxxxx@"+strings.TrimPrefix(fleet.Engine("E1").URL(), "http://"); got != want {
 		t.Errorf("state url %q, want %q", got, want)
 	}

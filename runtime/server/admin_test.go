@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
@@ -32,7 +33,7 @@ func TestShutdownDrains(t *testing.T) {
 		resp.Body.Close()
 		done <- resp.StatusCode
 	}()
-	waitFor(t, "request in flight", func() bool { return fc.srv.reg.Get("E1").Inflight() == 1 })
+	wait.For(t, "request in flight", func() bool { return fc.srv.reg.Get("E1").Inflight() == 1 })
 	fc.stop()
 	if status := <-done; status != 200 {
 		t.Errorf("in-flight request during shutdown: status %d, want 200", status)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
@@ -152,7 +153,7 @@ func TestBodyReadTimeoutAndConcurrencyCap(t *testing.T) {
 		defer close(held)
 		fc.post(t, chat("m", "hold", ""))
 	}()
-	waitFor(t, "a request in flight", func() bool { return fc.srv.reg.Get("E1").Inflight() == 1 })
+	wait.For(t, "a request in flight", func() bool { return fc.srv.reg.Get("E1").Inflight() == 1 })
 	if status, code, _ := fc.post(t, chat("m", "one too many", "")); status != 503 || code != answer.CodeOverCapacity {
 		t.Errorf("over the cap: %d %s", status, code)
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/routerkit/router/internal/wait"
 )
 
 // flooder opens keep-alive connections to the router from 127.0.0.2 (a client address of
@@ -136,7 +138,7 @@ func TestPerClientConnectionCap(t *testing.T) {
 	served(t, fc.url, http.MethodGet, "/metrics", "")
 	f.conns[0].Close()
 	f.conns = f.conns[1:]
-	waitFor(t, "a closed connection's place freed", func() bool { return f.open(20 * time.Second) })
+	wait.For(t, "a closed connection's place freed", func() bool { return f.open(20 * time.Second) })
 }
 
 // A request with both Content-Length and Transfer-Encoding gets its answer with

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/control"
 	"github.com/routerkit/router/runtime/discovery/dnstest"
 	"github.com/routerkit/router/runtime/plan"
@@ -117,23 +118,23 @@ func TestDNSDiscoveryEndToEnd(t *testing.T) {
 
 	// A new engine appears and gets traffic.
 	df.list(0, 1, 2)
-	waitFor(t, "the new engine picked", func() bool { return len(df.sent.bodies(df.url(2))) > 0 })
+	wait.For(t, "the new engine picked", func() bool { return len(df.sent.bodies(df.url(2))) > 0 })
 
 	// An engine leaves: drained, then removed, then forgotten once its requests are
 	// done; no request reaches it after that.
 	df.list(1, 2)
-	waitFor(t, "engine 0 draining", func() bool {
+	wait.For(t, "engine 0 draining", func() bool {
 		s, _ := df.engineStates(t)
 		return s[df.id(0)].State == "draining"
 	})
-	waitFor(t, "engine 0 forgotten", func() bool {
+	wait.For(t, "engine 0 forgotten", func() bool {
 		s, _ := df.engineStates(t)
 		_, ok := s[df.id(0)]
 		return !ok
 	})
 	afterRemoval := len(df.sent.bodies(df.url(0)))
 	before := sent.Load()
-	waitFor(t, "more requests after the removal", func() bool { return sent.Load() > before+20 })
+	wait.For(t, "more requests after the removal", func() bool { return sent.Load() > before+20 })
 	if n := len(df.sent.bodies(df.url(0))); n != afterRemoval {
 		t.Errorf("engine 0 got %d requests after its removal", n-afterRemoval)
 	}
@@ -151,7 +152,7 @@ func TestDNSDiscoveryEndToEnd(t *testing.T) {
 func TestDNSDiscoveryFailureKeepsEngines(t *testing.T) {
 	df := startDNSFleet(t, 0, 1)
 	df.dns.ServFail(dnsSRV)
-	waitFor(t, "a failed lookup reported", func() bool {
+	wait.For(t, "a failed lookup reported", func() bool {
 		_, st := df.engineStates(t)
 		return st.DNS[0].Failures >= 2
 	})
@@ -208,7 +209,7 @@ func TestDNSDiscoveryFollowsReload(t *testing.T) {
 	if _, err := df.srv.Reload(&none); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the source's engines gone", func() bool {
+	wait.For(t, "the source's engines gone", func() bool {
 		s, st := df.engineStates(t)
 		return len(s) == 1 && s["S"].Origin == control.OriginConfig && st.DNS == nil
 	})

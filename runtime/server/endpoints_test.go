@@ -10,6 +10,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/state/kv"
 	"github.com/routerkit/router/runtime/token"
@@ -185,7 +186,7 @@ func TestGenerateInputIDsHitThePrefixOwner(t *testing.T) {
 	raw, _ := json.Marshal(ids)
 	body := `{"input_ids": ` + string(raw) + `, "sampling_params": {"max_new_tokens": 2}}`
 	first := fc.engineOf(t, "/generate", body)
-	waitFor(t, "the engine's KV events indexed", func() bool {
+	wait.For(t, "the engine's KV events indexed", func() bool {
 		return len(fc.srv.deps.KV.Lookup(ids, kv.DefaultBlockSize)) > 0
 	})
 	if got := fc.srv.deps.KV.LookupHashes(token.BlockHashes(ids, kv.DefaultBlockSize), kv.DefaultBlockSize); len(got) == 0 || got[0].Engine != first {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/request"
@@ -50,7 +51,7 @@ func TestFallThroughAndErrorStatuses(t *testing.T) {
 		}
 		held <- err
 	}()
-	waitFor(t, "E1 in flight", func() bool { return fc.srv.reg.Get("E1").Inflight() == 1 })
+	wait.For(t, "E1 in flight", func() bool { return fc.srv.reg.Get("E1").Inflight() == 1 })
 
 	status, _, body := fc.post(t, chat("m", "next", `, "max_tokens": 2`))
 	if status != http.StatusOK {
@@ -120,7 +121,7 @@ func TestAdmissionExhaustion(t *testing.T) {
 				resp.Body.Close()
 			}
 		})
-		waitFor(t, id+" full", func() bool { return fc.srv.reg.Get(id).Inflight() == 1 })
+		wait.For(t, id+" full", func() bool { return fc.srv.reg.Get(id).Inflight() == 1 })
 	}
 	status, code, body := fc.post(t, chat("m", "one more", ""))
 	if status != 503 || code != "admission_rejected" || !strings.Contains(body, "short") || !strings.Contains(body, "long") {

@@ -17,6 +17,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/dispatch"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/sim"
@@ -139,7 +140,7 @@ func serveListening(t testing.TB, addr string, p *plan.Plan, opts Options, rec *
 			t.Errorf("serve: %v", err)
 		}
 	})
-	waitFor(t, "router ready", func() bool {
+	wait.For(t, "router ready", func() bool {
 		resp, err := http.Get(fc.url + "/readyz")
 		if err != nil {
 			return false
@@ -183,7 +184,7 @@ func (fc *fleetCase) call(t *testing.T, method, path, body string, headers ...st
 // inflightZero waits until no engine has a request in flight.
 func (fc *fleetCase) inflightZero(t *testing.T) {
 	t.Helper()
-	waitFor(t, "in-flight back to zero", func() bool {
+	wait.For(t, "in-flight back to zero", func() bool {
 		for _, e := range fc.srv.plan.Engines {
 			if fc.srv.reg.Get(e.ID).Inflight() != 0 {
 				return false
@@ -197,17 +198,6 @@ func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // recordingTransport is the real transport plus a log of the bodies it sent, by host.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/sim"
 )
@@ -69,7 +70,7 @@ func TestMixedFleetCacheAwareOverEveryEncodingAndMode(t *testing.T) {
 		if code := chat(t, e.URL, prompt(e.ID), 1); code != http.StatusOK {
 			t.Fatalf("%s: direct request: %d", e.ID, code)
 		}
-		eventually(t, e.ID+"'s new blocks in the router's index", func() bool { return kf.metric(t, blocks) > before })
+		wait.For(t, e.ID+"'s new blocks in the router's index", func() bool { return kf.metric(t, blocks) > before })
 		if code := chat(t, kf.url, prompt(e.ID), 1); code != http.StatusOK {
 			t.Fatalf("%s: routed request: %d", e.ID, code)
 		}
@@ -125,7 +126,7 @@ func TestVLLMLoadFromMetrics(t *testing.T) {
 
 	// V1 runs six requests; V2's short ones, finished or just reported, never add up to that.
 	busy("V1", 6)
-	eventually(t, "V1's running requests reported through /metrics", running(map[string]int64{"V1": 6, "V2": 0}))
+	wait.For(t, "V1's running requests reported through /metrics", running(map[string]int64{"V1": 6, "V2": 0}))
 	for i := range 4 {
 		if code := chat(t, kf.url, fmt.Sprintf("short %d", i), 1); code != http.StatusOK {
 			t.Fatalf("routed request %d: %d", i, code)
@@ -137,7 +138,7 @@ func TestVLLMLoadFromMetrics(t *testing.T) {
 
 	busy("V1", 2)
 	busy("V2", 8)
-	eventually(t, "both engines at the running cap", running(map[string]int64{"V1": 8, "V2": 8}))
+	wait.For(t, "both engines at the running cap", running(map[string]int64{"V1": 8, "V2": 8}))
 	body, _ := json.Marshal(map[string]any{"model": "m", "max_tokens": 1, "messages": []map[string]string{{"role": "user", "content": "rejected"}}})
 	resp, err := http.Post(kf.url+"/v1/chat/completions", "application/json", strings.NewReader(string(body)))
 	if err != nil {
@@ -191,7 +192,7 @@ func TestKVEventGapRefilledFromTheReplaySocket(t *testing.T) {
 	}
 	chat(t, v1.URL, prompt("after the loss"), 1)
 	refilled := `router_kv_event_replays_total{engine="V1",result="refilled"}`
-	eventually(t, "the gap refilled", func() bool { return kf.metric(t, refilled) == 1 })
+	wait.For(t, "the gap refilled", func() bool { return kf.metric(t, refilled) == 1 })
 	if v := kf.metric(t, `router_kv_event_gaps_total{engine="V1"}`); v != 1 {
 		t.Fatalf("gaps = %v, want 1", v)
 	}

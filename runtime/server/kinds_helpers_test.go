@@ -16,8 +16,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/server"
 	"github.com/routerkit/router/runtime/sim"
@@ -123,7 +123,7 @@ func startKindsFleet(t *testing.T, p *plan.Plan, cfg sim.Config) *kindsFleet {
 			t.Errorf("serve: %v", err)
 		}
 	})
-	eventually(t, "router ready", func() bool {
+	wait.For(t, "router ready", func() bool {
 		resp, err := http.Get(kf.url + "/readyz")
 		if err != nil {
 			return false
@@ -132,17 +132,6 @@ func startKindsFleet(t *testing.T, p *plan.Plan, cfg sim.Config) *kindsFleet {
 		return resp.StatusCode == http.StatusOK
 	})
 	return kf
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // chat posts a non-streaming chat request to base (an engine or the router) and returns

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/routerkit/router/compiler"
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/control"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
@@ -91,7 +92,7 @@ func TestReloadKeepsStateOfEnginesThatStay(t *testing.T) {
 	fc := startFleetWith(t, p, 0, Options{Reload: func() (*plan.Plan, error) { return next, nil }})
 	fc.warmKV(t)
 	w1, breaker1 := fc.srv.reg.Get("E1"), fc.srv.reg.Get("E1").Breaker()
-	waitFor(t, "E1's load report", func() bool { return fc.srv.table.LoadAt(w1, fc.srv.table.Now()) != nil })
+	wait.For(t, "E1's load report", func() bool { return fc.srv.table.LoadAt(w1, fc.srv.table.Now()) != nil })
 	blocks := fc.srv.deps.KV.Blocks("E1")
 	if blocks == 0 {
 		t.Fatal("E1 holds no blocks in the index before the reload")
@@ -149,7 +150,7 @@ func TestReloadKeepsStateOfEnginesThatStay(t *testing.T) {
 	if after["E3"] == before["E3"] || after["E1"] == before["E1"] {
 		t.Errorf("round robin after the reload: before %v after %v", before, after)
 	}
-	waitFor(t, "E2's series gone", func() bool {
+	wait.For(t, "E2's series gone", func() bool {
 		_, ok := fc.metricValue(t, `router_engine_inflight{engine="E2"}`)
 		return !ok
 	})
@@ -222,7 +223,7 @@ func TestStreamSpanningAReloadFinishes(t *testing.T) {
 	if !done || lines.Err() != nil {
 		t.Fatalf("the stream spanning the reload did not finish: %v", lines.Err())
 	}
-	waitFor(t, "E1 forgotten", func() bool { return fc.state(t).engine("E1").ID == "" })
+	wait.For(t, "E1 forgotten", func() bool { return fc.state(t).engine("E1").ID == "" })
 	if n := len(fc.sent.bodies(p.Engines[0].URL)); n != 1 {
 		t.Errorf("E1 got %d requests, want only the stream", n)
 	}
@@ -380,7 +381,7 @@ func TestAdminAddDrainRemove(t *testing.T) {
 	if status, body := fc.adminCall(t, http.MethodDelete, "/admin/engines/E2", ""); status != 200 {
 		t.Fatalf("remove: %d %s", status, body)
 	}
-	waitFor(t, "E2 forgotten", func() bool {
+	wait.For(t, "E2 forgotten", func() bool {
 		_, series := fc.metricValue(t, `router_engine_inflight{engine="E2"}`)
 		return fc.state(t).engine("E2").ID == "" && !series
 	})
@@ -513,7 +514,7 @@ func TestEngineChurnKeepsStateBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the churned engines forgotten", func() bool { return len(fc.srv.memberList()) == 1 })
+	wait.For(t, "the churned engines forgotten", func() bool { return len(fc.srv.memberList()) == 1 })
 	if after := series(); after != before {
 		t.Errorf("/metrics has %d router series after 20 engines came and went, had %d", after, before)
 	}

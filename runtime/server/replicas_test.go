@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/state/affinity/redistest"
 )
@@ -151,7 +152,7 @@ func TestReplicasKeepRoutingWhenStoreDies(t *testing.T) {
 	// bindings they kept, so no conversation moves.
 	redis.Restart()
 	for i, fc := range rs.routers {
-		waitFor(t, fmt.Sprintf("replica %d back on the store", i), func() bool { return bindingsStatus(t, fc).Up })
+		wait.For(t, fmt.Sprintf("replica %d back on the store", i), func() bool { return bindingsStatus(t, fc).Up })
 	}
 	for c := range convs {
 		for r := range 3 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/sim"
@@ -149,7 +150,7 @@ func TestUnhealthyEngineLeavesCandidates(t *testing.T) {
 	}})
 	fc := startFleet(t, p)
 	_ = fc.fleet.Engine("E1").SetFaults(sim.Faults{Unhealthy: true})
-	waitFor(t, "E1 unhealthy", func() bool { return !fc.srv.reg.Get("E1").Healthy() })
+	wait.For(t, "E1 unhealthy", func() bool { return !fc.srv.reg.Get("E1").Healthy() })
 	for range 4 {
 		if status, _, body := fc.post(t, chat("m", "hi", `, "max_tokens": 1`)); status != 200 {
 			t.Fatalf("%d %s", status, body)
@@ -159,7 +160,7 @@ func TestUnhealthyEngineLeavesCandidates(t *testing.T) {
 		t.Errorf("unhealthy E1 got %d requests", n)
 	}
 	_ = fc.fleet.Engine("E1").SetFaults(sim.Faults{})
-	waitFor(t, "E1 back", func() bool { return fc.srv.reg.Get("E1").Healthy() })
+	wait.For(t, "E1 back", func() bool { return fc.srv.reg.Get("E1").Healthy() })
 	for range 2 {
 		fc.post(t, chat("m", "hi", `, "max_tokens": 1`))
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/sim"
 )
@@ -58,7 +59,7 @@ func TestShutdownGraceExpiryEndsCleanly(t *testing.T) {
 				plain <- result{resp.StatusCode, string(b)}
 			}()
 			<-started
-			waitFor(t, "both in flight", func() bool { return fc.srv.reg.Get(tc.slow).Inflight() == 2 })
+			wait.For(t, "both in flight", func() bool { return fc.srv.reg.Get(tc.slow).Inflight() == 2 })
 			fc.stop()
 			if r := <-stream; r.status != 200 || !strings.Contains(r.body, `"code":"shutting_down"`) {
 				t.Errorf("stream cut by shutdown: %d %.300s", r.status, r.body)

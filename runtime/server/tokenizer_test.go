@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
@@ -183,7 +184,7 @@ func TestRealTokenizerPrefixHits(t *testing.T) {
 	}
 
 	first := fc.engineOf(t, "/v1/chat/completions", chat)
-	waitFor(t, "the engine's KV events indexed", func() bool {
+	wait.For(t, "the engine's KV events indexed", func() bool {
 		return len(fc.srv.deps.KV.Lookup(want, kv.DefaultBlockSize)) > 0
 	})
 	for range 3 {
@@ -210,7 +211,7 @@ func TestUnpredictablePromptIsServed(t *testing.T) {
 	// The decision is recorded as the handler returns, which may be after the client
 	// has read the answer.
 	var d []Decision
-	waitFor(t, "the request's decision", func() bool { d = fc.srv.recent.list(); return len(d) > 0 })
+	wait.For(t, "the request's decision", func() bool { d = fc.srv.recent.list(); return len(d) > 0 })
 	if last := d[len(d)-1]; last.InputTokens <= 0 || last.Status != http.StatusOK {
 		t.Errorf("decision: %+v", last)
 	}
