@@ -3,10 +3,10 @@
 // candidates, the loads the policies read, their picks and reasons, admission verdicts and
 // errors.
 //
-// A Trace travels in the request context, so `router explain` runs exactly the serving
-// code path and reads the trace afterwards. Every method is a no-op on a nil *Trace, and
-// callers pass only values they already hold, so selection without a trace in its context
-// records nothing and allocates nothing.
+// A Trace travels in the selection pass (policy.Pass), so `router explain` runs exactly the
+// serving code path and reads the trace afterwards. Every method is a no-op on a nil
+// *Trace, and callers pass only values they already hold, so selection without a trace in
+// its pass records nothing and allocates nothing.
 package decision
 
 import (
