@@ -1,14 +1,17 @@
-// Package rawengine is an engine for transport tests that writes its answers as raw
-// bytes, so a test can send what net/http's server never would: 1xx responses, oversized
-// headers, an answer before the request's body was read. The router's own transport and
-// net/http's are checked against the same engines (runtime/upstream, runtime/dispatch).
+// Package rawengine holds what the transport tests share: an engine that writes its
+// answers as raw bytes, so a test can send what net/http's server never would (1xx
+// responses, oversized headers, an answer before the request's body was read), and the
+// one POST they make. The router's own transport and net/http's are checked against the
+// same engines (runtime/upstream, runtime/dispatch).
 package rawengine
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -52,4 +55,21 @@ func serve(c net.Conn, answer string, early bool) {
 		_, _ = io.Copy(io.Discard, req.Body)
 		_, _ = io.WriteString(c, answer)
 	}
+}
+
+// Post sends body to u through tr and returns the answer's status and body; a failed
+// round trip or body read is returned, a request that cannot be built fails the test.
+func Post(t testing.TB, tr http.RoundTripper, ctx context.Context, u, body string) (int, string, error) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
 }

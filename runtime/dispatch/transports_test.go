@@ -42,21 +42,6 @@ func startTransportEngine(t *testing.T, h http.HandlerFunc) *transportEngine {
 	return e
 }
 
-func send(t *testing.T, tr http.RoundTripper, ctx context.Context, u, body string) (int, string, error) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := tr.RoundTrip(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), err
-}
-
 func echoBody(w http.ResponseWriter, r *http.Request) {
 	b, _ := io.ReadAll(r.Body)
 	w.Write(b)
@@ -73,7 +58,7 @@ func TestEngineTransportsAgree(t *testing.T) {
 		{"requests share a connection", func(t *testing.T, tr http.RoundTripper) {
 			e := startTransportEngine(t, echoBody)
 			for i := range 3 {
-				if status, body, err := send(t, tr, t.Context(), e.URL, fmt.Sprint("req", i)); err != nil || status != 200 || body != fmt.Sprint("req", i) {
+				if status, body, err := rawengine.Post(t, tr, t.Context(), e.URL, fmt.Sprint("req", i)); err != nil || status != 200 || body != fmt.Sprint("req", i) {
 					t.Fatalf("request %d: %d %q %v", i, status, body, err)
 				}
 			}
@@ -83,12 +68,12 @@ func TestEngineTransportsAgree(t *testing.T) {
 		}},
 		{"engine closes the idle connection", func(t *testing.T, tr http.RoundTripper) {
 			e := startTransportEngine(t, echoBody)
-			if _, _, err := send(t, tr, t.Context(), e.URL, "one"); err != nil {
+			if _, _, err := rawengine.Post(t, tr, t.Context(), e.URL, "one"); err != nil {
 				t.Fatal(err)
 			}
 			e.CloseClientConnections()
 			wait.For(t, "the engine to close the idle connection", func() bool { return e.closed.Load() == 1 })
-			status, body, err := send(t, tr, t.Context(), e.URL, "two")
+			status, body, err := rawengine.Post(t, tr, t.Context(), e.URL, "two")
 			if _, std := tr.(*http.Transport); std && err != nil {
 				// net/http's Transport notices the close in a reading goroutine; a POST sent
 				// on the connection before it did fails, and is not retried (not idempotent).
@@ -114,7 +99,7 @@ func TestEngineTransportsAgree(t *testing.T) {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
-			if status, body, err := send(t, tr, t.Context(), e.URL, ""); err != nil || status != 200 || len(body) != 1<<20 {
+			if status, body, err := rawengine.Post(t, tr, t.Context(), e.URL, ""); err != nil || status != 200 || len(body) != 1<<20 {
 				t.Fatalf("next request: %d, %d bytes, %v", status, len(body), err)
 			}
 			if n := e.opened.Load(); n != 2 {
@@ -132,10 +117,10 @@ func TestEngineTransportsAgree(t *testing.T) {
 			ctx, cancel := context.WithCancelCause(t.Context())
 			cause := errors.New("first-byte deadline")
 			time.AfterFunc(50*time.Millisecond, func() { cancel(cause) })
-			if _, _, err := send(t, tr, ctx, e.URL+"/hang", "x"); !errors.Is(err, cause) && !errors.Is(err, context.Canceled) {
+			if _, _, err := rawengine.Post(t, tr, ctx, e.URL+"/hang", "x"); !errors.Is(err, cause) && !errors.Is(err, context.Canceled) {
 				t.Fatalf("a request whose context ended: %v, want it cancelled", err)
 			}
-			if status, _, err := send(t, tr, t.Context(), e.URL, "x"); err != nil || status != 200 {
+			if status, _, err := rawengine.Post(t, tr, t.Context(), e.URL, "x"); err != nil || status != 200 {
 				t.Fatalf("next request: %d %v", status, err)
 			}
 			if n := e.opened.Load(); n != 2 {
@@ -145,7 +130,7 @@ func TestEngineTransportsAgree(t *testing.T) {
 		{"informational answers are skipped", func(t *testing.T, tr http.RoundTripper) {
 			hint := "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
 			u := rawengine.Start(t, hint+hint+"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", false)
-			if status, body, err := send(t, tr, t.Context(), u, "x"); err != nil || status != 200 || body != "ok" {
+			if status, body, err := rawengine.Post(t, tr, t.Context(), u, "x"); err != nil || status != 200 || body != "ok" {
 				t.Errorf("after two 1xx: %d %q %v", status, body, err)
 			}
 		}},
@@ -155,7 +140,7 @@ func TestEngineTransportsAgree(t *testing.T) {
 				io.WriteString(w, "ok")
 			})
 			for range 2 {
-				if status, body, err := send(t, tr, t.Context(), e.URL, "x"); err != nil || status != 200 || body != "ok" {
+				if status, body, err := rawengine.Post(t, tr, t.Context(), e.URL, "x"); err != nil || status != 200 || body != "ok" {
 					t.Fatalf("%d %q %v", status, body, err)
 				}
 			}
@@ -165,17 +150,17 @@ func TestEngineTransportsAgree(t *testing.T) {
 		}},
 		{"an early answer is the answer", func(t *testing.T, tr http.RoundTripper) {
 			u := rawengine.Start(t, "HTTP/1.1 413 Payload Too Large\r\nConnection: close\r\nContent-Length: 3\r\n\r\nbig", true)
-			if status, body, err := send(t, tr, t.Context(), u, strings.Repeat("x", 8<<20)); err != nil || status != 413 || body != "big" {
+			if status, body, err := rawengine.Post(t, tr, t.Context(), u, strings.Repeat("x", 8<<20)); err != nil || status != 413 || body != "big" {
 				t.Fatalf("early answer: %d %q %v", status, body, err)
 			}
 		}},
 		{"response headers are bounded", func(t *testing.T, tr http.RoundTripper) {
 			long := "HTTP/1.1 200 OK\r\n" + strings.Repeat("X-Pad: "+strings.Repeat("p", 1000)+"\r\n", 1100) + "Content-Length: 2\r\n\r\nok"
-			if _, _, err := send(t, tr, t.Context(), rawengine.Start(t, long, false), "x"); err == nil {
+			if _, _, err := rawengine.Post(t, tr, t.Context(), rawengine.Start(t, long, false), "x"); err == nil {
 				t.Error("1.1 MB of headers were taken")
 			}
 			fine := "HTTP/1.1 200 OK\r\n" + strings.Repeat("X-Pad: "+strings.Repeat("p", 1000)+"\r\n", 900) + "Content-Length: 2\r\n\r\nok"
-			if status, body, err := send(t, tr, t.Context(), rawengine.Start(t, fine, false), "x"); err != nil || status != 200 || body != "ok" {
+			if status, body, err := rawengine.Post(t, tr, t.Context(), rawengine.Start(t, fine, false), "x"); err != nil || status != 200 || body != "ok" {
 				t.Errorf("0.9 MB of headers: %d %q %v", status, body, err)
 			}
 		}},

@@ -42,22 +42,6 @@ func newTransport() *Transport {
 	return &Transport{Dial: (&net.Dialer{}).DialContext, Fallback: http.DefaultTransport}
 }
 
-// post sends body to u and returns the response's status and body.
-func post(t *testing.T, tr http.RoundTripper, ctx context.Context, u, body string) (int, string, error) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := tr.RoundTrip(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), err
-}
-
 func echo(w http.ResponseWriter, r *http.Request) {
 	b, _ := io.ReadAll(r.Body)
 	if r.URL.Query().Get("stream") != "" {
@@ -75,7 +59,7 @@ func TestRequestsShareAConnection(t *testing.T) {
 	e := startEngine(t, echo)
 	tr := newTransport()
 	for i, u := range []string{e.URL + "/a", e.URL + "/b?stream=1", e.URL + "/c"} {
-		status, body, err := post(t, tr, context.Background(), u, fmt.Sprint("req", i))
+		status, body, err := rawengine.Post(t, tr, context.Background(), u, fmt.Sprint("req", i))
 		if err != nil || status != 200 {
 			t.Fatalf("request %d: %d %v", i, status, err)
 		}
@@ -97,7 +81,7 @@ func TestRequestsShareAConnection(t *testing.T) {
 func TestEngineClosedIdleConnection(t *testing.T) {
 	e := startEngine(t, echo)
 	tr := newTransport()
-	if _, _, err := post(t, tr, context.Background(), e.URL, "one"); err != nil {
+	if _, _, err := rawengine.Post(t, tr, context.Background(), e.URL, "one"); err != nil {
 		t.Fatal(err)
 	}
 	e.CloseClientConnections()
@@ -107,7 +91,7 @@ func TestEngineClosedIdleConnection(t *testing.T) {
 		l := tr.idle[strings.TrimPrefix(e.URL, "http://")]
 		return len(l) == 1 && !alive(l[0].Conn)
 	})
-	status, body, err := post(t, tr, context.Background(), e.URL, "two")
+	status, body, err := rawengine.Post(t, tr, context.Background(), e.URL, "two")
 	if err != nil || status != 200 || body != "two" {
 		t.Fatalf("after the engine closed the idle connection: %d %q %v", status, body, err)
 	}
@@ -135,7 +119,7 @@ func TestBodyClosedEarlyIsNotReused(t *testing.T) {
 	if _, err := resp.Body.Read(make([]byte, 10)); err == nil {
 		t.Error("a closed body still reads")
 	}
-	if status, body, err := post(t, tr, context.Background(), e.URL, ""); err != nil || status != 200 || len(body) != 64<<10 {
+	if status, body, err := rawengine.Post(t, tr, context.Background(), e.URL, ""); err != nil || status != 200 || len(body) != 64<<10 {
 		t.Fatalf("next request: %d, %d bytes, %v", status, len(body), err)
 	}
 	if n := e.conns.Load(); n != 2 {
@@ -157,7 +141,7 @@ func TestContextEndsTheRequest(t *testing.T) {
 	cause := errors.New("first-byte deadline")
 	time.AfterFunc(50*time.Millisecond, func() { cancel(cause) })
 	start := time.Now()
-	_, _, err := post(t, tr, ctx, e.URL+"/hang", "x")
+	_, _, err := rawengine.Post(t, tr, ctx, e.URL+"/hang", "x")
 	if !errors.Is(err, cause) || time.Since(start) > 5*time.Second {
 		t.Fatalf("a request whose context ended: %v after %v, want its cause", err, time.Since(start))
 	}
@@ -165,10 +149,10 @@ func TestContextEndsTheRequest(t *testing.T) {
 		t.Fatal("the context's cause changed")
 	}
 	// A context that has already ended sends nothing.
-	if _, _, err := post(t, tr, ctx, e.URL, "x"); !errors.Is(err, context.Canceled) {
+	if _, _, err := rawengine.Post(t, tr, ctx, e.URL, "x"); !errors.Is(err, context.Canceled) {
 		t.Errorf("an ended context: %v, want context.Canceled", err)
 	}
-	if status, _, err := post(t, tr, context.Background(), e.URL, "x"); err != nil || status != 200 {
+	if status, _, err := rawengine.Post(t, tr, context.Background(), e.URL, "x"); err != nil || status != 200 {
 		t.Fatalf("next request: %d %v", status, err)
 	}
 	if n := e.conns.Load(); n != 2 {
@@ -180,11 +164,11 @@ func TestInformationalResponses(t *testing.T) {
 	hint := "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
 	final := "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 	tr := newTransport()
-	status, body, err := post(t, tr, context.Background(), rawengine.Start(t, hint+hint+final, false), "x")
+	status, body, err := rawengine.Post(t, tr, context.Background(), rawengine.Start(t, hint+hint+final, false), "x")
 	if err != nil || status != 200 || body != "ok" {
 		t.Errorf("after two 1xx: %d %q %v", status, body, err)
 	}
-	_, _, err = post(t, tr, context.Background(), rawengine.Start(t, strings.Repeat(hint, max1xx+1)+final, false), "x")
+	_, _, err = rawengine.Post(t, tr, context.Background(), rawengine.Start(t, strings.Repeat(hint, max1xx+1)+final, false), "x")
 	if !errors.Is(err, errTooMany1xx) {
 		t.Errorf("after %d 1xx: %v, want errTooMany1xx", max1xx+1, err)
 	}
@@ -198,7 +182,7 @@ func TestConnectionCloseIsHonoured(t *testing.T) {
 	})
 	tr := newTransport()
 	for range 2 {
-		if status, body, err := post(t, tr, context.Background(), e.URL, "x"); err != nil || status != 200 || body != "ok" {
+		if status, body, err := rawengine.Post(t, tr, context.Background(), e.URL, "x"); err != nil || status != 200 || body != "ok" {
 			t.Fatalf("%d %q %v", status, body, err)
 		}
 		if n := tr.idleTo(e.URL); n != 0 {
@@ -221,12 +205,12 @@ func (r *recordedTrip) RoundTrip(req *http.Request) (*http.Response, error) {
 func TestFallback(t *testing.T) {
 	fb := &recordedTrip{}
 	tr := &Transport{Dial: (&net.Dialer{}).DialContext, Fallback: fb}
-	if status, _, err := post(t, tr, context.Background(), "https://engine.invalid/v1", "x"); err != nil || status != 299 {
+	if status, _, err := rawengine.Post(t, tr, context.Background(), "https://engine.invalid/v1", "x"); err != nil || status != 299 {
 		t.Fatalf("https: %d %v", status, err)
 	}
 	proxy, _ := url.Parse("http://proxy.invalid:3128")
 	tr.Proxy = http.ProxyURL(proxy)
-	if status, _, err := post(t, tr, context.Background(), "http://engine.invalid/v1", "x"); err != nil || status != 299 {
+	if status, _, err := rawengine.Post(t, tr, context.Background(), "http://engine.invalid/v1", "x"); err != nil || status != 299 {
 		t.Fatalf("proxied: %d %v", status, err)
 	}
 	if fb.n.Load() != 2 {
@@ -252,7 +236,7 @@ func TestIdleBoundAndTimeout(t *testing.T) {
 	tr.MaxIdlePerHost, tr.IdleTimeout = 1, 100*time.Millisecond
 	done := make(chan error, 2)
 	for range 2 {
-		go func() { _, _, err := post(t, tr, context.Background(), e.URL+"/slow", "x"); done <- err }()
+		go func() { _, _, err := rawengine.Post(t, tr, context.Background(), e.URL+"/slow", "x"); done <- err }()
 	}
 	wait.For(t, "both requests' connections", func() bool { return e.conns.Load() == 2 })
 	close(block)
@@ -265,7 +249,7 @@ func TestIdleBoundAndTimeout(t *testing.T) {
 		t.Fatalf("%d idle connections kept with a bound of 1", kept)
 	}
 	time.Sleep(250 * time.Millisecond) // past the idle timeout
-	if _, _, err := post(t, tr, context.Background(), e.URL, "x"); err != nil {
+	if _, _, err := rawengine.Post(t, tr, context.Background(), e.URL, "x"); err != nil {
 		t.Fatal(err)
 	}
 	if n := e.conns.Load(); n != 3 {
@@ -304,7 +288,7 @@ func TestEarlyAnswerBeatsTheWriteError(t *testing.T) {
 		return &scriptedConn{limit: 100, answer: strings.NewReader("HTTP/1.1 413 Payload Too Large\r\nContent-Length: 3\r\n\r\nbig")}, nil
 	}}
 	for range 2 {
-		status, body, err := post(t, tr, context.Background(), "http://engine.test", strings.Repeat("x", 1<<20))
+		status, body, err := rawengine.Post(t, tr, context.Background(), "http://engine.test", strings.Repeat("x", 1<<20))
 		if err != nil || status != 413 || body != "big" {
 			t.Fatalf("early answer: %d %q %v", status, body, err)
 		}
@@ -315,7 +299,7 @@ func TestEarlyAnswerBeatsTheWriteError(t *testing.T) {
 	tr.Dial = func(context.Context, string, string) (net.Conn, error) {
 		return &scriptedConn{limit: 100, answer: strings.NewReader("")}, nil
 	}
-	if _, _, err := post(t, tr, context.Background(), "http://engine.test", strings.Repeat("x", 1<<20)); err == nil || !strings.Contains(err.Error(), "reset") {
+	if _, _, err := rawengine.Post(t, tr, context.Background(), "http://engine.test", strings.Repeat("x", 1<<20)); err == nil || !strings.Contains(err.Error(), "reset") {
 		t.Errorf("no answer: %v, want the write error", err)
 	}
 }
@@ -324,12 +308,12 @@ func TestEarlyAnswerBeatsTheWriteError(t *testing.T) {
 func TestResponseHeadersAreBounded(t *testing.T) {
 	tr := newTransport()
 	long := "HTTP/1.1 200 OK\r\n" + strings.Repeat("X-Pad: "+strings.Repeat("p", 1000)+"\r\n", 1100) + "Content-Length: 2\r\n\r\nok"
-	if _, _, err := post(t, tr, context.Background(), rawengine.Start(t, long, false), "x"); !errors.Is(err, errHeadersTooLong) {
+	if _, _, err := rawengine.Post(t, tr, context.Background(), rawengine.Start(t, long, false), "x"); !errors.Is(err, errHeadersTooLong) {
 		t.Errorf("1.1 MB of headers: %v, want errHeadersTooLong", err)
 	}
 	// Under the bound, and the body after the headers is not counted against it.
 	fine := "HTTP/1.1 200 OK\r\n" + strings.Repeat("X-Pad: "+strings.Repeat("p", 1000)+"\r\n", 900) + "Content-Length: 2000000\r\n\r\n" + strings.Repeat("b", 2000000)
-	status, body, err := post(t, tr, context.Background(), rawengine.Start(t, fine, false), "x")
+	status, body, err := rawengine.Post(t, tr, context.Background(), rawengine.Start(t, fine, false), "x")
 	if err != nil || status != 200 || len(body) != 2000000 {
 		t.Errorf("0.9 MB of headers and a 2 MB body: %d, %d bytes, %v", status, len(body), err)
 	}
