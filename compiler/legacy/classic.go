@@ -18,11 +18,12 @@ const speculativeTTLMS int64 = 30_000
 // classicFlags are the classic cache-aware flags, bound to the fields of c.
 func (c *cli) classicFlags() []flagSpec {
 	return []flagSpec{
-		{name: "--cache-threshold", arity: oneValue, set: number(&c.cacheThreshold)},
-		{name: "--balance-abs-threshold", arity: oneValue, refuse: refuseBalance},
-		{name: "--balance-rel-threshold", arity: oneValue, refuse: refuseBalance},
-		{name: "--eviction-interval", arity: oneValue, refuse: refuseEvictionInterval},
-		{name: "--eviction-interval-secs", arity: oneValue, refuse: refuseEvictionInterval},
+		{name: "--cache-threshold", aliases: []string{"--cache-match-threshold"}, arity: oneValue, set: number(&c.cacheThreshold)},
+		{name: "--balance-abs-threshold", aliases: []string{"--spill-abs-threshold"}, arity: oneValue, refuse: refuseBalance},
+		{name: "--balance-rel-threshold", aliases: []string{"--spill-rel-threshold"}, arity: oneValue, refuse: refuseBalance},
+		// Under SMG's --policy manual the interval also sweeps expired routing keys.
+		{name: "--eviction-interval", arity: oneValue, set: c.evictionSetter},
+		{name: "--eviction-interval-secs", arity: oneValue, set: c.evictionSetter},
 		{name: "--max-tree-size", arity: oneValue, refuse: refuseMaxTreeSize},
 	}
 }

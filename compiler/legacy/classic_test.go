@@ -34,23 +34,28 @@ func TestCacheAwareIndexChoice(t *testing.T) {
 }
 
 // TestClassicFlagsRefused: each classic tuning flag the router replaced is refused with
-// its reason and what to use instead; every problem is reported at once.
+// its reason and what to use instead; every problem of a stage is reported at once. The
+// eviction interval is refused once the policy is known, since under SMG's manual policy
+// it maps (TestSMGPolicies).
 func TestClassicFlagsRefused(t *testing.T) {
 	_, _, err := Migrate(Input{Args: with(plainFleet, "--policy", "cache_aware",
 		"--balance-abs-threshold", "64", "--balance-rel-threshold", "1.5", "--eviction-interval", "120", "--max-tree-size", "67108864")})
 	var errs Errors
-	if !errors.As(err, &errs) || len(errs) != 4 {
-		t.Fatalf("err = %v, want 4 problems", err)
+	if !errors.As(err, &errs) || len(errs) != 3 {
+		t.Fatalf("err = %v, want 3 problems", err)
 	}
 	for i, want := range []string{
 		"--balance-abs-threshold cannot be migrated: sgl-router's classic cache_aware left the cache for the least-loaded worker",
 		"--balance-rel-threshold cannot be migrated: ",
-		"--eviction-interval cannot be migrated: sgl-router trimmed each worker's tree",
 		"--max-tree-size cannot be migrated: it counts characters of request text per worker",
 	} {
 		if !strings.HasPrefix(errs[i].Error(), want) {
 			t.Errorf("problem %d = %q, want it to start %q", i, errs[i], want)
 		}
+	}
+	_, _, err = Migrate(Input{Args: with(plainFleet, "--policy", "cache_aware", "--eviction-interval", "120")})
+	if err == nil || !strings.HasPrefix(err.Error(), "--eviction-interval cannot be migrated: sgl-router trimmed each worker's tree") {
+		t.Fatalf("--eviction-interval under cache_aware: err = %v, want its refusal", err)
 	}
 }
 

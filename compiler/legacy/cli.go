@@ -28,6 +28,7 @@ type cli struct {
 	decodePolicy *string
 	filters      []string
 	maxInFlight  *int64
+	perWorkerCap *int64 // --max-concurrent-requests-per-worker
 
 	cachePrefixProvider  *string
 	minMatchedTokens     *int64
@@ -65,6 +66,7 @@ type cli struct {
 	tokenizerPath      *string
 	chatTemplate       *string
 	requestTimeoutSecs *int64
+	streamIdleSecs     *int64 // era 4's --stream-idle-timeout-secs
 	disableRetries     bool
 	cbFailures         *int64
 	cbOpenSecs         *int64
@@ -72,6 +74,15 @@ type cli struct {
 	cbCoolDownSecs     *int64
 	chatRouting        *string
 	powerOfNChoices    *int64
+
+	// SMG's flags and the gateway's (smg.go, gateway.go), Kubernetes discovery
+	// (discovery.go); evictionSpelling is how --eviction-interval[-secs] was spelled.
+	smg              smgArgs
+	gateway          gatewayArgs
+	discovery        discoveryArgs
+	evictionSpelling string
+	// kvEvents is router migrate's --engines-publish-kv-events.
+	kvEvents bool
 
 	// model is the served model's name and modelFrom where it came from (resolveModel).
 	model, modelFrom string
@@ -107,7 +118,6 @@ var flagVocabulary = compiler.Vocabulary{
 
 // What the router configuration has no setting for, named for the flags that set it.
 const (
-	discovery = "Kubernetes service discovery (engines are listed statically: give them with --worker-urls, or --prefill and --decode)"
 	breaker   = "the circuit breaker"
 	sampling  = "fleet sampling overrides"
 )
@@ -164,10 +174,11 @@ func (c *cli) experimentalTable() []flagSpec {
 
 		// Server, timeouts and logging.
 		{name: "--host", arity: oneValue, set: text(&c.host)},
-		{name: "--port", arity: oneValue, set: c.setPort},
+		{name: "--port", arity: oneValue, set: portNumber(&c.port)},
 		{name: "--shutdown-drain-secs", arity: oneValue, unsupported: "the pre-shutdown drain that keeps serving with /readyz 503 (shutdown_grace_secs is a different setting: how long in-flight requests may finish)"},
 		{name: "--termination-grace-secs", arity: oneValue, unsupported: "the startup check of the pod's termination grace period"},
 		{name: "--request-timeout-secs", arity: oneValue, set: count(&c.requestTimeoutSecs)},
+		{name: "--stream-idle-timeout-secs", arity: oneValue, set: count(&c.streamIdleSecs)},
 		{name: "--stale-request-timeout-secs", arity: oneValue, unsupported: "the stale in-flight request janitor"},
 		{name: "--log-level", arity: oneValue, refuse: refuseLogging("debug, info, warn or error")},
 		{name: "--log-format", arity: oneValue, refuse: refuseLogging("text or json")},
@@ -176,11 +187,6 @@ func (c *cli) experimentalTable() []flagSpec {
 		{name: "--worker-urls", arity: someValues, repeat: true, set: texts(&c.workerURLs)},
 		{name: "--prefill", arity: prefillValues, repeat: true, set: c.addPrefill},
 		{name: "--decode", arity: oneValue, repeat: true, set: texts(&c.decode)},
-		{name: "--service-discovery", arity: switchFlag, unsupported: discovery},
-		{name: "--service-discovery-namespace", arity: oneValue, unsupported: discovery},
-		{name: "--selector", arity: someValues, repeat: true, unsupported: discovery},
-		{name: "--prefill-selector", arity: someValues, repeat: true, unsupported: discovery},
-		{name: "--decode-selector", arity: someValues, repeat: true, unsupported: discovery},
 
 		// Routing policies, admission and circuit breaker.
 		{name: "--policy", arity: oneValue, set: powerOfN(oneOf(policies, map[string]compiler.Dropped{"fused_score": compiler.FusedScore, "score_policy": compiler.ScorePolicy}, text(&c.policy)))},
@@ -189,6 +195,8 @@ func (c *cli) experimentalTable() []flagSpec {
 		{name: "--fuse", arity: commaList, repeat: true, dropped: dropped(compiler.Fuse)},
 		{name: "--filter", arity: commaList, repeat: true, set: oneOf(filterKinds, map[string]compiler.Dropped{"prefix_cache": compiler.PrefixCacheFilter}, texts(&c.filters))},
 		{name: "--max-in-flight", arity: oneValue, set: count(&c.maxInFlight)},
+		// The flat era-2 CLI's per-worker in-flight cap (reference/sglang-router.md §0 B.2).
+		{name: "--max-concurrent-requests-per-worker", arity: oneValue, set: count(&c.perWorkerCap)},
 		{name: "--prefix-cache-min-share", arity: oneValue, dropped: dropped(compiler.PrefixCacheMinShare)},
 		{name: "--cb-threshold", arity: oneValue, set: count(&c.cbThreshold)},
 		{name: "--cb-cool-down-secs", arity: oneValue, set: count(&c.cbCoolDownSecs)},
@@ -209,7 +217,7 @@ func (c *cli) experimentalTable() []flagSpec {
 		{name: "--worker-queue-limit", arity: oneValue, set: count(&c.workerQueueLimit)},
 		{name: "--saturation-queue-floor", arity: oneValue, set: count(&c.saturationQueueFloor)},
 		{name: "--min-load-choices", arity: oneValue, set: count(&c.minLoadChoices)},
-	}, c.classicFlags()...), []flagSpec{
+	}, slices.Concat(c.classicFlags(), c.discoveryFlags(false))...), []flagSpec{
 
 		// Session affinity, sticky routing and pressure guards.
 		{name: "--session-id-header", arity: oneValue, set: text(&c.sessionIDHeader)},
@@ -227,17 +235,6 @@ func (c *cli) experimentalTable() []flagSpec {
 		{name: "--pressure-abs-threshold-ms", arity: oneValue, set: number(&c.pressureAbsMS)},
 		{name: "--pressure-rel-threshold", arity: oneValue, set: number(&c.pressureRelThreshold)},
 	}...)
-}
-
-// setPort reads --port as sgl-router does: a 16-bit port number.
-func (c *cli) setPort(_ string, vs []string) error {
-	n, err := strconv.ParseUint(vs[0], 10, 16)
-	if err != nil {
-		return fmt.Errorf("invalid value %q for --port: not a port number (0-65535)", vs[0])
-	}
-	p := int64(n)
-	c.port = &p
-	return nil
 }
 
 // setPrefixProvider reads --cache-prefix-provider. Its indexer is sgl-router's gRPC KV
@@ -272,10 +269,16 @@ func (c *cli) pdMode() bool {
 	return len(c.prefill) > 0 || len(c.decode) > 0
 }
 
-// policyType is the policy of plain and prefill selection, with the dialect's default:
-// the classic router's cache_aware, the experimental router's round_robin, or power_of_n
-// (the router's power_of_two) under --chat-routing reorg.
+// policyType is the router's policy of plain and prefill selection (legacyPolicy, as the
+// router spells it).
 func (c *cli) policyType() string {
+	return routerPolicy(c.legacyPolicy())
+}
+
+// legacyPolicy is the legacy policy of plain and prefill selection, with the dialect's
+// default: the classic router's cache_aware, the experimental router's round_robin, or
+// power_of_n (the router's power_of_two) under --chat-routing reorg.
+func (c *cli) legacyPolicy() string {
 	switch {
 	case c.prefillPolicy != nil && c.pdMode():
 		return *c.prefillPolicy
@@ -289,9 +292,14 @@ func (c *cli) policyType() string {
 	return "round_robin"
 }
 
-// decodePolicyType is the policy of decode selection: the classic router's
-// --decode-policy, falling back to --policy; the experimental router's power_of_two.
+// decodePolicyType is the router's policy of decode selection.
 func (c *cli) decodePolicyType() string {
+	return routerPolicy(c.legacyDecodePolicy())
+}
+
+// legacyDecodePolicy is the legacy policy of decode selection: the classic router's
+// --decode-policy, falling back to --policy; the experimental router's power_of_two.
+func (c *cli) legacyDecodePolicy() string {
 	if c.dialect != DialectClassic {
 		return "power_of_two"
 	}

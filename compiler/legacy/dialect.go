@@ -40,22 +40,49 @@ func (d Dialect) defaultsSource() string {
 }
 
 // programs are the ways a command line may start, with the dialect each names ("" when
-// the name is shared). They are stripped before the flags are read, so a line can be pasted
-// from a shell script as it is.
-var programs = []struct {
+// the name is shared) and whether argparse read its flags. They are stripped before the
+// flags are read, so a line can be pasted from a shell script as it is.
+//
+// Python launchers parse with argparse, whose allow_abbrev (on by default: smg
+// bindings/python/src/smg/launch_router.py parse_router_args) reads a unique prefix of a flag
+// as the flag. The Rust binaries parse with clap without infer_long_args
+// (smg model_gateway/src/main.rs), so they refused prefixes. `smg launch` and `amg launch`
+// are both the Python console script (pyproject [project.scripts] smg = "smg.cli:main") and
+// the Rust binary's subcommand; a prefix only ran under the Python one, so prefixes are read
+// there. Bare `smg FLAGS` is the Rust binary: the Python script requires a subcommand.
+var programs = []program{
+	{[]string{"python3", "-u", "-m", "sglang_router.launch_router"}, DialectClassic, true},
+	{[]string{"python", "-u", "-m", "sglang_router.launch_router"}, DialectClassic, true},
+	{[]string{"python3", "-m", "sglang_router.launch_router"}, DialectClassic, true},
+	{[]string{"python", "-m", "sglang_router.launch_router"}, DialectClassic, true},
+	{[]string{"python3", "-m", "smg.launch_router"}, DialectClassic, true},
+	{[]string{"python", "-m", "smg.launch_router"}, DialectClassic, true},
+	{[]string{"sglang_router.launch_router"}, DialectClassic, true},
+	{[]string{"sglang-router", "launch"}, DialectClassic, true},
+	{[]string{"smg", "launch"}, DialectClassic, true},
+	{[]string{"smg", "start"}, DialectClassic, false},
+	{[]string{"amg", "launch"}, DialectClassic, true},
+	{[]string{"amg", "start"}, DialectClassic, false},
+	{[]string{"smg"}, DialectClassic, false},
+	{[]string{"amg"}, DialectClassic, false},
+	{[]string{"shepherd-model-gateway", "launch"}, DialectClassic, false},
+	{[]string{"shepherd-model-gateway"}, DialectClassic, false},
+	{[]string{"sgl-model-gateway", "launch"}, DialectClassic, false},
+	{[]string{"sgl-model-gateway"}, DialectClassic, false},
+	{[]string{"cargo", "run", "--release", "--"}, DialectClassic, false},
+	{[]string{"cargo", "run", "--"}, DialectClassic, false},
+	{[]string{"sgl-router"}, DialectAuto, false},
+}
+
+// program is one way a command line may start.
+type program struct {
 	words   []string
 	dialect Dialect
-}{
-	{[]string{"python3", "-u", "-m", "sglang_router.launch_router"}, DialectClassic},
-	{[]string{"python", "-u", "-m", "sglang_router.launch_router"}, DialectClassic},
-	{[]string{"python3", "-m", "sglang_router.launch_router"}, DialectClassic},
-	{[]string{"python", "-m", "sglang_router.launch_router"}, DialectClassic},
-	{[]string{"sglang_router.launch_router"}, DialectClassic},
-	{[]string{"smg", "launch"}, DialectClassic},
-	{[]string{"smg"}, DialectClassic},
-	{[]string{"sgl-model-gateway"}, DialectClassic},
-	{[]string{"sgl-router"}, DialectAuto},
+	abbrev  bool // argparse read the flags: unique prefixes are flags
 }
+
+// binaries are the Rust binaries' names as a path may end in (./target/release/smg).
+var binaries = []string{"sgl-model-gateway", "smg", "amg", "shepherd-model-gateway", "sgl-router"}
 
 // classicOnly are flags only the classic router has; one of them makes DialectAuto read
 // the line as classic.
@@ -71,14 +98,20 @@ var classicOnly = []string{
 // experimentalOnly are flags only the experimental router has.
 var experimentalOnly = []string{"--chat-routing", "--bucket-config", "--filter", "--cb-threshold", "--log-format"}
 
-// splitProgram strips a leading program name from args and returns the dialect it names.
-func splitProgram(args []string) (Dialect, []string, string) {
+// splitProgram strips a leading program name from args and returns the dialect it names,
+// the program's words, and whether its flags were read by argparse. A path to a built binary
+// (./target/release/sgl-model-gateway) is read as the binary's name.
+func splitProgram(args []string) (Dialect, []string, string, bool) {
+	words := args
+	if len(args) > 0 && strings.Contains(args[0], "/") && slices.Contains(binaries, filepath.Base(args[0])) {
+		words = append([]string{filepath.Base(args[0])}, args[1:]...)
+	}
 	for _, p := range programs {
-		if len(args) >= len(p.words) && slices.Equal(args[:len(p.words)], p.words) {
-			return p.dialect, args[len(p.words):], strings.Join(p.words, " ")
+		if len(words) >= len(p.words) && slices.Equal(words[:len(p.words)], p.words) {
+			return p.dialect, args[len(p.words):], strings.Join(args[:len(p.words)], " "), p.abbrev
 		}
 	}
-	return DialectAuto, args, ""
+	return DialectAuto, args, "", false
 }
 
 // detect decides the dialect of args: the one asked for, else the one the program names,
@@ -105,16 +138,30 @@ func detect(asked, named Dialect, args []string) (Dialect, string) {
 	return DialectExperimental, "no classic-only flag (pass --from classic to router migrate for a classic command line)"
 }
 
-// classicPolicies are the classic router's --policy values that have a router policy.
-var classicPolicies = []string{"random", "round_robin", "cache_aware", "power_of_two"}
+// classicPolicies are the classic router's and SMG's --policy values that have a router
+// policy (smgPolicies says which).
+var classicPolicies = []string{"random", "round_robin", "cache_aware", "power_of_two", "least_load", "consistent_hashing", "manual"}
+
+// smgPolicies are the SMG policies the router spells differently: consistent_hashing and
+// manual pin a routing key to a worker, as sticky does; least_load picks the least loaded
+// worker, as load_based does (the header says what differs).
+var smgPolicies = map[string]string{"consistent_hashing": "sticky", "manual": "sticky", "least_load": "load_based"}
+
+// routerPolicy is the router's policy type for a legacy --policy value.
+func routerPolicy(v string) string {
+	if r, ok := smgPolicies[v]; ok {
+		return r
+	}
+	return v
+}
 
 // refuseClassicPolicy explains the classic policies the router has no equivalent for.
 func refuseClassicPolicy(flag string, vs []string) error {
 	switch vs[0] {
 	case "prefix_hash":
-		return fmt.Errorf("%s prefix_hash cannot be migrated: the router has no consistent hashing of prompt prefixes; use --policy cache_aware, whose prefix index follows prompts to the engines that hold them", flag)
-	case "manual":
-		return fmt.Errorf("%s manual cannot be migrated as is: the router's sticky policy binds a routing-key header to an engine (models.M.routing_key_header, default x-sgl-routing-key); migrate with --policy round_robin and set the group's policy to {type: \"sticky\"} by hand", flag)
+		return fmt.Errorf("%s prefix_hash cannot be migrated: the router does not hash the first --prefix-token-count tokens onto a ring; the closest is --policy cache_aware, whose prefix index sends a prompt to the engine that holds its longest prefix, learned from the router's own dispatches (use it, and remove the --prefix-token-count and --prefix-hash-* flags)", flag)
+	case "passthrough":
+		return fmt.Errorf("%s passthrough cannot be migrated: it forwards to a single OpenAI-compatible upstream without choosing; list the engines and use --policy round_robin, or route to that upstream without the router", flag)
 	case "bucket":
 		return fmt.Errorf("%s bucket cannot be migrated: the classic bucket policy re-computed load boundaries every few seconds; the router's buckets are static length ranges (models.M.buckets): remove it", flag)
 	}
@@ -141,7 +188,7 @@ func refuseWith(why string) func(string, []string) string {
 func (c *cli) classicTable() []flagSpec {
 	return append([]flagSpec{
 		{name: "--host", arity: oneValue, set: text(&c.host)},
-		{name: "--port", arity: oneValue, set: c.setPort},
+		{name: "--port", arity: oneValue, set: portNumber(&c.port)},
 		{name: "--worker-urls", arity: someValues, repeat: true, set: texts(&c.workerURLs)},
 		{name: "--pd-disaggregation", arity: switchFlag, set: switchOn(&c.pdDisaggregation)},
 		{name: "--prefill", arity: prefillValues, repeat: true, set: c.addPrefill},
@@ -154,8 +201,7 @@ func (c *cli) classicTable() []flagSpec {
 		// The classic router has no --model-id; one added to a pasted line is taken as the
 		// model's name, as migrate's own --model-id would be, rather than refused.
 		{name: "--model-id", arity: oneValue, set: text(&c.modelID)},
-		{name: "--model-path", arity: oneValue, set: text(&c.modelPath)},
-		{name: "--model", arity: oneValue, set: text(&c.modelPath)},
+		{name: "--model-path", aliases: []string{"--model"}, arity: oneValue, set: text(&c.modelPath)},
 		{name: "--tokenizer-path", arity: oneValue, set: text(&c.tokenizerPath)},
 		{name: "--chat-template", arity: oneValue, set: text(&c.chatTemplate)},
 
@@ -173,53 +219,32 @@ func (c *cli) classicTable() []flagSpec {
 		{name: "--cb-success-threshold", arity: oneValue, refuse: refuseWith("an open breaker here lets one probe request through after breaker.open_ms, and that probe's success closes it; there is no count of successes to set: remove it")},
 		{name: "--cb-window-duration-secs", arity: oneValue, refuse: refuseWith("the router's breaker counts consecutive failures (breaker.failure_threshold), not failures within a window: remove it")},
 		{name: "--disable-circuit-breaker", arity: switchFlag, refuse: refuseWith("the router's per-engine breaker cannot be turned off; a large breaker.failure_threshold makes it open rarely: remove the flag and set that by hand if you need it")},
-		{name: "--max-concurrent-requests", arity: oneValue, refuse: refuseWith("sgl-router queued requests beyond it (--queue-size, --queue-timeout-secs) behind a token bucket, while the router answers 503 over_capacity at once beyond limits.max_concurrent_requests (default 1024): remove it, with the queue and rate flags, and set limits.max_concurrent_requests by hand if answering at once suits your clients")},
-		{name: "--queue-size", arity: oneValue, unsupported: "a queue of requests waiting for capacity"},
-		{name: "--queue-timeout-secs", arity: oneValue, unsupported: "a queue of requests waiting for capacity"},
-		{name: "--rate-limit-tokens-per-second", arity: oneValue, unsupported: "request rate limiting"},
 
 		// Operations: logging, metrics, startup, health, discovery.
 		{name: "--log-level", arity: oneValue, refuse: refuseLogging("debug, info, warn or error")},
 		{name: "--log-dir", arity: oneValue, refuse: refuseWith("`router serve` logs to stderr (--log-format text or json); redirect it to a file: remove it")},
-		{name: "--prometheus-port", arity: oneValue, refuse: refuseMetrics},
-		{name: "--prometheus-host", arity: oneValue, refuse: refuseMetrics},
 		{name: "--worker-startup-timeout-secs", arity: oneValue, unsupported: "waiting for workers at startup (the router starts at once and health-checks engines as it runs)"},
 		{name: "--worker-startup-check-interval", arity: oneValue, unsupported: "waiting for workers at startup (the router starts at once and health-checks engines as it runs)"},
-		{name: "--health-failure-threshold", arity: oneValue, unsupported: "health-check tuning"},
-		{name: "--health-success-threshold", arity: oneValue, unsupported: "health-check tuning"},
-		{name: "--health-check-timeout-secs", arity: oneValue, unsupported: "health-check tuning"},
-		{name: "--health-check-interval-secs", arity: oneValue, unsupported: "health-check tuning"},
-		{name: "--health-check-endpoint", arity: oneValue, unsupported: "health-check tuning"},
-		{name: "--service-discovery", arity: switchFlag, unsupported: discovery},
-		{name: "--service-discovery-namespace", arity: oneValue, unsupported: discovery},
-		{name: "--service-discovery-port", arity: oneValue, unsupported: discovery},
-		{name: "--selector", arity: someValues, repeat: true, unsupported: discovery},
-		{name: "--prefill-selector", arity: someValues, repeat: true, unsupported: discovery},
-		{name: "--decode-selector", arity: someValues, repeat: true, unsupported: discovery},
+		{name: "--health-failure-threshold", arity: oneValue, set: count(&c.smg.healthFailures)},
+		{name: "--health-success-threshold", arity: oneValue, set: count(&c.smg.healthSuccesses)},
+		{name: "--health-check-timeout-secs", arity: oneValue, set: count(&c.smg.healthTimeoutSecs)},
+		{name: "--health-check-interval-secs", arity: oneValue, set: count(&c.smg.healthIntervalSecs)},
+		{name: "--health-check-endpoint", arity: oneValue, set: text(&c.smg.healthEndpoint)},
 		{name: "--dp-aware", arity: switchFlag, unsupported: "routing to data-parallel ranks (each engine is one URL; its ranks are reported in its load, not addressed)"},
-		{name: "--api-key", arity: oneValue, unsupported: "client or worker API keys"},
-		{name: "--backend", arity: oneValue, unsupported: "backends other than SGLang and vLLM engines (engines[].kind)"},
+		{name: "--backend", aliases: []string{"--runtime"}, arity: oneValue, unsupported: "backends other than SGLang and vLLM engines (engines[].kind)"},
 		{name: "--history-backend", arity: oneValue, unsupported: "conversation history storage"},
 		{name: "--reasoning-parser", arity: oneValue, unsupported: "reasoning parsers (the router forwards the engines' answers as they are)"},
 		{name: "--tool-call-parser", arity: oneValue, unsupported: "tool-call parsers (the router forwards the engines' answers as they are)"},
-		{name: "--request-id-headers", arity: someValues, unsupported: "request-id headers"},
-		{name: "--enable-trace", arity: switchFlag, unsupported: "OpenTelemetry tracing"},
-		{name: "--otlp-traces-endpoint", arity: oneValue, unsupported: "OpenTelemetry tracing"},
 		{name: "--cors-allowed-origins", arity: someValues, unsupported: "CORS"},
 		{name: "--mini-lb", arity: switchFlag, unsupported: "the Python mini load balancer"},
 		{name: "--enable-igw", arity: switchFlag, unsupported: "the multi-model gateway mode (list each model's engines under models instead)"},
-	}, c.classicFlags()...)
+	}, slices.Concat(c.classicFlags(), c.smgFlags(), c.gatewayFlags(), c.discoveryFlags(true))...)
 }
 
 // refuseRetries explains why the classic retry tuning does not carry over.
 func refuseRetries(flag string, _ []string) string {
 	return flag + " cannot be migrated: sgl-router retried failed requests (408, 429 and 5xx answers included) with exponential backoff, while the router retries only attempts an engine never received (retries.max_attempts, default 2, no backoff), " +
 		"so a generation is never run twice: remove it (--disable-retries is migrated, as retries.max_attempts: 1)"
-}
-
-// refuseMetrics points the Prometheus flags at the router's /metrics.
-func refuseMetrics(flag string, _ []string) string {
-	return flag + " cannot be migrated: the router serves Prometheus metrics at /metrics on its own listen address, not on a separate listener: remove it and scrape http://LISTEN/metrics"
 }
 
 // resolveModel decides the served model's name: migrate's --model-id, else the command
@@ -308,6 +333,9 @@ func (t *translator) hardening(root *node) {
 		// classic router's 1800 s.
 		root.child("timeouts").set("total_ms", int64(300_000), "sgl-router's default --request-timeout-secs 300")
 	}
+	if n := c.streamIdleSecs; n != nil {
+		root.child("timeouts").set("stream_idle_ms", *n*1000, "--stream-idle-timeout-secs")
+	}
 	if c.disableRetries {
 		root.child("retries").set("max_attempts", int64(1), "--disable-retries")
 	}
@@ -361,8 +389,11 @@ func (c *cli) hardeningRules(p *Errors) {
 		}
 	}
 	p.check(c.cbCoolDownSecs == nil || c.cbThreshold != nil, "--cb-cool-down-secs requires --cb-threshold")
+	if n := c.streamIdleSecs; n != nil {
+		p.check(*n >= 1 && *n <= 86400, "--stream-idle-timeout-secs %d cannot be migrated: timeouts.stream_idle_ms holds 1 s to a day (86400 s)", *n)
+	}
 	if c.dialect == DialectClassic {
-		p.check(!c.pdDisaggregation || c.pdMode(), "--pd-disaggregation without --prefill and --decode: sgl-router then discovered workers in Kubernetes, which the router does not do; list them with --prefill URL [BOOTSTRAP_PORT] and --decode URL")
+		p.check(!c.pdDisaggregation || c.pdMode() || len(c.discovery.flags) > 0, "--pd-disaggregation without --prefill and --decode: sgl-router then discovered workers in Kubernetes, which the router does not do; list them with --prefill URL [BOOTSTRAP_PORT] and --decode URL")
 		p.check(c.pdDisaggregation || !c.pdMode(), "--prefill and --decode need --pd-disaggregation in the classic router's command line: add it")
 		p.check(c.prefillPolicy == nil || c.pdMode(), "--prefill-policy selects prefill workers, but the command line has none: remove it")
 		p.check(c.decodePolicy == nil || *c.decodePolicy != "cache_aware", "--decode-policy cache_aware cannot be migrated: a prefix is reused where it is prefilled, so the router's decode groups take no cache_aware: use --decode-policy power_of_two, or remove it")

@@ -29,6 +29,9 @@ const (
 type flagSpec struct {
 	name  string
 	arity arity
+	// aliases are other spellings of the flag (clap's alias, argparse's second option
+	// string), read as name.
+	aliases []string
 	// repeat allows the flag more than once; its values accumulate, as clap's Vec options do.
 	repeat bool
 	// set stores the flag's values in the parsed command line, or says why they are invalid.
@@ -47,8 +50,9 @@ type flagSpec struct {
 type setter func(flag string, values []string) error
 
 // parse reads args against specs. It reports every problem it finds rather than stopping
-// at the first, so that one edit fixes a command line.
-func parse(args []string, specs []flagSpec) Errors {
+// at the first, so that one edit fixes a command line. abbrev reads a unique prefix of a
+// flag as the flag, as Python's argparse does (allow_abbrev); clap does not.
+func parse(args []string, specs []flagSpec, abbrev bool) Errors {
 	var errs Errors
 	for _, arg := range args {
 		if !utf8.ValidString(arg) {
@@ -66,16 +70,16 @@ func parse(args []string, specs []flagSpec) Errors {
 			errs.addf("unexpected argument %q: sgl-router takes only --flags", arg)
 			continue
 		}
-		name, inline, hasInline := strings.Cut(arg, "=")
-		j := slices.IndexFunc(specs, func(s flagSpec) bool { return s.name == name })
-		if j < 0 {
-			errs.addf("unknown flag %s: it is not an sgl-router flag that migrate knows, so it cannot be carried over", name)
+		given, inline, hasInline := strings.Cut(arg, "=")
+		spec, err := lookup(specs, given, abbrev)
+		if err != nil {
+			errs = append(errs, err)
 			for i < len(args) && !isFlag(args[i]) {
 				i++ // its values, whatever they are
 			}
 			continue
 		}
-		spec := specs[j]
+		name := spec.name
 		if seen[name] && !spec.repeat {
 			errs.addf("%s is given more than once: sgl-router accepts it once", name)
 		}
@@ -102,6 +106,94 @@ func parse(args []string, specs []flagSpec) Errors {
 		}
 	}
 	return errs
+}
+
+// names lists the spellings of a flag: its name, then its aliases.
+func (s flagSpec) names() []string {
+	return append([]string{s.name}, s.aliases...)
+}
+
+// lookup finds the flag given names: by its name or an alias, else, with abbrev, by a
+// unique prefix of them, as argparse reads "--pol" as "--policy". Without abbrev a prefix
+// is an error that names the flag, since clap refused it too.
+func lookup(specs []flagSpec, given string, abbrev bool) (flagSpec, error) {
+	var all []string
+	byName := map[string]flagSpec{}
+	for _, s := range specs {
+		for _, n := range s.names() {
+			byName[n] = s
+			all = append(all, n)
+		}
+	}
+	if s, ok := byName[given]; ok {
+		return s, nil
+	}
+	var prefixed []string
+	seen := map[string]bool{}
+	for _, n := range all {
+		if strings.HasPrefix(n, given) && !seen[byName[n].name] {
+			seen[byName[n].name] = true
+			prefixed = append(prefixed, n)
+		}
+	}
+	switch {
+	case abbrev && len(prefixed) == 1:
+		return byName[prefixed[0]], nil
+	case abbrev && len(prefixed) > 1:
+		return flagSpec{}, &AmbiguousFlagError{Given: given, Candidates: prefixed}
+	case len(prefixed) > 0:
+		return flagSpec{}, fmt.Errorf("unknown flag %s: the Rust command line (clap) takes no abbreviations, so it refused it too; spell the flag out (%s), or start the line with python -m sglang_router.launch_router if it came from the Python launcher, whose argparse reads unique prefixes",
+			given, strings.Join(prefixed, ", "))
+	}
+	msg := "unknown flag " + given + ": it is not a flag of sgl-router or SMG that migrate knows, so it cannot be carried over"
+	if near := nearest(given, all); near != "" {
+		msg += "; did you mean " + near + "?"
+	}
+	return flagSpec{}, errors.New(msg)
+}
+
+// AmbiguousFlagError is an abbreviation that starts more than one flag; argparse refused it
+// with the candidates, and so does migrate.
+type AmbiguousFlagError struct {
+	Given      string
+	Candidates []string
+}
+
+func (e *AmbiguousFlagError) Error() string {
+	return fmt.Sprintf("ambiguous flag %s: it abbreviates %s; spell the one you mean further", e.Given, strings.Join(e.Candidates, ", "))
+}
+
+// nearest is the flag of names closest to given by edit distance, when it is close enough to
+// be a typo (at most 2 edits, and at most a third of the flag's length), else "".
+func nearest(given string, names []string) string {
+	best, bestD := "", 3
+	for _, n := range names {
+		if d := editDistance(given, n); d < bestD && d*3 <= len(n) {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes (flags are ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // takeValues reads the values of one occurrence of spec, whose name was args[i-1], and

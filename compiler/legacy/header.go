@@ -78,7 +78,7 @@ func notes(t *translator) []string {
 		out = append(out, prefixNote(in, c))
 	}
 	if c.dialect == DialectClassic {
-		out = append(out, classicNotes(c)...)
+		out = append(append(out, classicNotes(c)...), smgNotes(c)...)
 	} else {
 		out = append(out, experimentalNotes(c)...)
 	}

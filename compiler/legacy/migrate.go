@@ -123,16 +123,21 @@ func Migrate(in Input) ([]byte, *plan.Plan, error) {
 	if coLaunch(in.Args) {
 		return nil, nil, Errors{errCoLaunch}
 	}
-	named, args, program := splitProgram(in.Args)
+	named, args, program, abbrev := splitProgram(in.Args)
 	c := &cli{}
 	c.dialect, c.dialectFrom = detect(in.From, named, args)
 	c.program = program
-	if errs := parse(args, c.flags()); len(errs) > 0 {
+	c.kvEvents = in.EnginesPublishKVEvents
+	if errs := parse(args, c.flags(), abbrev); len(errs) > 0 {
 		return nil, nil, errs
 	}
 	var errs Errors
 	c.resolveModel(in, &errs)
 	c.hardeningRules(&errs)
+	c.smgRules(&errs)
+	c.healthRules(&errs)
+	c.gatewayRules(&errs)
+	c.discoveryRules(&errs)
 	if errs = append(append(append(errs, c.legacyRules()...), c.targetRules()...), in.rules(c)...); len(errs) > 0 {
 		return nil, nil, errs
 	}

@@ -171,7 +171,7 @@ func TestInexpressibleSettings(t *testing.T) {
 		{"stale request timeout", with(plainFleet, "--stale-request-timeout-secs", "600"), "--stale-request-timeout-secs cannot be migrated"},
 		{"log level", with(plainFleet, "--log-level", "debug"), "--log-level cannot be migrated: logging is not part of the router configuration, but `router serve` has the same flag: pass --log-level debug to `router serve` instead"},
 		{"log format", with(plainFleet, "--log-format=json"), "pass --log-format json to `router serve` instead"},
-		{"service discovery", []string{"--model-id", "m", "--service-discovery", "--selector", "app=sglang", "zone=a"}, "--service-discovery cannot be migrated"},
+		{"service discovery", []string{"--model-id", "m", "--service-discovery", "--selector", "app=sglang", "zone=a"}, "--service-discovery --selector cannot be migrated: the router does not watch Kubernetes pods; it follows the DNS records of a headless Service (engines_from_dns"},
 		{"discovery namespace", with(plainFleet, "--service-discovery-namespace", "prod"), "--service-discovery-namespace cannot be migrated"},
 		{"PD selectors", with(plainFleet, "--prefill-selector", "role=p", "--decode-selector", "role=d"), "--decode-selector cannot be migrated"},
 		{"breaker cool-down alone", with(plainFleet, "--cb-cool-down-secs", "10"), "--cb-cool-down-secs requires --cb-threshold"},

@@ -91,6 +91,10 @@ func (t *translator) config(buckets []*node, bucketsFrom string) *node {
 	}
 	root.set("engines", engines, "")
 	t.hardening(root)
+	t.health(root)
+	t.shutdownGrace(root)
+	t.gateway(root)
+	t.prefillAdmission(root)
 	model := &node{}
 	root.child("models").set(c.model, model, c.modelFrom)
 	t.tokenizerNote = t.tokenizer(model)
@@ -100,6 +104,7 @@ func (t *translator) config(buckets []*node, bucketsFrom string) *node {
 	setGiven(model, "routing_key_header", c.routingKeyHeader, "--routing-key-header")
 	setGiven(model, "sticky_idle_secs", c.stickyIdleSecs, "--sticky-idle-secs")
 	setGiven(model, "sticky_eviction_interval_secs", c.stickyEvictionSecs, "--sticky-eviction-interval-secs")
+	t.smgModel(model)
 	t.sloPreferences(model)
 	model.set("buckets", buckets, bucketsFrom)
 	return root
@@ -230,6 +235,14 @@ func (t *translator) selectionPolicy(bucketCaps []admissionCap) *node {
 	if c.maxInFlight != nil {
 		caps = append(caps, admissionCap{"max_inflight_requests", *c.maxInFlight, "--filter overloaded --max-in-flight"})
 	}
+	if c.perWorkerCap != nil {
+		caps = append(caps, admissionCap{"max_inflight_requests", *c.perWorkerCap, "--max-concurrent-requests-per-worker"})
+	}
+	role := "plain"
+	if c.pdMode() {
+		role = stagePrefill
+	}
+	caps = append(caps, c.smgCaps(role)...)
 	if capacityChecked(c.policyType()) && c.dialect != DialectClassic {
 		caps = append(caps, t.capacityCaps()...)
 	}
@@ -237,6 +250,7 @@ func (t *translator) selectionPolicy(bucketCaps []admissionCap) *node {
 	switch c.policyType() {
 	case "sticky":
 		setGiven(p, "fallback", c.stickyFallback, "--sticky-fallback-policy")
+		c.smgSticky(p, c.legacyPolicy())
 	case "cache_aware":
 		t.cacheTuning(p)
 	}
@@ -283,6 +297,8 @@ func (t *translator) cacheTuning(p *node) {
 		src := p.child("prefix_source")
 		src.set("type", "approximate", from+": learned from the router's dispatches, as sgl-router's radix tree")
 		src.set("speculative_ttl_ms", speculativeTTLMS, "sgl-router inserted each request into its tree as it picked it, so a burst follows the first pick")
+		setGiven(src, "ttl_secs", c.smg.cacheTTLSecs, "--cache-ttl-secs")
+		setGiven(src, "block_size", c.smg.blockSize, "--block-size")
 	}
 }
 
@@ -304,8 +320,12 @@ func (t *translator) decodeSelection() *node {
 	if t.c.dialect != DialectClassic {
 		setAdmission(p, t.capacityCaps())
 	}
-	if typ == "cache_aware" {
+	setAdmission(p, t.c.smgCaps(stageDecode))
+	switch typ {
+	case "cache_aware":
 		t.cacheTuning(p)
+	case "sticky":
+		t.c.smgSticky(p, t.c.legacyDecodePolicy())
 	}
 	return p
 }
