@@ -118,8 +118,8 @@ var flagVocabulary = compiler.Vocabulary{
 
 // What the router configuration has no setting for, named for the flags that set it.
 const (
-	breaker   = "the circuit breaker"
-	sampling  = "fleet sampling overrides"
+	breaker  = "the circuit breaker"
+	sampling = "fleet sampling overrides"
 )
 
 // indexerWhy is why sgl-router's external KV indexer cannot be migrated.

@@ -69,8 +69,6 @@ var programs = []program{
 	{[]string{"shepherd-model-gateway"}, DialectClassic, false},
 	{[]string{"sgl-model-gateway", "launch"}, DialectClassic, false},
 	{[]string{"sgl-model-gateway"}, DialectClassic, false},
-	{[]string{"cargo", "run", "--release", "--"}, DialectClassic, false},
-	{[]string{"cargo", "run", "--"}, DialectClassic, false},
 	{[]string{"sgl-router"}, DialectAuto, false},
 }
 
@@ -84,24 +82,38 @@ type program struct {
 // binaries are the Rust binaries' names as a path may end in (./target/release/smg).
 var binaries = []string{"sgl-model-gateway", "smg", "amg", "shepherd-model-gateway", "sgl-router"}
 
-// classicOnly are flags only the classic router has; one of them makes DialectAuto read
-// the line as classic.
-var classicOnly = []string{
-	"--pd-disaggregation", "--prefill-policy", "--model-path", "--max-payload-size",
-	"--retry-max-retries", "--disable-retries", "--cb-failure-threshold", "--cb-timeout-duration-secs",
-	"--cb-success-threshold", "--cb-window-duration-secs", "--disable-circuit-breaker",
-	"--balance-abs-threshold", "--balance-rel-threshold", "--eviction-interval-secs", "--max-tree-size",
-	"--prometheus-port", "--prometheus-host", "--worker-startup-timeout-secs", "--dp-aware",
-	"--max-concurrent-requests", "--queue-size", "--log-dir",
+// onlyIn lists the spellings of the flags of one dialect's table that the other's lacks;
+// one of them tells the dialect of a line that does not name its program.
+func onlyIn(d, other Dialect) []string {
+	theirs := map[string]bool{}
+	for _, s := range (&cli{dialect: other}).flags() {
+		for _, n := range s.names() {
+			theirs[n] = true
+		}
+	}
+	var out []string
+	for _, s := range (&cli{dialect: d}).flags() {
+		for _, n := range s.names() {
+			if !theirs[n] {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }
-
-// experimentalOnly are flags only the experimental router has.
-var experimentalOnly = []string{"--chat-routing", "--bucket-config", "--filter", "--cb-threshold", "--log-format"}
 
 // splitProgram strips a leading program name from args and returns the dialect it names,
 // the program's words, and whether its flags were read by argparse. A path to a built binary
-// (./target/release/sgl-model-gateway) is read as the binary's name.
+// (./target/release/sgl-model-gateway) is read as the binary's name, and `cargo run ... --`
+// as a Rust binary of either router.
 func splitProgram(args []string) (Dialect, []string, string, bool) {
+	if len(args) >= 2 && args[0] == "cargo" && args[1] == "run" {
+		// cargo run [--release] [--bin NAME] -- FLAGS: SMG's or the experimental router's
+		// checkout, which only the flags tell apart.
+		if k := slices.Index(args, "--"); k > 0 {
+			return DialectAuto, args[k+1:], strings.Join(args[:k+1], " "), false
+		}
+	}
 	words := args
 	if len(args) > 0 && strings.Contains(args[0], "/") && slices.Contains(binaries, filepath.Base(args[0])) {
 		words = append([]string{filepath.Base(args[0])}, args[1:]...)
@@ -132,7 +144,7 @@ func detect(asked, named Dialect, args []string) (Dialect, string) {
 		}
 		return ""
 	}
-	if f := has(classicOnly); f != "" && has(experimentalOnly) == "" {
+	if f := has(onlyIn(DialectClassic, DialectExperimental)); f != "" && has(onlyIn(DialectExperimental, DialectClassic)) == "" {
 		return DialectClassic, f + ", a flag of the classic router only"
 	}
 	return DialectExperimental, "no classic-only flag (pass --from classic to router migrate for a classic command line)"

@@ -100,6 +100,9 @@ func (es Errors) Error() string {
 	return b.String()
 }
 
+// Unwrap gives errors.As and errors.Is each problem, such as an *AmbiguousFlagError.
+func (es Errors) Unwrap() []error { return es }
+
 // addf adds a problem.
 func (es *Errors) addf(format string, args ...any) {
 	*es = append(*es, fmt.Errorf(format, args...))
@@ -117,11 +120,24 @@ func (es *Errors) check(ok bool, format string, args ...any) {
 // when the input cannot be migrated, and a plain error when the bucket file cannot be read
 // or, which would be a bug, the generated configuration does not compile.
 func Migrate(in Input) ([]byte, *plan.Plan, error) {
+	src, err := translate(in)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := compiler.CompileSources([]compiler.Source{{Name: "migrated.cue", Data: src}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("internal error: the migrated configuration does not compile:\n%v\n%s", err, src)
+	}
+	return src, p, nil
+}
+
+// translate is Migrate before the compile: the configuration's CUE source.
+func translate(in Input) ([]byte, error) {
 	if in.From != DialectAuto && in.From != DialectClassic && in.From != DialectExperimental {
-		return nil, nil, Errors{errNoDialect}
+		return nil, Errors{errNoDialect}
 	}
 	if coLaunch(in.Args) {
-		return nil, nil, Errors{errCoLaunch}
+		return nil, Errors{errCoLaunch}
 	}
 	named, args, program, abbrev := splitProgram(in.Args)
 	c := &cli{}
@@ -129,7 +145,7 @@ func Migrate(in Input) ([]byte, *plan.Plan, error) {
 	c.program = program
 	c.kvEvents = in.EnginesPublishKVEvents
 	if errs := parse(args, c.flags(), abbrev); len(errs) > 0 {
-		return nil, nil, errs
+		return nil, errs
 	}
 	var errs Errors
 	c.resolveModel(in, &errs)
@@ -139,24 +155,16 @@ func Migrate(in Input) ([]byte, *plan.Plan, error) {
 	c.gatewayRules(&errs)
 	c.discoveryRules(&errs)
 	if errs = append(append(append(errs, c.legacyRules()...), c.targetRules()...), in.rules(c)...); len(errs) > 0 {
-		return nil, nil, errs
+		return nil, errs
 	}
 	t := newTranslator(in, c)
 	buckets, bucketsFrom, err := t.buckets(in)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	// The configuration first: translating it collects notes the header lists.
 	root := t.config(buckets, bucketsFrom)
-	src, err := render(header(t), root)
-	if err != nil {
-		return nil, nil, err
-	}
-	p, err := compiler.CompileSources([]compiler.Source{{Name: "migrated.cue", Data: src}})
-	if err != nil {
-		return nil, nil, fmt.Errorf("internal error: the migrated configuration does not compile:\n%v\n%s", err, src)
-	}
-	return src, p, nil
+	return render(header(t), root)
 }
 
 // buckets translates the bucket file, wherever it was named, or makes sgl-router's single
