@@ -260,8 +260,13 @@ func controlIn(values []string) (string, bool) {
 }
 
 // isFlag reports whether an argument starts a new flag rather than being a value. As in
-// clap, a value that starts with "-" must be attached with "=": --ratio=-1.
+// clap, a value that starts with "-" must be attached with "=": --ratio=-1; a negative
+// number is a value as argparse reads it (--max-concurrent-requests -1), a line clap would
+// have refused.
 func isFlag(arg string) bool {
+	if _, err := strconv.ParseFloat(arg, 64); err == nil {
+		return false
+	}
 	return strings.HasPrefix(arg, "-") && arg != "-"
 }
 
