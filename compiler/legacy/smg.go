@@ -76,7 +76,7 @@ func (c *cli) smgFlags() []flagSpec {
 		{name: "--overload-token-usage-threshold", arity: oneValue, refuse: refuseBalance},
 		{name: "--overlap-decay", arity: oneValue, refuse: refuseWith("the router's cache_aware ranks prefix holders by matched tokens and moves off a busy one with its pressure guard (policy.pressure_guard), not by a decayed overlap score: remove it")},
 		{name: "--selection-temperature", arity: oneValue, refuse: refuseWith("the router's cache_aware picks the best-matching admissible holder, never by softmax sampling: remove it")},
-		{name: "--cache-boundaries", arity: oneValue, repeat: true, refuse: refuseWith("the prefix index matches every block of prefix_source.block_size tokens, not hashes at chosen boundaries: remove it")},
+		{name: "--cache-boundaries", arity: someValues, repeat: true, refuse: refuseWith("the prefix index matches every block of prefix_source.block_size tokens, not hashes at chosen boundaries: remove it")},
 		{name: "--cache-index", arity: oneValue, refuse: refuseWith("the router's prefix index is a block index (prefix_source.type approximate, or local_index fed by KV events); there is no tree/hash choice: remove it")},
 		{name: "--kv-indexer-ttl-secs", arity: oneValue, refuse: refuseWith("it tunes SMG's event-fed index; the router's local_index holds what the engines' KV events say is cached, bounded per engine by kv_events.max_blocks: remove it")},
 		{name: "--kv-indexer-max-entries", arity: oneValue, refuse: refuseWith("it bounds SMG's event-fed index; the router bounds its local_index per engine with kv_events.max_blocks: remove it, and set that by hand")},
@@ -103,7 +103,7 @@ func (c *cli) smgFlags() []flagSpec {
 		// Discovery extras.
 		{name: "--router-selector", arity: someValues, repeat: true, unsupported: whyMesh},
 		{name: "--model-id-from", arity: oneValue, unsupported: "model names from pod metadata (engines_from_dns gives every engine of a name one model)"},
-		{name: "--model-alias", arity: oneValue, repeat: true, unsupported: "model aliases (each model is served under its one name in models)"},
+		{name: "--model-alias", arity: someValues, repeat: true, unsupported: "model aliases (each model is served under its one name in models)"},
 
 		// Logging and metrics.
 		{name: "--log-json", arity: switchFlag, refuse: refuseWith("logging is not part of the router configuration: pass --log-format json to `router serve` instead")},
@@ -123,7 +123,7 @@ func (c *cli) smgFlags() []flagSpec {
 		{name: "--storage-context-headers", arity: someValues, unsupported: whyStorage},
 		{name: "--trust-tenant-header", arity: switchFlag, unsupported: whyTenants},
 		{name: "--tenant-header-name", arity: oneValue, unsupported: whyTenants},
-		{name: "--tenant-api-key", arity: oneValue, repeat: true, unsupported: whyTenants},
+		{name: "--tenant-api-key", arity: someValues, repeat: true, unsupported: whyTenants},
 		{name: "--priority-scheduler-enabled", arity: switchFlag, unsupported: whyTenants},
 		{name: "--priority-scheduler-default-max-class", arity: oneValue, unsupported: whyTenants},
 		{name: "--priority-scheduler-config", arity: oneValue, unsupported: whyTenants},
@@ -174,8 +174,8 @@ func (c *cli) smgFlags() []flagSpec {
 		{name: "--jwt-audience", arity: oneValue, unsupported: whyControl},
 		{name: "--jwt-jwks-uri", arity: oneValue, unsupported: whyControl},
 		{name: "--jwt-role-claim", arity: oneValue, unsupported: whyControl},
-		{name: "--jwt-role-mapping", arity: oneValue, repeat: true, unsupported: whyControl},
-		{name: "--control-plane-api-keys", arity: oneValue, repeat: true, unsupported: whyControl},
+		{name: "--jwt-role-mapping", arity: someValues, repeat: true, unsupported: whyControl},
+		{name: "--control-plane-api-keys", arity: someValues, repeat: true, unsupported: whyControl},
 		{name: "--disable-audit-logging", arity: switchFlag, unsupported: whyControl},
 		{name: "--control-plane-audit-enabled", arity: switchFlag, unsupported: whyControl},
 		{name: "--enable-mesh", arity: switchFlag, unsupported: whyMesh},
