@@ -141,7 +141,9 @@ func TestCorpus(t *testing.T) {
 	for k := range blockers {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool { return blockers[keys[i]] > blockers[keys[j]] || blockers[keys[i]] == blockers[keys[j]] && keys[i] < keys[j] })
+	sort.Slice(keys, func(i, j int) bool {
+		return blockers[keys[i]] > blockers[keys[j]] || blockers[keys[i]] == blockers[keys[j]] && keys[i] < keys[j]
+	})
 	var b strings.Builder
 	for _, k := range keys {
 		fmt.Fprintf(&b, "\n  %3d %s", blockers[k], k)
