@@ -18,9 +18,11 @@ func migrateCommand() *cli.Command {
 		ArgsUsage: "-- [PROGRAM] LEGACY-FLAGS...",
 		Description: `Translates the sgl-router flags after -- into a CUE configuration with a
 comment on every value naming the flag it came from. The line may start with its
-program (python -m sglang_router.launch_router, sgl-router, smg launch): the classic
-router's and the experimental router's flags and defaults differ, and the header of
-the output says whose defaults were used; --from chooses when the line does not say.
+program (python -m sglang_router.launch_router, smg [launch], sgl-model-gateway,
+./target/release/sgl-model-gateway, cargo run ... --, sgl-router): the classic
+router's (and SMG's) and the experimental router's flags and defaults differ, and the
+header of the output says whose defaults were used; --from chooses when the line does
+not say. Flags of a Python launcher may be abbreviated as its argparse allowed.
 A line without --model-id takes the model's name from --model-path, or from
 migrate's own --model-id NAME. Plain workers are given with
 --worker-urls URL..., prefill/decode workers with --prefill URL [BOOTSTRAP_PORT|none]

@@ -1,8 +1,9 @@
 // Package legacy migrates an sgl-router command line, and its --bucket-config file, into a
 // router configuration in CUE.
 //
-// It reads the experimental sgl-router's grouped CLI (reference/sglang-router.md §1.3),
-// with one addition: a migration cannot ask workers for their role, so prefill/decode
+// It reads the classic router's and SMG's command lines (dialect.go, smg.go, gateway.go)
+// and the experimental sgl-router's grouped CLI (reference/sglang-router.md §1.3), the
+// latter with one addition: a migration cannot ask workers for their role, so prefill/decode
 // workers are given as in the classic router's PD mode, --prefill URL [BOOTSTRAP_PORT|none]
 // and --decode URL, and plain workers with --worker-urls. Every flag keeps its meaning,
 // default, unit and validation; a command line sgl-router refused is refused here. A flag
