@@ -412,9 +412,12 @@ func (c *cli) hardeningRules(p *Errors) {
 	}
 }
 
-// coLaunch reports whether args start sglang_router.launch_server, which starts SGLang
-// workers and a router in one process.
+// coLaunch reports whether args start sglang_router.launch_server or `smg serve`, which
+// start SGLang workers and a router in one process.
 func coLaunch(args []string) bool {
+	if len(args) >= 2 && (args[0] == "smg" || args[0] == "amg") && args[1] == "serve" {
+		return true
+	}
 	for i, a := range args {
 		if a == "sglang_router.launch_server" {
 			return i <= 3
@@ -427,7 +430,7 @@ func coLaunch(args []string) bool {
 }
 
 // errCoLaunch explains why a co-launch line is not migrated as a whole.
-var errCoLaunch = errors.New("python -m sglang_router.launch_server starts SGLang workers and a router together; the router only routes: " +
+var errCoLaunch = errors.New("python -m sglang_router.launch_server (and smg serve) starts SGLang workers and a router together; the router only routes: " +
 	"start the workers with python -m sglang.launch_server, and migrate the router part as a launch_router line, " +
 	"its --router-* flags without the prefix and the workers' URLs with --worker-urls")
 
