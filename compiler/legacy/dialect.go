@@ -34,7 +34,7 @@ const (
 // defaultsSource says, in the output's header, whose defaults fill the absent flags.
 func (d Dialect) defaultsSource() string {
 	if d == DialectClassic {
-		return "the classic sglang-router v0.3.2 (python -m sglang_router.launch_router; sglang sgl-model-gateway/src/main.rs and router_args.py at release 0.3.2, smg@c7f9bf9f5), which SMG keeps for these flags (smg-project/smg@f8daa8835 model_gateway/src/main.rs)"
+		return "the classic sglang-router v0.3.2 (python -m sglang_router.launch_router; sglang sgl-model-gateway/src/main.rs and router_args.py at release 0.3.2, smg@c7f9bf9f5)"
 	}
 	return "the experimental sgl-router (sglang experimental/sgl-router/src/config/cli.rs, grouped CLI)"
 }
