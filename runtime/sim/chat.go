@@ -28,6 +28,7 @@ type chatRequest struct {
 	StreamOptions       *streamOptions  `json:"stream_options"`
 	MaxTokens           *int            `json:"max_tokens"`
 	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	MinTokens           *int            `json:"min_tokens"`
 	N                   *int            `json:"n"`
 	Temperature         *float64        `json:"temperature"`
 	TopP                *float64        `json:"top_p"`
@@ -135,6 +136,14 @@ func (e *Engine) validateChat(req *chatRequest) *badRequest {
 	}
 	if n := req.maxNewTokens(); n != nil && *n < 1 {
 		return invalid("max_tokens must be at least 1, got %d.", *n)
+	}
+	if n, least := req.maxNewTokens(), req.MinTokens; n != nil && least != nil && *least > *n {
+		// vLLM's SamplingParams._verify_args and SGLang's SamplingParams.verify refuse it
+		// alike, each in its own words.
+		if e.spec.Kind == plan.KindVLLM {
+			return invalid("min_tokens must be less than or equal to max_tokens=%d, got %d.", *n, *least)
+		}
+		return invalid("min_new_tokens must be in [0, max_new_tokens(%d)], got %d.", *n, *least)
 	}
 	if e.spec.Role != plan.RolePlain && e.spec.Kind != plan.KindVLLM {
 		switch {
