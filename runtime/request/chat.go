@@ -79,11 +79,21 @@ func (ms *Models) Chat(r *http.Request, body []byte) (*Prepared, error) {
 		budget = req.MaxTokens
 	}
 	p, err := prepared(r, m, body, ids, budget, req.Stream)
-	if err == nil && !exact {
+	if err != nil {
+		return nil, err
+	}
+	if !exact {
 		p.Facts.TokenIDs = nil
 	}
-	return p, err
+	if req.N != nil && *req.N > 1 {
+		p.Batch = int(*req.N) // one bootstrap room per choice, as SGLang's PD router gives them
+	}
+	return p, nil
 }
+
+// MaxChoices bounds a chat's n: a PD request gets a bootstrap room for every choice, so n
+// is an allocation. Engines set no bound of their own; 4096 is 32 times OpenAI's (128).
+const MaxChoices = 4096
 
 // validate checks the fields the router understands besides the messages (checked after
 // them, by validateMessages or in decodeChat), with SGLang's sampling ranges. The message
@@ -98,6 +108,8 @@ func validate(req *chatRequest) *Error {
 		return invalid("max_completion_tokens: must be at least 0, got %d", *req.MaxCompletionTokens)
 	case req.N != nil && *req.N < 1:
 		return invalid("n: must be at least 1, got %d", *req.N)
+	case req.N != nil && *req.N > MaxChoices:
+		return invalid("n: at most %d, got %d: ask for fewer choices, or send several requests", MaxChoices, *req.N)
 	}
 	return req.sampling.validate("")
 }

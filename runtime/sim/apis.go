@@ -189,10 +189,16 @@ func (e *Engine) answer(j *job, u usage, text string, params *kvTransferParams) 
 		}
 		return batch
 	}
+	choices := make([]choice, 1, 2)
+	if n := j.req.N; n != nil && *n > 1 {
+		choices = make([]choice, *n) // at most maxChoices
+	}
+	for i := range choices {
+		choices[i] = choice{Index: i, Message: message{Role: "assistant", Content: text}, FinishReason: j.reason}
+	}
 	return completion{
 		ID: j.id, Object: "chat.completion", Created: j.created, Model: e.spec.Model,
-		Choices: []choice{{Message: message{Role: "assistant", Content: text}, FinishReason: j.reason}},
-		Usage:   u, KVTransferParams: params,
+		Choices: choices, Usage: u, KVTransferParams: params,
 	}
 }
 

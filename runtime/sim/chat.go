@@ -32,10 +32,13 @@ type chatRequest struct {
 	N                   *int            `json:"n"`
 	Temperature         *float64        `json:"temperature"`
 	TopP                *float64        `json:"top_p"`
-	BootstrapHost       *string         `json:"bootstrap_host"`
-	BootstrapPort       *int            `json:"bootstrap_port"`
-	BootstrapRoom       *uint64         `json:"bootstrap_room"`
-	DataParallelRank    *int            `json:"data_parallel_rank"`
+	// The bootstrap fields and the rank are read through the embedded bootstrap, which
+	// takes SGLang's arrays as well as scalars (see readChat).
+	BootstrapHost    *string `json:"-"`
+	BootstrapPort    *int    `json:"-"`
+	BootstrapRoom    *uint64 `json:"-"`
+	DataParallelRank *int    `json:"-"`
+	bootstrap
 	// KVTransferParams is vLLM's disaggregation field, read by vLLM-kind engines only.
 	KVTransferParams *kvTransferParams `json:"kv_transfer_params"`
 
@@ -90,6 +93,10 @@ func invalid(format string, args ...any) *badRequest {
 	return &badRequest{status: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
 }
 
+// maxChoices bounds n, which the simulator answers with as many copies of one choice:
+// OpenAI's own limit.
+const maxChoices = 128
+
 var validRoles = map[string]bool{"system": true, "user": true, "assistant": true, "tool": true, "developer": true, "function": true}
 
 // decodeChat reads and validates a request body the way SGLang's OpenAI server does. A
@@ -111,6 +118,7 @@ func (e *Engine) readChat(w http.ResponseWriter, r *http.Request) (*chatRequest,
 		}
 		return nil, invalid("Invalid request body: %v", err)
 	}
+	req.BootstrapHost, req.BootstrapPort, req.BootstrapRoom, req.DataParallelRank = req.Host.v, req.Port.v, req.Room.v, req.bootstrap.DataParallelRank
 	return &req, nil
 }
 
@@ -122,8 +130,14 @@ func (e *Engine) validateChat(req *chatRequest) *badRequest {
 		return invalid("Messages cannot be empty.")
 	case req.StreamOptions != nil && !req.Stream:
 		return invalid("Stream options can only be defined when `stream=True`.")
-	case req.N != nil && *req.N != 1:
-		return invalid("n must be 1, got %d.", *req.N)
+	case req.N != nil && *req.N < 1:
+		return invalid("n must be at least 1, got %d.", *req.N)
+	case req.N != nil && *req.N > 1 && (req.api != apiChat || req.Stream):
+		// A simulator's limit, not an engine's: n choices are answered (as copies of one)
+		// on a non-streamed chat only.
+		return invalid("The simulator answers n above 1 on non-streamed chat completions only, got n=%d.", *req.N)
+	case req.N != nil && *req.N > maxChoices:
+		return invalid("The simulator answers at most %d choices, got n=%d.", maxChoices, *req.N)
 	case req.Temperature != nil && *req.Temperature < 0:
 		return invalid("temperature must be non-negative, got %v.", *req.Temperature)
 	case req.TopP != nil && (*req.TopP <= 0 || *req.TopP > 1):
