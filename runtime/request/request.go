@@ -149,6 +149,11 @@ type Prepared struct {
 	// PD router sends them (get_generate_batch_size, get_completion_batch_size,
 	// get_chat_batch_size in sgl-router's pd_router.rs).
 	Batch int
+	// ReturnLogprob is a single-prompt /generate's return_logprob: a PD answer's
+	// meta_info.input_token_logprobs get the prefill engine's in front of the decode
+	// engine's, as SGLang's PD router merges them. (Its merge, like this one, leaves a
+	// batch's answer, a JSON array, as it is.)
+	ReturnLogprob bool
 }
 
 // Preparer reads and validates one endpoint's request shape, the body already read,

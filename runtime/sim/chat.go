@@ -48,6 +48,9 @@ type chatRequest struct {
 	api       api
 	promptIDs []uint32
 	prompts   int
+	// returnLogprob is /generate's return_logprob: the answer's meta_info carries the
+	// prompt's input_token_logprobs.
+	returnLogprob bool
 }
 
 // api is the API a generation request came by.
