@@ -21,10 +21,13 @@ type chatRequest struct {
 	Tools               json.RawMessage `json:"tools"`
 	ChatTemplateKwargs  json.RawMessage `json:"chat_template_kwargs"`
 	AddGenerationPrompt *bool           `json:"add_generation_prompt"`
-	Stream              bool            `json:"stream"`
-	MaxTokens           *int64          `json:"max_tokens"`
-	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
-	N                   *int64          `json:"n"`
+	// ReasoningEffort and ContinueFinalMessage shape SGLang's prompt (see token.Chat).
+	ReasoningEffort      json.RawMessage `json:"reasoning_effort"`
+	ContinueFinalMessage bool            `json:"continue_final_message"`
+	Stream               bool            `json:"stream"`
+	MaxTokens            *int64          `json:"max_tokens"`
+	MaxCompletionTokens  *int64          `json:"max_completion_tokens"`
+	N                    *int64          `json:"n"`
 	sampling
 }
 
@@ -157,7 +160,8 @@ func validateMessages(raw json.RawMessage) ([]token.Message, *Error) {
 // chat is what the model's chat template renders.
 func (req *chatRequest) chat() token.Chat {
 	return token.Chat{Messages: req.Messages, Tools: req.Tools, Kwargs: req.ChatTemplateKwargs,
-		NoGenerationPrompt: req.AddGenerationPrompt != nil && !*req.AddGenerationPrompt}
+		NoGenerationPrompt: req.AddGenerationPrompt != nil && !*req.AddGenerationPrompt,
+		ReasoningEffort:    req.ReasoningEffort, ContinueFinalMessage: req.ContinueFinalMessage}
 }
 
 func outside(v *float64, lo, hi float64) bool {
@@ -239,6 +243,10 @@ func fillChat(req *chatRequest, v *strictjson.Value, body []byte) (*token.Parsed
 			req.ChatTemplateKwargs, parsed.Kwargs = body[e.Start:e.End], e
 		case "add_generation_prompt":
 			ok = setPtr(&req.AddGenerationPrompt, e, strictjson.Bool, &e.Bool)
+		case "reasoning_effort":
+			req.ReasoningEffort = body[e.Start:e.End]
+		case "continue_final_message":
+			ok = setBool(&req.ContinueFinalMessage, e)
 		case "stream":
 			ok = setBool(&req.Stream, e)
 		case "max_tokens":

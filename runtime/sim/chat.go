@@ -24,6 +24,8 @@ type chatRequest struct {
 	Tools               json.RawMessage `json:"tools"`
 	ChatTemplateKwargs  json.RawMessage `json:"chat_template_kwargs"`
 	AddGenerationPrompt *bool           `json:"add_generation_prompt"`
+	ReasoningEffort     json.RawMessage `json:"reasoning_effort"`
+	ContinueFinal       bool            `json:"continue_final_message"`
 	Stream              bool            `json:"stream"`
 	StreamOptions       *streamOptions  `json:"stream_options"`
 	MaxTokens           *int            `json:"max_tokens"`
@@ -77,7 +79,8 @@ func (m *messages) UnmarshalJSON(data []byte) error {
 // chat is what the engine's chat template renders.
 func (req *chatRequest) chat() token.Chat {
 	return token.Chat{Messages: req.Messages.raw, Tools: req.Tools, Kwargs: req.ChatTemplateKwargs,
-		NoGenerationPrompt: req.AddGenerationPrompt != nil && !*req.AddGenerationPrompt}
+		NoGenerationPrompt: req.AddGenerationPrompt != nil && !*req.AddGenerationPrompt,
+		ReasoningEffort:    req.ReasoningEffort, ContinueFinalMessage: req.ContinueFinal}
 }
 
 type streamOptions struct {
