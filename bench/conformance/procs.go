@@ -260,8 +260,11 @@ func (p PrefixCache) Sub(before PrefixCache) PrefixCache {
 }
 
 // ReadPrefixCache reads a simulator's prefix-cache counters from its /metrics.
-func ReadPrefixCache(s *Sim) (PrefixCache, error) {
-	resp, err := http.Get(s.URL() + "/metrics")
+func ReadPrefixCache(s *Sim) (PrefixCache, error) { return readPrefixCache(s.URL()) }
+
+// readPrefixCache reads the prefix-cache counters of the engine at base.
+func readPrefixCache(base string) (PrefixCache, error) {
+	resp, err := http.Get(base + "/metrics")
 	if err != nil {
 		return PrefixCache{}, err
 	}

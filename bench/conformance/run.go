@@ -13,6 +13,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	benchquality "github.com/routerkit/router/bench/quality"
+	"github.com/routerkit/router/runtime/sim"
 )
 
 // Options are a run's programs and sizes.
@@ -24,10 +27,12 @@ type Options struct {
 	Seed                             uint64
 }
 
-// Result is a run's outcome: a line per check, and the routing-quality rows.
+// Result is a run's outcome: a line per check, and the routing-quality rows on
+// llm-d-inference-sim and, for the same workload, on the router's own simulator.
 type Result struct {
 	Checks  []Check
 	Quality []QualityRow
+	Builtin []QualityRow
 }
 
 // Check is one conformance check.
@@ -93,11 +98,7 @@ func startFleet(o Options, dir string, policy string, so SimOptions) (*fleet, er
 			"     kv_events: {mode: bind, endpoint: %q, topic: %q, block_size: 16}}\n", s.Name, s.URL(), Model, kvEndpoint, s.Topic())
 	}
 	fmt.Fprintf(&b, "models:\n  %s:\n    buckets:\n      - id: all\n        limits: {min: 0}\n        groups:\n          plain:\n"+
-		"            policy: {type: %s", Model, policy)
-	if policy == "cache_aware" {
-		b.WriteString(", min_matched_tokens: 256, switch_margin_tokens: 256")
-	}
-	b.WriteString(", admission: {max_inflight_requests: 100000}}\n")
+		"            policy: {type: %s%s, admission: {max_inflight_requests: 100000}}\n", Model, policy, policyExtra(policy))
 	// The router first, so that its bind endpoint is up when the publishers dial.
 	if f.router, err = StartRouter(o.Router, dir, b.String()); err != nil {
 		return nil, err
@@ -157,6 +158,18 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			return res, fmt.Errorf("quality run, %s: %w", policy, err)
 		}
 		res.Quality = append(res.Quality, row)
+	}
+	for _, policy := range []string{"cache_aware", "power_of_two"} {
+		row, err := builtinQuality(ctx, o, policy)
+		if err != nil {
+			return res, fmt.Errorf("quality run on the built-in simulator, %s: %w", policy, err)
+		}
+		res.Builtin = append(res.Builtin, row)
+	}
+	if len(res.Builtin) == 2 {
+		ca, p2 := res.Builtin[0], res.Builtin[1]
+		res.check("routing quality on the built-in simulator: cache_aware caches more prompt tokens than power_of_two", ca.CachedFraction > p2.CachedFraction,
+			"cached-token fraction %.3f vs %.3f", ca.CachedFraction, p2.CachedFraction)
 	}
 	if len(res.Quality) == 2 {
 		ca, p2 := res.Quality[0], res.Quality[1]
@@ -320,9 +333,52 @@ func quality(ctx context.Context, o Options, policy string) (QualityRow, error) 
 		return QualityRow{}, err
 	}
 	defer f.stop()
-	before := map[string]PrefixCache{}
+	var engines []string
 	for _, s := range f.sims {
-		if before[s.Name], err = ReadPrefixCache(s); err != nil {
+		engines = append(engines, s.URL())
+	}
+	return runQuality(ctx, o, policy, f.router.URL, engines)
+}
+
+// builtinQuality runs the quality workload on two of the router's own simulated engines
+// (runtime/sim, vLLM kind, KV events to the router) modelled as the llm-d simulators are:
+// 100 µs per uncached prompt token and nothing else, 512 blocks of 16 tokens each
+// (contexts up to 4096 tokens, which the simulator requires the cache to hold).
+func builtinQuality(ctx context.Context, o Options, policy string) (QualityRow, error) {
+	var b strings.Builder
+	b.WriteString("engines:\n")
+	for i, id := range []string{"simA", "simB"} { // the urls are placeholders: the engines pick their ports
+		fmt.Fprintf(&b, "  - {id: %s, url: \"http://127.0.0.1:%d\", model: %s, role: plain, kind: vllm, load: {interval_ms: 200},\n"+
+			"     kv_events: {endpoint: \"tcp://127.0.0.1:0\", block_size: 16}}\n", id, i+1, Model)
+	}
+	fmt.Fprintf(&b, "models:\n  %s:\n    buckets:\n      - id: all\n        limits: {min: 0}\n        groups:\n          plain:\n"+
+		"            policy: {type: %s%s, admission: {max_inflight_requests: 100000}}\n", Model, policy, policyExtra(policy))
+	cfg := sim.DefaultConfig()
+	cfg.PrefillOverhead, cfg.PrefillPerToken, cfg.DecodePerToken = 0, 100*time.Microsecond, 0
+	cfg.KVCapacityTokens, cfg.BlockSize, cfg.ContextLength = 512*16, 16, 4096
+	f, err := benchquality.StartConfigFleet(ctx, "builtin-"+policy, []byte(b.String()), cfg)
+	if err != nil {
+		return QualityRow{}, err
+	}
+	defer f.Close()
+	return runQuality(ctx, o, policy, f.URL, f.EngineURLs())
+}
+
+// policyExtra is the policy settings beside its type: cache_aware's thresholds.
+func policyExtra(policy string) string {
+	if policy == "cache_aware" {
+		return ", min_matched_tokens: 256, switch_margin_tokens: 256"
+	}
+	return ""
+}
+
+// runQuality sends the quality workload to the router at base and reads the cached-token
+// fraction from the engines at engines.
+func runQuality(ctx context.Context, o Options, policy, base string, engines []string) (QualityRow, error) {
+	before := map[string]PrefixCache{}
+	for _, e := range engines {
+		var err error
+		if before[e], err = readPrefixCache(e); err != nil {
 			return QualityRow{}, err
 		}
 	}
@@ -340,7 +396,7 @@ func quality(ctx context.Context, o Options, policy string) (QualityRow, error) 
 	for range o.Concurrency {
 		wg.Go(func() {
 			for p := range prompts {
-				d, err := Complete(ctx, client, f.router.URL, p)
+				d, err := Complete(ctx, client, base, p)
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
@@ -357,12 +413,12 @@ func quality(ctx context.Context, o Options, policy string) (QualityRow, error) 
 		return QualityRow{}, firstErr
 	}
 	var total PrefixCache
-	for _, s := range f.sims {
-		now, err := ReadPrefixCache(s)
+	for _, e := range engines {
+		now, err := readPrefixCache(e)
 		if err != nil {
 			return QualityRow{}, err
 		}
-		d := now.Sub(before[s.Name])
+		d := now.Sub(before[e])
 		total.Queries += d.Queries
 		total.Hits += d.Hits
 	}
@@ -395,11 +451,16 @@ func Report(w io.Writer, r Result) {
 		fmt.Fprintf(w, "| %s | %s | %s |\n", c.Name, res, c.Detail)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| policy | requests | TTFT p50 | TTFT p90 | cached-token fraction |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|")
-	for _, q := range r.Quality {
-		fmt.Fprintf(w, "| %s | %d | %.1f ms | %.1f ms | %.3f |\n", q.Policy, q.Requests,
-			float64(q.TTFTp50.Microseconds())/1000, float64(q.TTFTp90.Microseconds())/1000, q.CachedFraction)
+	fmt.Fprintln(w, "| engines | policy | requests | TTFT p50 | TTFT p90 | cached-token fraction |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|")
+	for _, set := range []struct {
+		engines string
+		rows    []QualityRow
+	}{{"llm-d-inference-sim", r.Quality}, {"built-in simulator", r.Builtin}} {
+		for _, q := range set.rows {
+			fmt.Fprintf(w, "| %s | %s | %d | %.1f ms | %.1f ms | %.3f |\n", set.engines, q.Policy, q.Requests,
+				float64(q.TTFTp50.Microseconds())/1000, float64(q.TTFTp90.Microseconds())/1000, q.CachedFraction)
+		}
 	}
 	passed := len(r.Checks) - r.Failed()
 	fmt.Fprintf(w, "\nconformance: %d passed, %d failed\n", passed, r.Failed())

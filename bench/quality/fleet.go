@@ -93,6 +93,22 @@ func StartFleet(ctx context.Context, pol Policy, n int, cfg sim.Config) (*Fleet,
 	return startFleet(ctx, pol.Name, config(pol, n), func(string) sim.Config { return cfg })
 }
 
+// StartConfigFleet starts the engines of the router config yaml, all with performance
+// model cfg, and the router over them: a workload of another package (bench/conformance)
+// run on the simulator beside the engines it was written for.
+func StartConfigFleet(ctx context.Context, name string, yaml []byte, cfg sim.Config) (*Fleet, error) {
+	return startFleet(ctx, name, yaml, func(string) sim.Config { return cfg })
+}
+
+// EngineURLs returns the simulated engines' base URLs.
+func (f *Fleet) EngineURLs() []string {
+	var urls []string
+	for _, e := range f.engines.Engines() {
+		urls = append(urls, e.URL())
+	}
+	return urls
+}
+
 // startFleet starts the engines of the router config yaml, each with the performance model
 // cfgOf gives for its id, and the router over them, and waits until it is ready.
 func startFleet(ctx context.Context, name string, yaml []byte, cfgOf func(id string) sim.Config) (*Fleet, error) {

@@ -29,13 +29,19 @@ type prefillStatus struct {
 	once sync.Once
 	done chan struct{}
 	err  *Error
+	// logprobs are the prefill answer's input_token_logprobs, for a request whose
+	// answer gets them merged (see pd_logprobs.go); read once done is closed.
+	logprobs json.RawMessage
 }
 
 func newPrefillStatus() *prefillStatus { return &prefillStatus{done: make(chan struct{})} }
 
 // set records the status and reports whether this call was the one that set it.
-func (p *prefillStatus) set(err *Error) (won bool) {
-	p.once.Do(func() { p.err, won = err, true; close(p.done) })
+func (p *prefillStatus) set(err *Error) (won bool) { return p.settle(err, nil) }
+
+// settle records the status with the prefill answer's logprobs.
+func (p *prefillStatus) settle(err *Error, logprobs json.RawMessage) (won bool) {
+	p.once.Do(func() { p.err, p.logprobs, won = err, logprobs, true; close(p.done) })
 	return won
 }
 
@@ -98,7 +104,7 @@ func (dp *Dispatcher) dispatchPD(out Writer, r *http.Request, p *request.Prepare
 	go func() {
 		defer close(prefillDone)
 		defer preGuard.Release()
-		dp.prefill(ctx, cancel, pre, r, out.ID(), body, status)
+		dp.prefill(ctx, cancel, pre, r, out.ID(), body, status, p.ReturnLogprob)
 	}()
 	decErr := dp.forward(ctx, out, r, body, dec, plan.RoleDecode, status)
 	cancel(errDecodeDone)
@@ -119,8 +125,9 @@ func (dp *Dispatcher) dispatchPD(out Writer, r *http.Request, p *request.Prepare
 // prefill posts body to the prefill engine and drains its answer, which the client never
 // sees; a non-2xx status is a failure. The status is reported as soon as it is known; a
 // failure, then or while the answer drains, cancels the whole PD request with itself as
-// the cause.
-func (dp *Dispatcher) prefill(ctx context.Context, cancel context.CancelCauseFunc, w *engine.Worker, in *http.Request, reqID string, body payload, status *prefillStatus) {
+// the cause. With logprobs, the answer is read whole (up to maxResponseBytes) before the
+// status is reported, with its input_token_logprobs for the decode answer.
+func (dp *Dispatcher) prefill(ctx context.Context, cancel context.CancelCauseFunc, w *engine.Worker, in *http.Request, reqID string, body payload, status *prefillStatus, logprobs bool) {
 	a := &attempt{dp: dp, w: w, Stage: plan.RolePrefill}
 	fail := func(e *Error) {
 		if errors.Is(context.Cause(ctx), errDecodeDone) {
@@ -157,6 +164,14 @@ func (dp *Dispatcher) prefill(ctx context.Context, cancel context.CancelCauseFun
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		fail(statusFailure(w, plan.RolePrefill, in.URL.Path, resp.StatusCode, raw))
 		return
+	}
+	if logprobs {
+		raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+		if err != nil {
+			fail(classify(ctx, in.Context(), err, w, plan.RolePrefill))
+			return
+		}
+		status.settle(nil, prefillAnswerLogprobs(raw))
 	}
 	status.set(nil)
 	if _, err := io.Copy(io.Discard, resp.Body); err != nil {

@@ -56,7 +56,10 @@ func (dp *Dispatcher) dispatchKVTransfer(out Writer, r *http.Request, p *request
 }
 
 // prefillBody is the client's body asking for the prefill half: kv_transfer_params for a
-// remote decode, one output token, no stream.
+// remote decode, one output token, no stream, and no minimum output, which one token
+// cannot meet (vLLM refuses min_tokens above max_tokens): as vLLM's own proxy sends it
+// (tests/v1/kv_connector/nixl_integration/toy_proxy_server.py, send_request_to_service),
+// the decode half keeps the client's minimum.
 func prefillBody(body []byte) ([]byte, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil {
@@ -69,6 +72,8 @@ func prefillBody(body []byte) ([]byte, error) {
 	if _, ok := fields["max_completion_tokens"]; ok {
 		fields["max_completion_tokens"] = json.RawMessage("1") // vLLM prefers it to max_tokens
 	}
+	delete(fields, "min_tokens")
+	delete(fields, "min_completion_tokens")
 	return request.EncodeFields(fields)
 }
 

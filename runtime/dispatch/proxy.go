@@ -267,6 +267,9 @@ func (a *attempt) modifyResponse(resp *http.Response) error {
 		}
 		a.verdict(nil)
 		resp.Body = sb
+		if lp := a.prefillLogprobs(); lp != nil {
+			resp.Body = &logprobEvents{src: sb, pre: lp}
+		}
 		return nil
 	}
 	resp.Body = &idleReader{ReadCloser: resp.Body, d: a.dl}
@@ -286,6 +289,9 @@ func (a *attempt) modifyResponse(resp *http.Response) error {
 		return fail(Malformed, "answer is not JSON: "+logline.Clip(string(body), 200))
 	}
 	a.verdict(nil)
+	if lp := a.prefillLogprobs(); lp != nil {
+		body = mergeLogprobs(body, lp)
+	}
 	jb.rd.Reset(body)
 	resp.Body, resp.ContentLength = jb, int64(len(body))
 	delete(resp.Header, "Content-Encoding")

@@ -21,10 +21,13 @@ type chatRequest struct {
 	Tools               json.RawMessage `json:"tools"`
 	ChatTemplateKwargs  json.RawMessage `json:"chat_template_kwargs"`
 	AddGenerationPrompt *bool           `json:"add_generation_prompt"`
-	Stream              bool            `json:"stream"`
-	MaxTokens           *int64          `json:"max_tokens"`
-	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
-	N                   *int64          `json:"n"`
+	// ReasoningEffort and ContinueFinalMessage shape SGLang's prompt (see token.Chat).
+	ReasoningEffort      json.RawMessage `json:"reasoning_effort"`
+	ContinueFinalMessage bool            `json:"continue_final_message"`
+	Stream               bool            `json:"stream"`
+	MaxTokens            *int64          `json:"max_tokens"`
+	MaxCompletionTokens  *int64          `json:"max_completion_tokens"`
+	N                    *int64          `json:"n"`
 	sampling
 }
 
@@ -79,11 +82,21 @@ func (ms *Models) Chat(r *http.Request, body []byte) (*Prepared, error) {
 		budget = req.MaxTokens
 	}
 	p, err := prepared(r, m, body, ids, budget, req.Stream)
-	if err == nil && !exact {
+	if err != nil {
+		return nil, err
+	}
+	if !exact {
 		p.Facts.TokenIDs = nil
 	}
-	return p, err
+	if req.N != nil && *req.N > 1 {
+		p.Batch = int(*req.N) // one bootstrap room per choice, as SGLang's PD router gives them
+	}
+	return p, nil
 }
+
+// MaxChoices bounds a chat's n: a PD request gets a bootstrap room for every choice, so n
+// is an allocation. Engines set no bound of their own; 4096 is 32 times OpenAI's (128).
+const MaxChoices = 4096
 
 // validate checks the fields the router understands besides the messages (checked after
 // them, by validateMessages or in decodeChat), with SGLang's sampling ranges. The message
@@ -98,6 +111,8 @@ func validate(req *chatRequest) *Error {
 		return invalid("max_completion_tokens: must be at least 0, got %d", *req.MaxCompletionTokens)
 	case req.N != nil && *req.N < 1:
 		return invalid("n: must be at least 1, got %d", *req.N)
+	case req.N != nil && *req.N > MaxChoices:
+		return invalid("n: at most %d, got %d: ask for fewer choices, or send several requests", MaxChoices, *req.N)
 	}
 	return req.sampling.validate("")
 }
@@ -145,7 +160,8 @@ func validateMessages(raw json.RawMessage) ([]token.Message, *Error) {
 // chat is what the model's chat template renders.
 func (req *chatRequest) chat() token.Chat {
 	return token.Chat{Messages: req.Messages, Tools: req.Tools, Kwargs: req.ChatTemplateKwargs,
-		NoGenerationPrompt: req.AddGenerationPrompt != nil && !*req.AddGenerationPrompt}
+		NoGenerationPrompt: req.AddGenerationPrompt != nil && !*req.AddGenerationPrompt,
+		ReasoningEffort:    req.ReasoningEffort, ContinueFinalMessage: req.ContinueFinalMessage}
 }
 
 func outside(v *float64, lo, hi float64) bool {
@@ -227,6 +243,10 @@ func fillChat(req *chatRequest, v *strictjson.Value, body []byte) (*token.Parsed
 			req.ChatTemplateKwargs, parsed.Kwargs = body[e.Start:e.End], e
 		case "add_generation_prompt":
 			ok = setPtr(&req.AddGenerationPrompt, e, strictjson.Bool, &e.Bool)
+		case "reasoning_effort":
+			req.ReasoningEffort = body[e.Start:e.End]
+		case "continue_final_message":
+			ok = setBool(&req.ContinueFinalMessage, e)
 		case "stream":
 			ok = setBool(&req.Stream, e)
 		case "max_tokens":

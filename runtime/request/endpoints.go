@@ -77,6 +77,7 @@ type generateRequest struct {
 	InputIDs       json.RawMessage `json:"input_ids"`
 	SamplingParams json.RawMessage `json:"sampling_params"`
 	Stream         bool            `json:"stream"`
+	ReturnLogprob  json.RawMessage `json:"return_logprob"` // a bool, or one per prompt
 }
 
 var generateFields = map[string]fieldSetter[generateRequest]{
@@ -85,6 +86,7 @@ var generateFields = map[string]fieldSetter[generateRequest]{
 	"input_ids":       rawField(func(r *generateRequest) *json.RawMessage { return &r.InputIDs }),
 	"sampling_params": rawField(func(r *generateRequest) *json.RawMessage { return &r.SamplingParams }),
 	"stream":          boolField(func(r *generateRequest) *bool { return &r.Stream }),
+	"return_logprob":  rawField(func(r *generateRequest) *json.RawMessage { return &r.ReturnLogprob }),
 }
 
 // samplingParams is one SGLang sampling_params object.
@@ -128,7 +130,11 @@ func (ms *Models) Generate(r *http.Request, body []byte) (*Prepared, error) {
 			return nil, herr
 		}
 	}
-	return ms.batchPrepared(r, m, body, in, &budget, req.Stream)
+	p, err := ms.batchPrepared(r, m, body, in, &budget, req.Stream)
+	if err == nil {
+		p.ReturnLogprob = !in.batch && string(req.ReturnLogprob) == "true"
+	}
+	return p, err
 }
 
 // generateBudget sums max_new_tokens over n prompts: sampling_params is one object for

@@ -29,6 +29,7 @@ func TestPrepareChatMatchesTheReference(t *testing.T) {
 		Messages            string   `json:"messages"`
 		Tools               *string  `json:"tools"`
 		Kwargs              *string  `json:"kwargs"`
+		Request             *string  `json:"request"` // top-level fields SGLang reads
 		IDs                 []uint32 `json:"ids"`
 	}
 	if err := json.Unmarshal(data, &goldens); err != nil {
@@ -46,6 +47,15 @@ func TestPrepareChatMatchesTheReference(t *testing.T) {
 			}
 			if g.Kwargs != nil {
 				req["chat_template_kwargs"] = json.RawMessage(*g.Kwargs)
+			}
+			if g.Request != nil {
+				var extra map[string]json.RawMessage
+				if err := json.Unmarshal([]byte(*g.Request), &extra); err != nil {
+					t.Fatal(err)
+				}
+				for k, v := range extra {
+					req[k] = v
+				}
 			}
 			body, err := json.Marshal(req)
 			if err != nil {

@@ -144,9 +144,16 @@ type Prepared struct {
 	// its own.
 	Pass   policy.Pass
 	Stream bool
-	// Batch is the number of prompts of a batch request, routed as one; 0 for a single
-	// prompt. PD bootstrap fields become arrays of this length, as engines expect.
+	// Batch is the number of prompts of a batch request, routed as one, or a chat's n
+	// above 1; 0 otherwise. PD bootstrap fields become arrays of this length, as SGLang's
+	// PD router sends them (get_generate_batch_size, get_completion_batch_size,
+	// get_chat_batch_size in sgl-router's pd_router.rs).
 	Batch int
+	// ReturnLogprob is a single-prompt /generate's return_logprob: a PD answer's
+	// meta_info.input_token_logprobs get the prefill engine's in front of the decode
+	// engine's, as SGLang's PD router merges them. (Its merge, like this one, leaves a
+	// batch's answer, a JSON array, as it is.)
+	ReturnLogprob bool
 }
 
 // Preparer reads and validates one endpoint's request shape, the body already read,

@@ -88,3 +88,32 @@ func TestVLLMDisaggregationFailures(t *testing.T) {
 	}
 	fc.inflightZero(t)
 }
+
+// TestVLLMDisaggregationMinTokens: a client's min_tokens stays off the one-token prefill
+// half, which vLLM would refuse (min_tokens above max_tokens, vllm/sampling_params.py
+// SamplingParams._verify_args; the simulated engine refuses it too), and reaches the
+// decode half, as vLLM's proxy does (vllm-project/vllm
+// tests/v1/kv_connector/nixl_integration/toy_proxy_server.py at 030ea52e,
+// send_request_to_service pops min_tokens and min_completion_tokens).
+func TestVLLMDisaggregationMinTokens(t *testing.T) {
+	p := vllmPDPlan()
+	fc := startFleet(t, p)
+	status, _, body := fc.post(t, chat("pd", "At least three.", `, "max_completion_tokens": 5, "min_tokens": 3, "min_completion_tokens": 3`))
+	if status != http.StatusOK || !strings.Contains(body, `"completion_tokens":5`) {
+		t.Fatalf("chat with min_tokens: %d %s", status, body)
+	}
+	pre, dec := fc.sent.bodies(p.Engines[0].URL), fc.sent.bodies(p.Engines[1].URL)
+	if len(pre) != 1 || len(dec) != 1 {
+		t.Fatalf("want one request to each half, got prefill %d decode %d", len(pre), len(dec))
+	}
+	var pb, db map[string]json.RawMessage
+	_ = json.Unmarshal(pre[0], &pb)
+	_ = json.Unmarshal(dec[0], &db)
+	if _, ok := pb["min_tokens"]; ok || pb["min_completion_tokens"] != nil || string(pb["max_completion_tokens"]) != "1" {
+		t.Errorf("prefill request: %s", pre[0])
+	}
+	if string(db["min_tokens"]) != "3" || string(db["min_completion_tokens"]) != "3" || string(db["max_completion_tokens"]) != "5" {
+		t.Errorf("decode request: %s", dec[0])
+	}
+	fc.inflightZero(t)
+}

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+
+	"github.com/routerkit/router/runtime/plan"
 )
 
 // completionRequest is an OpenAI completion request as the simulator reads it.
@@ -24,6 +27,7 @@ type generateRequest struct {
 	InputIDs       json.RawMessage `json:"input_ids"`
 	SamplingParams json.RawMessage `json:"sampling_params"`
 	Stream         bool            `json:"stream"`
+	ReturnLogprob  bool            `json:"return_logprob"`
 	bootstrap
 }
 
@@ -90,6 +94,7 @@ func (e *Engine) decodeGenerate(w http.ResponseWriter, r *http.Request) (*chatRe
 		return nil, bad
 	}
 	req := in.request(apiGenerate, "", in.Stream)
+	req.returnLogprob = in.ReturnLogprob
 	var params struct {
 		MaxNewTokens *int `json:"max_new_tokens"`
 	}
@@ -189,10 +194,16 @@ func (e *Engine) answer(j *job, u usage, text string, params *kvTransferParams) 
 		}
 		return batch
 	}
+	choices := make([]choice, 1, 2)
+	if n := j.req.N; n != nil && *n > 1 {
+		choices = make([]choice, *n) // at most maxChoices
+	}
+	for i := range choices {
+		choices[i] = choice{Index: i, Message: message{Role: "assistant", Content: text}, FinishReason: j.reason}
+	}
 	return completion{
 		ID: j.id, Object: "chat.completion", Created: j.created, Model: e.spec.Model,
-		Choices: []choice{{Message: message{Role: "assistant", Content: text}, FinishReason: j.reason}},
-		Usage:   u, KVTransferParams: params,
+		Choices: choices, Usage: u, KVTransferParams: params,
 	}
 }
 
@@ -259,6 +270,9 @@ type metaInfo struct {
 	PromptTokens     int           `json:"prompt_tokens"`
 	CompletionTokens int           `json:"completion_tokens"`
 	CachedTokens     int           `json:"cached_tokens"`
+	// InputTokenLogprobs is SGLang's [logprob, token id, text] per prompt token, when
+	// return_logprob asked for it (see inputLogprobs).
+	InputTokenLogprobs json.RawMessage `json:"input_token_logprobs,omitempty"`
 }
 
 // finishReason is SGLang's: {"type": "length", "length": N} or {"type": "stop"}.
@@ -269,6 +283,9 @@ type finishReason struct {
 
 func (e *Engine) metaInfo(j *job, u usage, reason *string) metaInfo {
 	m := metaInfo{ID: j.id, PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
+	if j.req.returnLogprob {
+		m.InputTokenLogprobs = e.inputLogprobs(j.req.promptIDs)
+	}
 	if u.PromptTokensDetails != nil {
 		m.CachedTokens = u.PromptTokensDetails.CachedTokens
 	}
@@ -295,4 +312,28 @@ func writeJSONBody(w http.ResponseWriter, v any) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(data)
+}
+
+// inputLogprobs is a prompt's input_token_logprobs as SGLang writes them: the first token
+// has no logprob (null), every other a made-up one derived from its id, and no text
+// (return_text_in_logprobs is not simulated). An SGLang decode engine of a PD pair ran no
+// prefill and answers an empty list: a router merges the prefill engine's in front, as
+// SGLang's does.
+func (e *Engine) inputLogprobs(ids []uint32) json.RawMessage {
+	if e.spec.Role == plan.RoleDecode && e.spec.Kind != plan.KindVLLM {
+		return json.RawMessage("[]")
+	}
+	out := make([]byte, 0, 16*len(ids)+2)
+	out = append(out, '[')
+	for i, id := range ids {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		lp := "null"
+		if i > 0 {
+			lp = strconv.FormatFloat(-float64(id%97)/16, 'g', -1, 64)
+		}
+		out = fmt.Appendf(out, "[%s,%d,null]", lp, id)
+	}
+	return append(out, ']')
 }

@@ -24,17 +24,23 @@ type chatRequest struct {
 	Tools               json.RawMessage `json:"tools"`
 	ChatTemplateKwargs  json.RawMessage `json:"chat_template_kwargs"`
 	AddGenerationPrompt *bool           `json:"add_generation_prompt"`
+	ReasoningEffort     json.RawMessage `json:"reasoning_effort"`
+	ContinueFinal       bool            `json:"continue_final_message"`
 	Stream              bool            `json:"stream"`
 	StreamOptions       *streamOptions  `json:"stream_options"`
 	MaxTokens           *int            `json:"max_tokens"`
 	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	MinTokens           *int            `json:"min_tokens"`
 	N                   *int            `json:"n"`
 	Temperature         *float64        `json:"temperature"`
 	TopP                *float64        `json:"top_p"`
-	BootstrapHost       *string         `json:"bootstrap_host"`
-	BootstrapPort       *int            `json:"bootstrap_port"`
-	BootstrapRoom       *uint64         `json:"bootstrap_room"`
-	DataParallelRank    *int            `json:"data_parallel_rank"`
+	// The bootstrap fields and the rank are read through the embedded bootstrap, which
+	// takes SGLang's arrays as well as scalars (see readChat).
+	BootstrapHost    *string `json:"-"`
+	BootstrapPort    *int    `json:"-"`
+	BootstrapRoom    *uint64 `json:"-"`
+	DataParallelRank *int    `json:"-"`
+	bootstrap
 	// KVTransferParams is vLLM's disaggregation field, read by vLLM-kind engines only.
 	KVTransferParams *kvTransferParams `json:"kv_transfer_params"`
 
@@ -44,6 +50,9 @@ type chatRequest struct {
 	api       api
 	promptIDs []uint32
 	prompts   int
+	// returnLogprob is /generate's return_logprob: the answer's meta_info carries the
+	// prompt's input_token_logprobs.
+	returnLogprob bool
 }
 
 // api is the API a generation request came by.
@@ -70,7 +79,8 @@ func (m *messages) UnmarshalJSON(data []byte) error {
 // chat is what the engine's chat template renders.
 func (req *chatRequest) chat() token.Chat {
 	return token.Chat{Messages: req.Messages.raw, Tools: req.Tools, Kwargs: req.ChatTemplateKwargs,
-		NoGenerationPrompt: req.AddGenerationPrompt != nil && !*req.AddGenerationPrompt}
+		NoGenerationPrompt: req.AddGenerationPrompt != nil && !*req.AddGenerationPrompt,
+		ReasoningEffort:    req.ReasoningEffort, ContinueFinalMessage: req.ContinueFinal}
 }
 
 type streamOptions struct {
@@ -88,6 +98,10 @@ type badRequest struct {
 func invalid(format string, args ...any) *badRequest {
 	return &badRequest{status: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
 }
+
+// maxChoices bounds n, which the simulator answers with as many copies of one choice:
+// OpenAI's own limit.
+const maxChoices = 128
 
 var validRoles = map[string]bool{"system": true, "user": true, "assistant": true, "tool": true, "developer": true, "function": true}
 
@@ -110,6 +124,7 @@ func (e *Engine) readChat(w http.ResponseWriter, r *http.Request) (*chatRequest,
 		}
 		return nil, invalid("Invalid request body: %v", err)
 	}
+	req.BootstrapHost, req.BootstrapPort, req.BootstrapRoom, req.DataParallelRank = req.Host.v, req.Port.v, req.Room.v, req.bootstrap.DataParallelRank
 	return &req, nil
 }
 
@@ -121,8 +136,14 @@ func (e *Engine) validateChat(req *chatRequest) *badRequest {
 		return invalid("Messages cannot be empty.")
 	case req.StreamOptions != nil && !req.Stream:
 		return invalid("Stream options can only be defined when `stream=True`.")
-	case req.N != nil && *req.N != 1:
-		return invalid("n must be 1, got %d.", *req.N)
+	case req.N != nil && *req.N < 1:
+		return invalid("n must be at least 1, got %d.", *req.N)
+	case req.N != nil && *req.N > 1 && (req.api != apiChat || req.Stream):
+		// A simulator's limit, not an engine's: n choices are answered (as copies of one)
+		// on a non-streamed chat only.
+		return invalid("The simulator answers n above 1 on non-streamed chat completions only, got n=%d.", *req.N)
+	case req.N != nil && *req.N > maxChoices:
+		return invalid("The simulator answers at most %d choices, got n=%d.", maxChoices, *req.N)
 	case req.Temperature != nil && *req.Temperature < 0:
 		return invalid("temperature must be non-negative, got %v.", *req.Temperature)
 	case req.TopP != nil && (*req.TopP <= 0 || *req.TopP > 1):
@@ -135,6 +156,14 @@ func (e *Engine) validateChat(req *chatRequest) *badRequest {
 	}
 	if n := req.maxNewTokens(); n != nil && *n < 1 {
 		return invalid("max_tokens must be at least 1, got %d.", *n)
+	}
+	if n, least := req.maxNewTokens(), req.MinTokens; n != nil && least != nil && *least > *n {
+		// vLLM's SamplingParams._verify_args and SGLang's SamplingParams.verify refuse it
+		// alike, each in its own words.
+		if e.spec.Kind == plan.KindVLLM {
+			return invalid("min_tokens must be less than or equal to max_tokens=%d, got %d.", *n, *least)
+		}
+		return invalid("min_new_tokens must be in [0, max_new_tokens(%d)], got %d.", *n, *least)
 	}
 	if e.spec.Role != plan.RolePlain && e.spec.Kind != plan.KindVLLM {
 		switch {

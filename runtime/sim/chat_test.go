@@ -131,7 +131,9 @@ func TestChatRejectsBadInput(t *testing.T) {
 		{"max_tokens zero", chatBody(`,"max_tokens":0`), 400, "max_tokens must be at least 1"},
 		{"negative temperature", chatBody(`,"temperature":-1`), 400, "temperature must be non-negative"},
 		{"top_p zero", chatBody(`,"top_p":0`), 400, "top_p must be in (0, 1]"},
-		{"n two", chatBody(`,"n":2`), 400, "n must be 1"},
+		{"n zero", chatBody(`,"n":0`), 400, "n must be at least 1"},
+		{"n two streamed", chatBody(`,"n":2,"stream":true`), 400, "non-streamed chat completions only"},
+		{"n too many", chatBody(`,"n":129`), 400, "at most 128 choices"},
 		{"input too long", `{"model":"m","messages":[{"role":"user","content":"` + long + `"}]}`, 400, "is longer than the model's context length (64 tokens)"},
 		{"output too long", chatBody(`,"max_tokens":60`), 400, "Requested token count exceeds the model's maximum context length of 64 tokens"},
 	}

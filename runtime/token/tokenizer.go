@@ -46,6 +46,12 @@ type Chat struct {
 	// NoGenerationPrompt leaves out the assistant header a template appends for the
 	// answer (a request's add_generation_prompt: false); the zero value appends it.
 	NoGenerationPrompt bool
+	// ReasoningEffort is the request's top-level reasoning_effort (absent: empty), which
+	// SGLang hands the template as a variable.
+	ReasoningEffort json.RawMessage
+	// ContinueFinalMessage is the request's continue_final_message: SGLang continues a
+	// final assistant message instead of turning it into a user turn.
+	ContinueFinalMessage bool
 	// Decoded, when not nil, is Messages already decoded (the router decodes them once to
 	// validate them). A tokenizer that reads only roles and text uses it instead of
 	// decoding the messages again: on a long conversation that pass is the cost.

@@ -25,6 +25,38 @@ type Config struct {
 	// ModelMaxLength is the tokenizer's model_max_length, 0 when unknown (absent, or HF's
 	// "no limit" sentinel int(1e30)).
 	ModelMaxLength int
+	// TokenizerClass is tokenizer_config.json's tokenizer_class ("" when absent), and
+	// AddBOSToken and AddEOSToken its add_bos_token and add_eos_token (nil when absent):
+	// for some classes transformers adds the special tokens from these rather than from
+	// tokenizer.json (see SpecialTokensFromConfig).
+	TokenizerClass           string
+	AddBOSToken, AddEOSToken *bool
+}
+
+// llamaClasses are the tokenizer classes whose fast tokenizer rebuilds tokenizer.json's
+// post-processor from add_bos_token (default true) and add_eos_token (default false) when
+// it loads: transformers' LlamaTokenizerFast.update_post_processor
+// (src/transformers/models/llama/tokenization_llama_fast.py, called from __init__; the
+// Code Llama and Gemma fast tokenizers copy it). AutoTokenizer loads the fast class for a
+// config naming the slow one.
+var llamaClasses = map[string]bool{
+	"LlamaTokenizer": true, "LlamaTokenizerFast": true,
+	"CodeLlamaTokenizer": true, "CodeLlamaTokenizerFast": true,
+	"GemmaTokenizer": true, "GemmaTokenizerFast": true,
+}
+
+// SpecialTokensFromConfig reports whether transformers takes the special tokens a text
+// encodes with from this config instead of tokenizer.json's post-processor, and which:
+// bos and eos say whether BOSToken and EOSToken open and close the ids. DeepSeek-V3's
+// tokenizer.json, for one, has only a ByteLevel post-processor, while its config names
+// LlamaTokenizerFast with add_bos_token: every engine's text prompt starts with BOS.
+func (c Config) SpecialTokensFromConfig() (fromConfig, bos, eos bool) {
+	if !llamaClasses[c.TokenizerClass] {
+		return false, false, false
+	}
+	bos = c.AddBOSToken == nil || *c.AddBOSToken
+	eos = c.AddEOSToken != nil && *c.AddEOSToken
+	return true, bos && c.BOSToken != "", eos && c.EOSToken != ""
 }
 
 // noLimit is HF's VERY_LARGE_INTEGER, written as model_max_length when a tokenizer has
@@ -44,11 +76,14 @@ func LoadConfig(path string) (Config, error) {
 		BOSToken       json.RawMessage `json:"bos_token"`
 		EOSToken       json.RawMessage `json:"eos_token"`
 		ModelMaxLength json.RawMessage `json:"model_max_length"`
+		TokenizerClass string          `json:"tokenizer_class"`
+		AddBOSToken    *bool           `json:"add_bos_token"`
+		AddEOSToken    *bool           `json:"add_eos_token"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return Config{}, fmt.Errorf("%s: not a tokenizer_config.json: %w", path, err)
 	}
-	var c Config
+	c := Config{TokenizerClass: raw.TokenizerClass, AddBOSToken: raw.AddBOSToken, AddEOSToken: raw.AddEOSToken}
 	if c.ChatTemplate, c.ToolUseTemplate, err = templates(raw.ChatTemplate); err != nil {
 		return Config{}, fmt.Errorf("%s: chat_template: %w", path, err)
 	}

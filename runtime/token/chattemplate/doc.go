@@ -38,8 +38,14 @@
 //     that loop over message/msg/m content, parts are kept, media reduced to
 //     {"type": "image"|"video"|"audio"}. JSON-string arguments are parsed. Tools are only
 //     the functions: [tool.function.model_dump()] = {"description", "name", "parameters",
-//     "strict": false}, and None when the list is empty. reasoning_effort is always passed
-//     (None unless chat_template_kwargs has it).
+//     "strict": false}, and None when the list is empty. add_generation_prompt is always
+//     true, whatever the request says. A final assistant message with string content
+//     becomes a user message of that content (or, with the request's
+//     continue_final_message, is removed and its content appended to the rendered prompt).
+//     reasoning_effort is passed only when the request sets it, at the top level or in
+//     chat_template_kwargs (which wins); a top-level one also sets thinking and
+//     enable_thinking (false for "none") unless chat_template_kwargs has them
+//     (serving_chat.py at 002897c2, protocol.py at 004c82e0).
 //
 // So the same request gives different prompts on the two engines (content parts joined by
 // "\n" or " ", tools with or without their {"type", "function"} wrapper), and Options.Engine
@@ -53,8 +59,11 @@
 // Python Jinja2 on the templates tested here (testdata/goldens.json), but differs where
 // Jinja2 would print Python values or fail:
 //
-//   - floats print in Go's shortest form: 1.0 and 0.0 in a tool schema render as 1 and 0
-//     where json.dumps writes 1.0 and 0.0, and 1234567.0 as 1.234567e+06;
+//   - floats print in Go's shortest form: 1.0 and 0.0 in a tool schema would render as 1
+//     and 0 where json.dumps writes 1.0 and 0.0, and 1234567.0 as 1.234567e+06. A render
+//     whose values hold such a float fails with ErrFloat (token.ErrUnpredictable): the
+//     router serves the request counted approximately, without prefix hashes, rather than
+//     hash a prompt the engine does not build;
 //   - none prints as "" rather than "None";
 //   - undefined values are lenient: attributes of undefined and undefined + "x" do not
 //     fail as Jinja2's do, so SGLang's retry with {"function": tool} wrapped tools after a

@@ -24,6 +24,7 @@ type golden struct {
 	Messages            string `json:"messages"`
 	Tools               string `json:"tools"`
 	Kwargs              string `json:"kwargs"`
+	Request             string `json:"request"`
 	Want                string `json:"want"`
 	Error               string `json:"error"`
 }
@@ -90,6 +91,14 @@ func (g golden) chat() token.Chat {
 	}
 	if g.Kwargs != "" {
 		c.Kwargs = json.RawMessage(g.Kwargs)
+	}
+	if g.Request != "" {
+		var r struct {
+			ReasoningEffort      json.RawMessage `json:"reasoning_effort"`
+			ContinueFinalMessage bool            `json:"continue_final_message"`
+		}
+		_ = json.Unmarshal([]byte(g.Request), &r)
+		c.ReasoningEffort, c.ContinueFinalMessage = r.ReasoningEffort, r.ContinueFinalMessage
 	}
 	return c
 }

@@ -1,6 +1,7 @@
 package chattemplate
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -141,4 +142,52 @@ func sglangFunction(fn *jinja.Dict) jinja.Value {
 		"parameters":  valueOr(fn, "parameters", jinja.None()),
 		"strict":      valueOr(fn, "strict", jinja.NewBool(false)),
 	}, nil)
+}
+
+// sglangReasoningEffort sets the variables SGLang derives from a request's top-level
+// reasoning_effort (python/sglang/srt/entrypoints/openai/protocol.py at 004c82e0,
+// ChatCompletionRequest.normalize_reasoning_inputs; serving_chat.py at 002897c2,
+// _apply_jinja_template): the effort itself, passed to the template only when the request
+// has one (a template's own default applies otherwise: gpt-oss renders "medium"), and
+// thinking and enable_thinking, false for "none" and true for any other effort, under
+// the request's chat_template_kwargs, which the caller sets after.
+func sglangReasoningEffort(vars map[string]jinja.Value, raw json.RawMessage) error {
+	effort, err := decodeValue(raw)
+	if err != nil {
+		return fmt.Errorf("decode reasoning_effort: %w", err)
+	}
+	if effort.IsUndefined() || effort.IsNone() {
+		return nil
+	}
+	vars["reasoning_effort"] = effort
+	thinking := jinja.NewBool(!effort.IsString() || effort.AsString() != "none")
+	vars["thinking"], vars["enable_thinking"] = thinking, thinking
+	return nil
+}
+
+// sglangFinalAssistant applies SGLang's _handle_last_assistant_message (serving_chat.py
+// at 002897c2) to the rebuilt messages: a final assistant message whose content is a
+// string becomes a user message of that content alone, or, with continue_final_message,
+// is removed and its content returned, which SGLang appends to the rendered prompt.
+// Content kept as parts (an "openai" template's) is left as it is.
+func sglangFinalAssistant(msgs jinja.Value, continueFinal bool) (jinja.Value, string) {
+	if !msgs.IsList() || len(msgs.AsList().Items) == 0 {
+		return msgs, ""
+	}
+	items := msgs.AsList().Items
+	last := items[len(items)-1].AsDict()
+	role, _ := last.Get("role")
+	content, _ := last.Get("content")
+	if !role.IsString() || role.AsString() != "assistant" || !content.IsString() {
+		return msgs, ""
+	}
+	out := make([]jinja.Value, len(items)-1, len(items))
+	copy(out, items)
+	if continueFinal {
+		return jinja.NewList(out), content.AsString()
+	}
+	user := jinja.NewDict()
+	user.AsDict().Set("role", jinja.NewString("user"))
+	user.AsDict().Set("content", content)
+	return jinja.NewList(append(out, user)), ""
 }

@@ -74,7 +74,12 @@ func (t *Template) Render(c token.Chat, o Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return t.render(vars)
+	var prefix string
+	if o.Engine == SGLang {
+		vars["messages"], prefix = sglangFinalAssistant(vars["messages"], c.ContinueFinalMessage)
+	}
+	out, err := t.render(vars)
+	return out + prefix, err
 }
 
 // render executes the template with prepared variables.
@@ -94,8 +99,8 @@ func (t *Template) render(vars map[string]jinja.Value) (string, error) {
 // tokens, with every chat_template_kwargs key on top (HF merges them over the special
 // tokens). Kwargs cannot replace messages, tools or add_generation_prompt: vLLM merges the
 // request's add_generation_prompt over the kwargs (vllm/renderers/params.py, merge_kwargs)
-// and SGLang passes its own. SGLang also always passes reasoning_effort (None unless the
-// kwargs hold one).
+// and SGLang passes its own (always true). SGLang passes reasoning_effort only when the
+// request has one (see sglangReasoningEffort).
 func (t *Template) vars(c token.Chat, o Options) (map[string]jinja.Value, error) {
 	var rawMsgs, rawTools, kwargs jinja.Value
 	if p := c.Parsed; p != nil {
@@ -134,16 +139,25 @@ func (t *Template) vars(c token.Chat, o Options) (map[string]jinja.Value, error)
 	if o.EOSToken != "" {
 		vars["eos_token"] = jinja.NewString(o.EOSToken)
 	}
+	agp := o.AddGenerationPrompt
 	if o.Engine == SGLang {
-		vars["reasoning_effort"] = jinja.None()
+		agp = true // serving_chat.py passes add_generation_prompt=True whatever the request says
+		if err := sglangReasoningEffort(vars, c.ReasoningEffort); err != nil {
+			return nil, err
+		}
 	}
 	if kwargs.IsDict() {
 		for _, k := range kwargs.AsDict().Keys {
 			vars[k] = kwargs.AsDict().Data[k]
 		}
 	}
+	for _, v := range []jinja.Value{msgs, tools, kwargs, vars["reasoning_effort"]} {
+		if err := checkFloats(v); err != nil {
+			return nil, err
+		}
+	}
 	vars["messages"] = msgs
-	vars["add_generation_prompt"] = jinja.NewBool(o.AddGenerationPrompt)
+	vars["add_generation_prompt"] = jinja.NewBool(agp)
 	delete(vars, "tools")
 	if !tools.IsUndefined() {
 		vars["tools"] = tools

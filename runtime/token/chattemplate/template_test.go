@@ -130,7 +130,10 @@ func TestVariables(t *testing.T) {
 		want string
 	}{
 		{"tokens and kwargs", chat(userHi, "null", `{"enable_thinking": false, "messages": [], "add_generation_prompt": true}`), Options{EOSToken: "</s>"}, "False </s> False True False False 1 False"},
-		{"tools given, sglang passes reasoning_effort", chat(userHi, `[{"type": "function", "function": {"name": "f"}}]`, ""), Options{BOSToken: "<s>", Engine: SGLang}, "True  True True False  1 True"},
+		// SGLang asks for the generation prompt whatever the options say, and passes
+		// reasoning_effort only when the request has one (serving_chat.py at 002897c2).
+		{"tools given, sglang", chat(userHi, `[{"type": "function", "function": {"name": "f"}}]`, ""), Options{BOSToken: "<s>", Engine: SGLang}, "True  True True True  1 False"},
+		{"sglang reasoning_effort none", token.Chat{Messages: json.RawMessage(userHi), ReasoningEffort: json.RawMessage(`"none"`)}, Options{Engine: SGLang}, "False  False True True False 1 True"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 
 	"github.com/ardanlabs/jinja"
 
 	"github.com/routerkit/router/runtime/strictjson"
+	"github.com/routerkit/router/runtime/token"
 )
 
 // decodeValue turns raw JSON into a template value the way Python's json.loads does, which
@@ -139,4 +141,60 @@ func numberValue(n json.Number) (jinja.Value, error) {
 		return jinja.Undefined(), fmt.Errorf("number %s: %w", s, err)
 	}
 	return jinja.NewFloat(f), nil
+}
+
+// ErrFloat is returned for a float the template would print as Python does not: the Jinja
+// engine prints floats in Go's shortest form (1.0 as 1, 1234567.0 as 1.234567e+06) where
+// json.dumps and str() write Python's repr (1.0, 1234567.0). The prompt is then not the
+// engine's, so the router counts it without prefix hashes (token.ErrUnpredictable).
+var ErrFloat = fmt.Errorf("a number prints differently in Python: %w", token.ErrUnpredictable)
+
+// checkFloats returns ErrFloat for a value holding a float whose Python repr differs from
+// the Jinja engine's text for it.
+func checkFloats(v jinja.Value) error {
+	switch {
+	case v.IsList():
+		for _, item := range v.AsList().Items {
+			if err := checkFloats(item); err != nil {
+				return err
+			}
+		}
+	case v.IsDict():
+		d := v.AsDict()
+		for _, k := range d.Keys {
+			if err := checkFloats(d.Data[k]); err != nil {
+				return err
+			}
+		}
+	case v.IsFloat():
+		f := v.AsFloat()
+		if py, goText := pythonRepr(f), strconv.FormatFloat(f, 'g', -1, 64); py != goText {
+			return fmt.Errorf("%s (not %s): %w", py, goText, ErrFloat)
+		}
+	}
+	return nil
+}
+
+// pythonRepr is Python's repr of a float (json.dumps writes the same): the shortest digits
+// that read back exactly, in fixed notation with at least one decimal for exponents from
+// -4 to 15, else in scientific notation with a two-digit exponent at least.
+func pythonRepr(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "NaN"
+	case math.IsInf(f, 1):
+		return "Infinity"
+	case math.IsInf(f, -1):
+		return "-Infinity"
+	}
+	sci := strconv.FormatFloat(f, 'e', -1, 64)
+	exp, _ := strconv.Atoi(sci[bytes.IndexByte([]byte(sci), 'e')+1:])
+	if exp < -4 || exp >= 16 {
+		return sci
+	}
+	fixed := strconv.FormatFloat(f, 'f', -1, 64)
+	if !bytes.ContainsAny([]byte(fixed), ".") {
+		fixed += ".0"
+	}
+	return fixed
 }

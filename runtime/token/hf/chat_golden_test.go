@@ -19,6 +19,7 @@ type chatGolden struct {
 	Messages            string  `json:"messages"`
 	Tools               *string `json:"tools"`
 	Kwargs              *string `json:"kwargs"`
+	Request             *string `json:"request"` // top-level fields SGLang reads
 	IDs                 []uint32
 }
 
@@ -67,6 +68,16 @@ func TestChatGoldens(t *testing.T) {
 			}
 			if g.Kwargs != nil {
 				c.Kwargs = json.RawMessage(*g.Kwargs)
+			}
+			if g.Request != nil {
+				var r struct {
+					ReasoningEffort      json.RawMessage `json:"reasoning_effort"`
+					ContinueFinalMessage bool            `json:"continue_final_message"`
+				}
+				if err := json.Unmarshal([]byte(*g.Request), &r); err != nil {
+					t.Fatal(err)
+				}
+				c.ReasoningEffort, c.ContinueFinalMessage = r.ReasoningEffort, r.ContinueFinalMessage
 			}
 			ids, err := models[plan.Kind(g.Engine)].EncodeChat(nil, c)
 			if err != nil {

@@ -19,6 +19,11 @@ type Model struct {
 	// engine is whose request handling renders reproduce: SGLang and vLLM rebuild
 	// messages and tools differently before the template sees them.
 	engine chattemplate.Engine
+	// special, when not nil, are the ids a text encoded with special tokens opens and
+	// closes with, taken from the tokenizer config instead of tokenizer.json's
+	// post-processor, as transformers does for Llama-class tokenizers (see
+	// chattemplate.Config.SpecialTokensFromConfig).
+	special *[2][]uint32
 }
 
 var _ token.Tokenizer = (*Model)(nil)
@@ -115,12 +120,42 @@ func Open(t plan.Tokenizer) (*Model, error) {
 	if t.EngineKind == plan.KindVLLM {
 		engine = chattemplate.VLLM
 	}
-	return &Model{tok: tok, tmpl: tmpl, engine: engine}, nil
+	m := &Model{tok: tok, tmpl: tmpl, engine: engine}
+	if fromConfig, bos, eos := cfg.SpecialTokensFromConfig(); fromConfig {
+		m.special = new([2][]uint32)
+		for i, want := range []struct {
+			add  bool
+			text string
+		}{{bos, cfg.BOSToken}, {eos, cfg.EOSToken}} {
+			if !want.add {
+				continue
+			}
+			id, ok := tok.TokenID(want.text)
+			if !ok {
+				return nil, &FileError{Field: "config", Err: fmt.Errorf("special token %q is not in the tokenizer's vocabulary: is the config the tokenizer's own?", want.text)}
+			}
+			m.special[i] = []uint32{id}
+		}
+	}
+	return m, nil
 }
 
 // Encode implements token.Tokenizer.
 func (m *Model) Encode(meter *token.Meter, text string, addSpecial bool) ([]uint32, error) {
-	return m.tok.Encode(meter, text, addSpecial)
+	if !addSpecial || m.special == nil {
+		return m.tok.Encode(meter, text, addSpecial)
+	}
+	ids, err := m.tok.Encode(meter, text, false)
+	if err != nil {
+		return nil, err
+	}
+	pre, suf := m.special[0], m.special[1]
+	if len(pre)+len(suf) == 0 {
+		return ids, nil
+	}
+	out := append(append(append(token.IDs(len(pre)+len(ids)+len(suf)), pre...), ids...), suf...)
+	token.Recycle(ids)
+	return out, nil
 }
 
 // CacheStats returns the counters of the tokenizer's segment cache.

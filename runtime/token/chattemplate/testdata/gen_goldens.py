@@ -22,9 +22,12 @@ is the request's) rendered for two engines:
   tools are `[tool.model_dump() for tool in request.tools]` with vLLM's
   ChatCompletionToolsParam/FunctionDefinition (vllm/entrypoints/openai/engine/protocol.py);
   the content format ("string" or "openai") is detected as vllm/renderers/hf.py does.
-* SGLang's: python/sglang/srt/entrypoints/openai/serving_chat.py (commit 0c078e6f)
+* SGLang's: python/sglang/srt/entrypoints/openai/serving_chat.py (commit 0c078e6f; final
+  assistant message, add_generation_prompt and reasoning_effort as of commit 002897c2)
   `_apply_jinja_template` (null content -> "", message.model_dump(), JSON-string arguments
-  parsed with orjson/json, reasoning_effort passed) and
+  parsed with orjson/json, add_generation_prompt always True, a final assistant message
+  turned into a user turn or, with continue_final_message, appended to the prompt,
+  reasoning_effort passed only when the request sets it) and
   python/sglang/srt/jinja_template_utils.py `process_content_for_template_format` (text parts
   joined with " ", None-valued keys dropped); tools are
   `[item.function.model_dump() for item in request.tools]` when tools are non-empty, with
@@ -309,12 +312,30 @@ def sglang_render(src, req, add_generation_prompt, special_tokens):
                 if "arguments" in item["function"] and isinstance(item["function"]["arguments"], str):
                     item["function"]["arguments"] = json.loads(item["function"]["arguments"])
         messages.append(msg)
+    # _handle_last_assistant_message: a final assistant message with string content becomes a
+    # user turn of that content, or with continue_final_message is cut and appended as text.
+    prefix = ""
+    if messages and messages[-1].get("role") == "assistant" and isinstance(messages[-1].get("content"), str):
+        if req.get("continue_final_message"):
+            prefix = messages.pop()["content"]
+        else:
+            messages[-1] = {"role": "user", "content": messages[-1]["content"]}
     tools = None
     if req.get("tools"):
         tools = [SgTool.model_validate(t).function.model_dump() for t in req["tools"]]
+    # ChatCompletionRequest.normalize_reasoning_inputs (protocol.py, commit 004c82e0): a
+    # top-level reasoning_effort sets thinking/enable_thinking unless the kwargs have them;
+    # the kwargs' reasoning_effort replaces the request's; it is passed only when set.
     kwargs = dict(req.get("kwargs") or {})
-    reasoning_effort = kwargs.pop("reasoning_effort", None)
-    return apply_chat_template(src, messages, special_tokens, tools=tools, add_generation_prompt=add_generation_prompt, reasoning_effort=reasoning_effort, **kwargs)
+    effort = kwargs.pop("reasoning_effort", None)
+    if req.get("reasoning_effort") is not None:
+        kwargs.setdefault("thinking", req["reasoning_effort"] != "none")
+        kwargs.setdefault("enable_thinking", req["reasoning_effort"] != "none")
+        if effort is None:
+            effort = req["reasoning_effort"]
+    extra = {"reasoning_effort": effort} if effort is not None else {}
+    # SGLang always asks for the generation prompt, whatever the request says.
+    return apply_chat_template(src, messages, special_tokens, tools=tools, add_generation_prompt=True, **extra, **kwargs) + prefix
 
 
 # --- cases -----------------------------------------------------------------------------
@@ -354,6 +375,15 @@ PARTS = (
     "{{ '\\n' }}{% endfor %}"
 )
 
+# gpt-oss's way with reasoning_effort (openai/gpt-oss-20b chat_template.jinja,
+# build_system_message): a default of "medium" when the variable is undefined.
+EFFORT = (
+    "{%- if not reasoning_effort is defined %}{%- set reasoning_effort = 'medium' %}{%- endif %}"
+    "{{ 'Reasoning: ' + reasoning_effort + '\\n' }}"
+    "{% for message in messages %}{{ message.role }}: {{ message.content }}{{ '\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}assistant:{% endif %}"
+)
+
 CASES = [
     # name, config or inline source, add_generation_prompt, messages, tools, kwargs
     ("qwen3/system_user", QWEN3, True, '[{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "What is the capital of France?"}]', None, None),
@@ -378,6 +408,14 @@ CASES = [
     ("parts/openai_format", PARTS, True, '[{"role": "system", "content": "Plain."}, {"role": "user", "content": [{"type": "text", "text": "One"}, {"type": "text", "text": ""}, {"type": "text", "text": "Two"}]}, {"role": "assistant", "content": null}, {"role": "tool", "tool_call_id": "c", "content": [{"type": "text", "text": "r1"}, {"type": "text", "text": "r2"}]}]', None, None),
     ("alternate/ok", ALTERNATE, True, '[{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]', None, None),
     ("alternate/raise", ALTERNATE, True, '[{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]', None, None),
+    # Top-level request fields SGLang reads (a 7th element: the request's other keys),
+    # rendered for SGLang only.
+    ("qwen3/continue_final_message", QWEN3, True, '[{"role": "user", "content": "Write a haiku."}, {"role": "assistant", "content": "Autumn moon"}]', None, None, '{"continue_final_message": true}'),
+    ("qwen3/reasoning_effort_none", QWEN3, True, '[{"role": "user", "content": "Hi"}]', None, None, '{"reasoning_effort": "none"}'),
+    ("qwen3/reasoning_effort_kwargs_win", QWEN3, True, '[{"role": "user", "content": "Hi"}]', None, '{"enable_thinking": true}', '{"reasoning_effort": "none"}'),
+    ("effort/default", EFFORT, True, '[{"role": "user", "content": "Hi"}]', None, None),
+    ("effort/request", EFFORT, True, '[{"role": "user", "content": "Hi"}]', None, None, '{"reasoning_effort": "high"}'),
+    ("effort/kwargs", EFFORT, True, '[{"role": "user", "content": "Hi"}]', None, '{"reasoning_effort": "low"}', '{"reasoning_effort": "high"}'),
 ]
 
 ENGINES = {"vllm": vllm_render, "sglang": sglang_render}
@@ -398,7 +436,7 @@ def load_config(path):
 
 def main():
     goldens = []
-    for name, where, agp, messages, tools, kwargs in CASES:
+    for name, where, agp, messages, tools, kwargs, *rest in CASES:
         if where.endswith(".json"):
             src, tokens = load_config(where)
             origin = {"config": where}
@@ -406,12 +444,18 @@ def main():
             src, tokens = where, {"bos_token": "<s>", "eos_token": "</s>"}
             origin = {"source": where, "bos_token": "<s>", "eos_token": "</s>"}
         req = {"messages": json.loads(messages), "tools": json.loads(tools) if tools else None, "kwargs": json.loads(kwargs) if kwargs else None}
+        if rest:
+            req.update(json.loads(rest[0]))
         for engine, render in ENGINES.items():
+            if rest and engine != "sglang":
+                continue  # the request fields of these cases are SGLang's handling
             case = {"name": f"{name}/{engine}", **origin, "engine": engine, "add_generation_prompt": agp, "messages": messages}
             if tools is not None:
                 case["tools"] = tools
             if kwargs is not None:
                 case["kwargs"] = kwargs
+            if rest:
+                case["request"] = rest[0]
             try:
                 case["want"] = render(src, json.loads(json.dumps(req)), agp, tokens)
             except jinja2.exceptions.TemplateError as e:

@@ -29,6 +29,7 @@ for (const c of templates) {
     messages: c.messages,
     tools: c.tools ?? null,
     kwargs: c.kwargs ?? null,
+    ...(c.request ? { request: c.request } : {}),
     ids: tok.encode(c.want, { add_special_tokens: false }),
   });
 }
