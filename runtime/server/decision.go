@@ -171,8 +171,8 @@ func (s *Server) finish(rec *recorder, d *Decision) {
 // handler directly: slog.Logger would also capture the caller's stack for a source
 // location the router never logs.
 //
-// The request id leads, so a client's report can be found by grepping it; replaced says
-// the client's id was refused (never written: it may be hostile).
+// Every line carries the request id, so a client's report can be found by grepping it;
+// replaced says the client's id was refused (never written: it may be hostile).
 func (s *Server) logRequest(d *Decision, replaced bool) {
 	ctx := context.Background()
 	h := s.reqLog
@@ -189,13 +189,14 @@ func (s *Server) logRequest(d *Decision, replaced bool) {
 		engines[0], engines[1] = engines[1], engines[0]
 	}
 	r := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
-	r.AddAttrs(slog.String("request_id", d.RequestID), slog.String("model", d.Model), slog.String("bucket", d.Bucket),
+	r.AddAttrs(slog.String("model", d.Model), slog.String("bucket", d.Bucket),
 		slog.Attr{Key: "engines", Value: slog.GroupValue(engines[:n]...)},
 		slog.Int("status", d.Status), slog.Float64("duration_ms", d.DurationMS),
 		slog.Int64("input_tokens", d.InputTokens))
 	if d.Error != "" {
 		r.AddAttrs(slog.String("error", d.Error))
 	}
+	r.AddAttrs(slog.String("request_id", d.RequestID))
 	if d.TraceID != "" {
 		r.AddAttrs(slog.String("trace_id", d.TraceID))
 	}

@@ -25,8 +25,8 @@ func TestRequestLogRecord(t *testing.T) {
 	s.logRequest(pd, false)
 	failed := &Decision{RequestID: "chatcmpl-x", Model: "m", Status: 503, Error: "admission_rejected: full"}
 	s.logRequest(failed, true)
-	want := `level=INFO msg=request request_id=r-1 model=m bucket=b engines.decode=D1 engines.prefill=P1 status=200 duration_ms=1.5 input_tokens=7 trace_id=4bf92f3577b34da6a3ce929d0e0e4736
-level=INFO msg=request request_id=chatcmpl-x model=m bucket="" status=503 duration_ms=0 input_tokens=0 error="admission_rejected: full" request_id_replaced=true
+	want := `level=INFO msg=request model=m bucket=b engines.decode=D1 engines.prefill=P1 status=200 duration_ms=1.5 input_tokens=7 request_id=r-1 trace_id=4bf92f3577b34da6a3ce929d0e0e4736
+level=INFO msg=request model=m bucket="" status=503 duration_ms=0 input_tokens=0 error="admission_rejected: full" request_id=chatcmpl-x request_id_replaced=true
 `
 	if buf.String() != want {
 		t.Errorf("log:\n%s\nwant:\n%s", buf.String(), want)

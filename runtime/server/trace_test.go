@@ -220,7 +220,7 @@ func TestRequestIDs(t *testing.T) {
 			}
 			fc.stopServing(t)
 			line := logs.String()
-			if !strings.Contains(line, "msg=request request_id="+id+" ") {
+			if !regexp.MustCompile(` request_id=` + regexp.QuoteMeta(id) + `( |\n)`).MatchString(line) {
 				t.Errorf("request log:\n%s\nwant request_id=%s", line, id)
 			}
 			if strings.Contains(line, "request_id_replaced=true") != tt.replaced || strings.Contains(line, "evil") {
