@@ -22,6 +22,9 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	"envsubst":  cmdEnvSubst,
 	"dns":       cmdDNS,
 	"waitmatch": cmdWaitMatch,
+	// OTLP trace collector (script_otlp_test.go).
+	"otlp-receiver": cmdOTLPReceiver,
+	"otlp-spans":    cmdOTLPSpans,
 }
 
 // cmdExitCode runs a program and checks its exact exit status:
