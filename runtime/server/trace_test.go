@@ -251,3 +251,29 @@ func TestEngineHeader(t *testing.T) {
 		})
 	}
 }
+
+// TestReloadEdgeSettings: a reload applies debug.engine_header and request_id at once,
+// and refuses a change of tracing, which only a restart applies.
+func TestReloadEdgeSettings(t *testing.T) {
+	p := mixedPlan()
+	var next *plan.Plan
+	fc := startFleetWith(t, p, 0, Options{Reload: func() (*plan.Plan, error) { return next, nil }})
+	body := `{"model": "pd", "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]}`
+
+	next = clone(p)
+	next.Debug.EngineHeader, next.RequestID.Headers = true, []string{"x-my-id"}
+	if status, answer := fc.postJSON(t, "/admin/reload", ""); status != http.StatusOK {
+		t.Fatalf("reload: %d %s", status, answer)
+	}
+	resp := fc.postWith(t, body, map[string]string{"X-My-Id": "mine-2"})
+	if resp.Header.Get("X-Router-Engine") != "prefill=P1,decode=D1" || resp.Header.Get("X-Request-Id") != "mine-2" {
+		t.Errorf("after reload: x-router-engine %q, x-request-id %q", resp.Header.Get("X-Router-Engine"), resp.Header.Get("X-Request-Id"))
+	}
+
+	traced := clone(next)
+	traced.Tracing = &plan.Tracing{Endpoint: "127.0.0.1:4317", Protocol: plan.TracingGRPC, SampleRatio: 1, ServiceName: "router"}
+	next = traced
+	if status, answer := fc.postJSON(t, "/admin/reload", ""); status != http.StatusUnprocessableEntity || !strings.Contains(string(answer), "tracing changed, which only a restart applies") {
+		t.Errorf("reload adding tracing: %d %s, want refused", status, answer)
+	}
+}
