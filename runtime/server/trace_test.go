@@ -8,30 +8,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/routerkit/router/internal/otlptest"
 	"github.com/routerkit/router/runtime/plan"
 )
-
-// syncBuffer is a log destination tests read while the router writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // stopServing stops the router as SIGINT does and waits for Serve to return, which
 // flushes the spans; the test's cleanup still sees Serve's result.
@@ -203,7 +184,7 @@ func TestRequestIDs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := mixedPlan()
 			p.RequestID.Headers = tt.headers
-			var logs syncBuffer
+			var logs lockedBuffer
 			fc := startFleetWith(t, p, 0, Options{RequestLog: slog.New(slog.NewTextHandler(&logs, nil))})
 			resp := fc.postWith(t, `{"model": "pd", "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]}`, tt.sent)
 			id := resp.Header.Get("X-Request-Id")
