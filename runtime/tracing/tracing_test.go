@@ -85,17 +85,24 @@ func roundTrip(t *testing.T, tr *Tracer, engineURL string, clientHeaders map[str
 }
 
 func TestExportAndPropagation(t *testing.T) {
-	for _, protocol := range []string{plan.TracingGRPC, plan.TracingHTTP} {
-		t.Run(protocol, func(t *testing.T) {
+	tests := []struct {
+		name, protocol string
+		endpoint       func(*otlptest.Receiver) string
+	}{
+		{"grpc host:port", plan.TracingGRPC, func(rc *otlptest.Receiver) string { return rc.GRPCAddr() }},
+		{"grpc url", plan.TracingGRPC, func(rc *otlptest.Receiver) string { return "http://" + rc.GRPCAddr() }},
+		{"http url", plan.TracingHTTP, func(rc *otlptest.Receiver) string { return "http://" + rc.HTTPAddr() + "/v1/traces" }},
+		{"http host:port", plan.TracingHTTP, func(rc *otlptest.Receiver) string { return rc.HTTPAddr() }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			protocol := tt.protocol
 			rc, err := otlptest.Start()
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer rc.Close()
-			endpoint := rc.GRPCAddr()
-			if protocol == plan.TracingHTTP {
-				endpoint = "http://" + rc.HTTPAddr() + "/v1/traces"
-			}
+			endpoint := tt.endpoint(rc)
 			tr, err := New(plan.Tracing{Endpoint: endpoint, Protocol: protocol, SampleRatio: 1, ServiceName: "router-test"}, slog.Default())
 			if err != nil {
 				t.Fatal(err)
