@@ -188,20 +188,25 @@ func (s *Server) logRequest(d *Decision, replaced bool) {
 	if n == 2 && engines[0].Key > engines[1].Key { // stages by name, as a map's keys were
 		engines[0], engines[1] = engines[1], engines[0]
 	}
-	r := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
-	r.AddAttrs(slog.String("model", d.Model), slog.String("bucket", d.Bucket),
-		slog.Attr{Key: "engines", Value: slog.GroupValue(engines[:n]...)},
+	// The attributes go to the record in one call: a record keeps five inline and puts
+	// the rest in one slice, allocated once for all of them.
+	attrs := [10]slog.Attr{slog.String("model", d.Model), slog.String("bucket", d.Bucket),
+		{Key: "engines", Value: slog.GroupValue(engines[:n]...)},
 		slog.Int("status", d.Status), slog.Float64("duration_ms", d.DurationMS),
-		slog.Int64("input_tokens", d.InputTokens))
+		slog.Int64("input_tokens", d.InputTokens)}
+	na := 6
+	add := func(a slog.Attr) { attrs[na] = a; na++ }
 	if d.Error != "" {
-		r.AddAttrs(slog.String("error", d.Error))
+		add(slog.String("error", d.Error))
 	}
-	r.AddAttrs(slog.String("request_id", d.RequestID))
+	add(slog.String("request_id", d.RequestID))
 	if d.TraceID != "" {
-		r.AddAttrs(slog.String("trace_id", d.TraceID))
+		add(slog.String("trace_id", d.TraceID))
 	}
 	if replaced {
-		r.AddAttrs(slog.Bool("request_id_replaced", true))
+		add(slog.Bool("request_id_replaced", true))
 	}
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
+	r.AddAttrs(attrs[:na]...)
 	_ = h.Handle(ctx, r)
 }
