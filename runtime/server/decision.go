@@ -140,7 +140,7 @@ func (r *recent) list() []Decision {
 }
 
 // finish records a finished request: metrics, the recent-decisions ring and one log line.
-func (s *Server) finish(rec *recorder, d *Decision) {
+func (s *generation) finish(rec *recorder, d *Decision) {
 	status := rec.status
 	if status == 0 {
 		status = answer.StatusClientClosed
@@ -173,7 +173,7 @@ func (s *Server) finish(rec *recorder, d *Decision) {
 //
 // Every line carries the request id, so a client's report can be found by grepping it;
 // replaced says the client's id was refused (never written: it may be hostile).
-func (s *Server) logRequest(d *Decision, replaced bool) {
+func (s *generation) logRequest(d *Decision, replaced bool) {
 	ctx := context.Background()
 	h := s.reqLog
 	if !h.Enabled(ctx, slog.LevelInfo) {

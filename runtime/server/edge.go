@@ -30,7 +30,7 @@ func newEdge(p *plan.Plan) edge {
 }
 
 // newTracer starts the plan's span export, nil when tracing is off.
-func newTracer(p *plan.Plan, c *core) (*tracing.Tracer, error) {
+func newTracer(p *plan.Plan, c *Server) (*tracing.Tracer, error) {
 	if p.Tracing == nil {
 		return nil, nil
 	}
@@ -42,7 +42,7 @@ func newTracer(p *plan.Plan, c *core) (*tracing.Tracer, error) {
 const tracingShutdownGrace = 5 * time.Second
 
 // stopTracing flushes the spans still queued, once serving has stopped.
-func (c *core) stopTracing() {
+func (c *Server) stopTracing() {
 	ctx, cancel := context.WithTimeout(context.Background(), tracingShutdownGrace)
 	defer cancel()
 	if err := c.tracer.Shutdown(ctx); err != nil {
@@ -52,7 +52,7 @@ func (c *core) stopTracing() {
 
 // outbound is dispatch's Outbound hook when tracing is on: each engine request gets
 // its span and the traceparent naming it.
-func (c *core) outbound() func(*http.Request, *engine.Worker) *http.Request {
+func (c *Server) outbound() func(*http.Request, *engine.Worker) *http.Request {
 	if c.tracer == nil {
 		return nil
 	}
@@ -64,7 +64,7 @@ func (c *core) outbound() func(*http.Request, *engine.Worker) *http.Request {
 // startSpan starts the routed request's span, which continues the client's
 // traceparent, and records its trace id in the decision; r is returned with the span in
 // its context, so the engine requests' spans are its children.
-func (s *Server) startSpan(r *http.Request, rec *recorder, d *Decision) *http.Request {
+func (s *generation) startSpan(r *http.Request, rec *recorder, d *Decision) *http.Request {
 	if s.tracer == nil {
 		return r
 	}
@@ -126,7 +126,7 @@ func policyOf(t *decision.Trace, stage plan.Role) string {
 // setEngineHeader names the selection's engines in X-Router-Engine, when the plan asks
 // for it (debug.engine_header): "E1" for a plain engine, "prefill=P1,decode=D1" for a
 // pair. A retry on another selection names the engines of the retry.
-func (s *Server) setEngineHeader(h http.Header, sel bucket.Selection) {
+func (s *generation) setEngineHeader(h http.Header, sel bucket.Selection) {
 	if !s.edge.engineHeader {
 		return
 	}

@@ -19,7 +19,7 @@ func TestRequestLogRecord(t *testing.T) {
 			return a
 		},
 	})
-	s := &Server{core: &core{log: slog.New(h), reqLog: h}}
+	s := &generation{Server: &Server{log: slog.New(h), reqLog: h}}
 	pd := &Decision{RequestID: "r-1", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Model: "m", Bucket: "b", Status: 200, DurationMS: 1.5, InputTokens: 7, npicked: 2,
 		picked: [2]stagePick{{stage: "prefill", engine: "P1", reason: "least loaded"}, {stage: "decode", engine: "D1", reason: "only candidate"}}}
 	s.logRequest(pd, false)
