@@ -133,13 +133,17 @@ type file struct {
 	State             plan.StateLimits      `json:"state"`
 	Bindings          *plan.Bindings        `json:"bindings"`
 	EngineTransport   plan.EngineTransport  `json:"engine_transport"`
+	Tracing           *plan.Tracing         `json:"tracing"`
+	RequestID         plan.RequestID        `json:"request_id"`
+	Debug             plan.Debug            `json:"debug"`
 }
 
 func (f *file) plan() *plan.Plan {
 	p := &plan.Plan{Listen: f.Listen, AdminToken: f.AdminToken, Health: f.Health,
 		ShutdownGraceSecs: f.ShutdownGraceSecs, Engines: f.Engines,
 		Timeouts: f.Timeouts, Limits: f.Limits, Breaker: f.Breaker, Retries: f.Retries,
-		Headers: f.Headers, State: f.State, Bindings: f.Bindings, EngineTransport: f.EngineTransport}
+		Headers: f.Headers, State: f.State, Bindings: f.Bindings, EngineTransport: f.EngineTransport,
+		Tracing: f.Tracing, RequestID: f.RequestID, Debug: f.Debug}
 	if p.Engines == nil {
 		p.Engines = []plan.Engine{}
 	}

@@ -22,6 +22,9 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	"envsubst":  cmdEnvSubst,
 	"dns":       cmdDNS,
 	"waitmatch": cmdWaitMatch,
+	// OTLP trace collector (script_otlp_test.go).
+	"otlp-receiver": cmdOTLPReceiver,
+	"otlp-spans":    cmdOTLPSpans,
 }
 
 // cmdExitCode runs a program and checks its exact exit status:
@@ -50,8 +53,8 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// cmdHTTP sends one request and prints the status line, the x-router-error-code header
-// when present, and the body to stdout:
+// cmdHTTP sends one request and prints the status line, the x-router-error-code,
+// x-router-engine and x-request-id headers when present, and the body to stdout:
 //
 //	http POST http://127.0.0.1:$PORT/v1/chat/completions body.json [Header:value...]
 //	http GET http://127.0.0.1:$PORT/admin/state
@@ -80,8 +83,10 @@ func cmdHTTP(ts *testscript.TestScript, neg bool, args []string) {
 	out, err := io.ReadAll(resp.Body)
 	ts.Check(err)
 	fmt.Fprintf(ts.Stdout(), "%s\n", resp.Status)
-	if code := resp.Header.Get("X-Router-Error-Code"); code != "" {
-		fmt.Fprintf(ts.Stdout(), "x-router-error-code: %s\n", code)
+	for _, h := range []string{"X-Router-Error-Code", "X-Router-Engine", "X-Request-Id"} {
+		if v := resp.Header.Get(h); v != "" {
+			fmt.Fprintf(ts.Stdout(), "%s: %s\n", strings.ToLower(h), v)
+		}
 	}
 	fmt.Fprintf(ts.Stdout(), "%s\n", out)
 }

@@ -44,6 +44,10 @@ type Dispatcher struct {
 	timeouts    Timeouts
 	headers     HeaderPolicy
 	maxAttempts int
+	// Outbound, when set, sees every request to an engine last, before it is sent, and
+	// returns the request to send: the HTTP edge starts the engine request's span there
+	// and sets its traceparent (runtime/tracing). Nil sends requests as built.
+	Outbound func(req *http.Request, w *engine.Worker) *http.Request
 }
 
 // New builds the dispatcher of plan p: engines are spoken to through client, their

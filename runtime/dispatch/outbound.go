@@ -218,5 +218,8 @@ func (a *attempt) request(in *http.Request) *http.Request {
 		out.Header["User-Agent"] = []string{""} // no Go default in its place
 	}
 	out.Body, out.ContentLength, out.GetBody = a.body.reader(), a.body.len(), a.body.getBody
+	if a.dp.Outbound != nil {
+		out = a.dp.Outbound(out, a.w)
+	}
 	return out
 }

@@ -199,6 +199,9 @@ func (dp *Dispatcher) engineRequest(ctx context.Context, in *http.Request, reqID
 	if _, ok := req.Header["User-Agent"]; !ok {
 		req.Header.Set("User-Agent", "") // as the proxy does: no Go default in its place
 	}
+	if dp.Outbound != nil {
+		req = dp.Outbound(req, w)
+	}
 	return req, nil
 }
 

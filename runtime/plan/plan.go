@@ -59,6 +59,10 @@ type Plan struct {
 	Bindings *Bindings `json:"bindings,omitempty"`
 	// EngineTransport says what speaks HTTP to engines; empty is TransportRouter.
 	EngineTransport EngineTransport `json:"engine_transport,omitempty"`
+	// Tracing, request ids and debug headers: see trace.go. Tracing is nil when off.
+	Tracing   *Tracing  `json:"tracing,omitempty"`
+	RequestID RequestID `json:"request_id"`
+	Debug     Debug     `json:"debug"`
 }
 
 // EngineTransport names the HTTP client of engine requests.

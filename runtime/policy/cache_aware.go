@@ -146,10 +146,10 @@ func (p *CacheAware) Pick(ctx context.Context, engines []*engine.Worker, req *Re
 		return Pick{}, &NoAdmissibleEngine{Stage: req.Stage, Rejections: rejected}
 	}
 	if pinned {
-		return Pick{Engine: admitted[0].w, Reason: reasonSaturationPin}, nil
+		return Pick{Engine: admitted[0].w, Reason: reasonSaturationPin, PrefixTokens: admitted[0].matched}, nil
 	}
-	w, reason := p.choose(rec, admitted, req.InputTokens)
-	return Pick{Engine: w, Reason: reason}, nil
+	o, reason := p.choose(rec, admitted, req.InputTokens)
+	return Pick{Engine: o.w, Reason: reason, PrefixTokens: o.matched}, nil
 }
 
 // holders runs steps 1 to 3: the candidates holding a usable prefix, bounded and ordered
@@ -269,7 +269,7 @@ func (p *CacheAware) belowFloor(rec *decision.Trace, engines []*engine.Worker, n
 }
 
 // choose runs step 5 over admitted holders.
-func (p *CacheAware) choose(rec *decision.Trace, admitted []obs, input int64) (*engine.Worker, string) {
+func (p *CacheAware) choose(rec *decision.Trace, admitted []obs, input int64) (*obs, string) {
 	uncached := func(o *obs) int64 { return input - o.matched }
 	lv := levelOf(admitted, input)
 	best := &admitted[0]
@@ -281,7 +281,7 @@ func (p *CacheAware) choose(rec *decision.Trace, admitted []obs, input int64) (*
 	}
 	g := p.tune.guard
 	if g == nil {
-		return best.w, reasonLongestPrefix
+		return best, reasonLongestPrefix
 	}
 	var wbuf [8]*obs
 	window := wbuf[:0]
@@ -292,7 +292,7 @@ func (p *CacheAware) choose(rec *decision.Trace, admitted []obs, input int64) (*
 			continue
 		}
 		if o.r == nil || !o.r.ValidCapacity() {
-			return best.w, reasonLongestPrefix // the guard needs every contender's report
+			return best, reasonLongestPrefix // the guard needs every contender's report
 		}
 		useMS = useMS && o.r.HasQueueMS
 		window = append(window, o)
@@ -317,7 +317,7 @@ func (p *CacheAware) choose(rec *decision.Trace, admitted []obs, input int64) (*
 	}
 	pb, pa := pressure(best), pressure(alt)
 	if alt == best || pb-pa <= abs || pb <= g.RelThreshold*pa {
-		return best.w, reasonLongestPrefix
+		return best, reasonLongestPrefix
 	}
 	if rec.Detailed() {
 		unit := " tokens"
@@ -327,7 +327,7 @@ func (p *CacheAware) choose(rec *decision.Trace, admitted []obs, input int64) (*
 		rec.Note("pressure guard: " + best.w.ID() + " has " + strconv.FormatFloat(pb, 'f', -1, 64) + unit + " of work ahead, " +
 			alt.w.ID() + " has " + strconv.FormatFloat(pa, 'f', -1, 64) + unit)
 	}
-	return alt.w, reasonPressureGuard
+	return alt, reasonPressureGuard
 }
 
 func valueOr0(v *int64) int64 {

@@ -75,6 +75,10 @@ type Request struct {
 type Pick struct {
 	Engine *engine.Worker
 	Reason string
+	// PrefixTokens is how many of the request's tokens the engine holds as a cached
+	// prefix, when the policy picked it for that (cache-aware); 0 otherwise. The
+	// router's span reports it.
+	PrefixTokens int64
 }
 
 // Deps are the shared state handles policies may need. Build them once per router with

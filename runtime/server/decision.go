@@ -17,8 +17,10 @@ import (
 
 // Decision is one request's routing outcome, as /admin/state lists it.
 type Decision struct {
-	Time         time.Time         `json:"time"`
-	RequestID    string            `json:"request_id,omitempty"`
+	Time      time.Time `json:"time"`
+	RequestID string    `json:"request_id,omitempty"`
+	// TraceID is the request's trace (W3C, hex) when tracing is on.
+	TraceID      string            `json:"trace_id,omitempty"`
 	Model        string            `json:"model"`
 	InputTokens  int64             `json:"input_tokens"`
 	ExpectedPeak int64             `json:"expected_peak,omitempty"`
@@ -40,9 +42,11 @@ type Decision struct {
 	npicked int
 }
 
-// stagePick is the engine a complete selection picked for one stage, and why.
+// stagePick is the engine a complete selection picked for one stage, why, by which
+// policy, and the cached prefix it holds when that was why (see policy.Pick).
 type stagePick struct {
-	stage, engine, reason string
+	stage, engine, reason, policy string
+	prefixTokens                  int64
 }
 
 func (d *Decision) picks() []stagePick { return d.picked[:d.npicked] }
@@ -60,7 +64,8 @@ func (d *Decision) fromSelection(t *decision.Trace, sel bucket.Selection, err er
 	picks, n := selectionPicks(sel)
 	for _, sp := range picks[:n] {
 		if sp.pick.Engine != nil {
-			d.picked[d.npicked] = stagePick{stage: string(sp.stage), engine: sp.pick.Engine.ID(), reason: sp.pick.Reason}
+			d.picked[d.npicked] = stagePick{stage: string(sp.stage), engine: sp.pick.Engine.ID(), reason: sp.pick.Reason,
+				policy: policyOf(t, sp.stage), prefixTokens: sp.pick.PrefixTokens}
 			d.npicked++
 		}
 	}
@@ -155,8 +160,9 @@ func (s *generation) finish(rec *recorder, d *Decision) {
 	if rec.Served() {
 		rec.slo.Done()
 	}
+	endSpan(rec.span, d)
 	s.recent.add(d)
-	s.logRequest(d)
+	s.logRequest(d, rec.idReplaced)
 }
 
 // logRequest writes the request's log line. The attributes are typed and the engines
@@ -164,7 +170,10 @@ func (s *generation) finish(rec *recorder, d *Decision) {
 // which a handler would format by reflection on every request. The record goes to the
 // handler directly: slog.Logger would also capture the caller's stack for a source
 // location the router never logs.
-func (s *generation) logRequest(d *Decision) {
+//
+// Every line carries the request id, so a client's report can be found by grepping it;
+// replaced says the client's id was refused (never written: it may be hostile).
+func (s *generation) logRequest(d *Decision, replaced bool) {
 	ctx := context.Background()
 	h := s.reqLog
 	if !h.Enabled(ctx, slog.LevelInfo) {
@@ -179,13 +188,25 @@ func (s *generation) logRequest(d *Decision) {
 	if n == 2 && engines[0].Key > engines[1].Key { // stages by name, as a map's keys were
 		engines[0], engines[1] = engines[1], engines[0]
 	}
-	r := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
-	r.AddAttrs(slog.String("model", d.Model), slog.String("bucket", d.Bucket),
-		slog.Attr{Key: "engines", Value: slog.GroupValue(engines[:n]...)},
+	// The attributes go to the record in one call: a record keeps five inline and puts
+	// the rest in one slice, allocated once for all of them.
+	attrs := [10]slog.Attr{slog.String("model", d.Model), slog.String("bucket", d.Bucket),
+		{Key: "engines", Value: slog.GroupValue(engines[:n]...)},
 		slog.Int("status", d.Status), slog.Float64("duration_ms", d.DurationMS),
-		slog.Int64("input_tokens", d.InputTokens))
+		slog.Int64("input_tokens", d.InputTokens)}
+	na := 6
+	add := func(a slog.Attr) { attrs[na] = a; na++ }
 	if d.Error != "" {
-		r.AddAttrs(slog.String("error", d.Error))
+		add(slog.String("error", d.Error))
 	}
+	add(slog.String("request_id", d.RequestID))
+	if d.TraceID != "" {
+		add(slog.String("trace_id", d.TraceID))
+	}
+	if replaced {
+		add(slog.Bool("request_id_replaced", true))
+	}
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
+	r.AddAttrs(attrs[:na]...)
 	_ = h.Handle(ctx, r)
 }

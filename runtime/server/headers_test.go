@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 )
@@ -23,27 +22,5 @@ func TestResponseDate(t *testing.T) {
 	}
 	if next := d.at(at.Add(time.Second)); next[0] != "Thu, 03 Dec 2026 07:14:50 GMT" {
 		t.Fatalf("next second: %q", next)
-	}
-}
-
-// A request without a usable X-Request-Id gets a new id of 24 hex digits, a different
-// one each time; a client's short token is kept.
-func TestRequestID(t *testing.T) {
-	seen := map[string]bool{}
-	for range 10000 {
-		id := requestID(&http.Request{Header: http.Header{}})
-		if len(id) != 24 || strings.Trim(id, "0123456789abcdef") != "" {
-			t.Fatalf("id %q", id)
-		}
-		if seen[id] {
-			t.Fatalf("id %q given twice", id)
-		}
-		seen[id] = true
-	}
-	if id := requestID(&http.Request{Header: http.Header{"X-Request-Id": {"client-7.a:b_c"}}}); id != "client-7.a:b_c" {
-		t.Fatalf("the client's id was replaced by %q", id)
-	}
-	if id := requestID(&http.Request{Header: http.Header{"X-Request-Id": {"has space"}}}); id == "has space" || len(id) != 24 {
-		t.Fatalf("a client id that is not a token was kept: %q", id)
 	}
 }

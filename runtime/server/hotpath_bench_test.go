@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routerkit/router/internal/otlptest"
 	"github.com/routerkit/router/runtime/logline"
 	"github.com/routerkit/router/runtime/logsink"
 	"github.com/routerkit/router/runtime/plan"
@@ -29,7 +30,9 @@ import (
 //	go test ./runtime/server -run '^$' -bench HotPath -benchmem -o /tmp/server.test -cpuprofile /tmp/cpu.out
 //
 // allocs/op counts the client's, the proxy's and the engine's allocations: the
-// difference between the router's and the bare proxy's is the router's own.
+// difference between the router's and the bare proxy's is the router's own, and
+// router_traced's over router's is what tracing every request (tracing, sample_ratio 1,
+// to an in-process OTLP receiver) adds.
 func BenchmarkHotPath(b *testing.B) {
 	p := testPlan([]plan.Engine{plainEngine("E1")}, plan.Model{Name: "m", Buckets: []plan.Bucket{
 		{ID: "all", Groups: plan.Groups{Plain: ptr(group(plan.RoundRobin, plan.Admission{MaxInflightRequests: 1 << 20}))}},
@@ -48,6 +51,19 @@ func BenchmarkHotPath(b *testing.B) {
 	}
 	routerURL := serveOn(b, func(ln net.Listener, ctx context.Context) error { return srv.Serve(ctx, ln) })
 	bareURL := serveOn(b, func(ln net.Listener, ctx context.Context) error { return serveBare(ctx, ln, p.Engines[0].URL) })
+	// The same router exporting every request's spans to an in-process OTLP receiver.
+	rc, err := otlptest.Start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rc.Close()
+	traced := clone(p)
+	traced.Tracing = &plan.Tracing{Endpoint: rc.GRPCAddr(), Protocol: plan.TracingGRPC, SampleRatio: 1, ServiceName: "router"}
+	tsrv, err := New(traced, Options{Logger: slog.New(slog.NewTextHandler(sink, nil)), RequestLog: slog.New(logline.New(sink.Batched(), false, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tracedURL := serveOn(b, func(ln net.Listener, ctx context.Context) error { return tsrv.Serve(ctx, ln) })
 
 	bodies := map[string]string{
 		"json":   `{"model":"m","messages":[{"role":"user","content":"Benchmark the router with a short prompt."}],"max_tokens":1}`,
@@ -55,7 +71,7 @@ func BenchmarkHotPath(b *testing.B) {
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxIdleConns: 256}}
 	for _, kind := range []string{"json", "stream"} {
-		for _, target := range []struct{ name, url string }{{"bare", bareURL}, {"router", routerURL}} {
+		for _, target := range []struct{ name, url string }{{"bare", bareURL}, {"router", routerURL}, {"router_traced", tracedURL}} {
 			b.Run(fmt.Sprintf("%s/%s", kind, target.name), func(b *testing.B) {
 				b.ReportAllocs()
 				b.SetParallelism(4)

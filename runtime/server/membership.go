@@ -423,6 +423,9 @@ func restartOnly(old, new *plan.Plan) []string {
 	if old.Health != new.Health {
 		out = append(out, "health")
 	}
+	if !reflect.DeepEqual(old.Tracing, new.Tracing) {
+		out = append(out, "tracing")
+	}
 	return out
 }
 

@@ -1,18 +1,17 @@
 package server
 
 import (
-	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/bucket"
@@ -34,10 +33,12 @@ func (s *generation) routed(prepare request.Preparer) http.HandlerFunc {
 }
 
 func (s *generation) serveRouted(w http.ResponseWriter, r *http.Request, prepare request.Preparer) {
-	rec := &recorder{ResponseWriter: w, start: time.Now(), reqID: requestID(r), metrics: s.metrics}
+	rec := &recorder{ResponseWriter: w, start: time.Now(), metrics: s.metrics}
+	rec.reqID, rec.idReplaced = s.edge.ids.From(r)
 	h := w.Header()
 	h["X-Request-Id"], h["Date"] = []string{rec.reqID}, responseDate.at(rec.start)
 	d := &Decision{Time: rec.start, RequestID: rec.reqID, Generation: s.number}
+	r = s.startSpan(r, rec, d)
 	defer s.finish(rec, d)
 	if !s.active.enter() {
 		d.Error = answer.CodeOverCapacity
@@ -68,6 +69,7 @@ func (s *generation) serveRouted(w http.ResponseWriter, r *http.Request, prepare
 		return
 	}
 	rec.measure(p, sel)
+	s.setEngineHeader(h, sel)
 	s.dispatch(rec, r, p, sel, d)
 }
 
@@ -85,6 +87,7 @@ func (s *generation) dispatch(rec *recorder, r *http.Request, p *request.Prepare
 			s.metrics.retries.WithLabelValues(p.Model.Name).Inc()
 			d.Retries++
 			rec.measure(p, next)
+			s.setEngineHeader(rec.Header(), next)
 		}
 		return next, err
 	})
@@ -145,33 +148,6 @@ func (d *dateHeader) at(t time.Time) []string {
 	v := &dateValue{sec: sec, v: []string{t.UTC().Format(http.TimeFormat)}}
 	d.cur.Store(v)
 	return v.v[:1:1]
-}
-
-// requestID returns the client's X-Request-Id when it is a short token, else a new
-// random id: it names the request in the router's logs and in every error answer.
-func requestID(r *http.Request) string {
-	if id := r.Header.Get("X-Request-Id"); len(id) > 0 && len(id) <= 64 && isToken(id) {
-		return id
-	}
-	// 96 random bits as 24 hex digits. An id must be unique, not secret: the runtime's
-	// generator (per thread, seeded from the system's) is enough and costs a few
-	// nanoseconds, where crypto/rand's is a system call's worth.
-	var raw [12]byte
-	binary.BigEndian.PutUint64(raw[:8], rand.Uint64())
-	binary.BigEndian.PutUint32(raw[8:], rand.Uint32())
-	var id [24]byte
-	hex.Encode(id[:], raw[:])
-	return string(id[:])
-}
-
-func isToken(s string) bool {
-	for _, c := range []byte(s) {
-		ok := c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '_' || c == '.' || c == ':'
-		if !ok {
-			return false
-		}
-	}
-	return true
 }
 
 // activeSet caps the chat requests served at once and tracks them, so shutdown can wait
@@ -277,8 +253,13 @@ func (s *generation) ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, *
 // ended a stream after its 200.
 type recorder struct {
 	http.ResponseWriter
-	metrics     *metrics
-	reqID       string
+	metrics *metrics
+	reqID   string
+	// idReplaced reports the client's request id was refused (reqid.Valid) and reqID is
+	// the router's.
+	idReplaced bool
+	// span is the request's span (runtime/tracing); nil when tracing is off.
+	span        trace.Span
 	start       time.Time
 	status      int
 	firstByte   time.Time

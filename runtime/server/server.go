@@ -27,6 +27,7 @@ import (
 	"github.com/routerkit/router/runtime/policy"
 	"github.com/routerkit/router/runtime/request"
 	"github.com/routerkit/router/runtime/state/load"
+	"github.com/routerkit/router/runtime/tracing"
 )
 
 // Options are the server's injectable parts; zero values give production defaults.
@@ -90,6 +91,8 @@ type Server struct {
 	fleet fleet
 	// dns runs the plan's engines_from_dns sources while the router serves.
 	dns dnsRunner
+	// tracer exports the requests' spans (runtime/tracing); nil when tracing is off.
+	tracer *tracing.Tracer
 }
 
 // generation is one configuration generation of the router: the per-plan parts (models
@@ -110,6 +113,7 @@ type generation struct {
 	routes     http.Handler
 	dispatcher *dispatch.Dispatcher
 	timeouts   dispatch.Timeouts
+	edge       edge
 }
 
 // New builds a router from a compiled plan.
@@ -144,6 +148,12 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		metrics: newMetrics(planModels(p)),
 		started: time.Now(),
 		active:  newActiveSet(p.Limits.MaxConcurrentRequests),
+	}
+	if c.tracer, err = newTracer(p, c); err != nil {
+		return nil, err
+	}
+	if c.tracer != nil {
+		c.client.Transport = c.tracer.Transport(c.client.Transport)
 	}
 	c.hardStop, c.stopHard = context.WithCancelCause(context.Background())
 	c.fleet.init(p)
@@ -195,7 +205,9 @@ func (c *Server) newGeneration(p *plan.Plan, deps policy.Deps, n uint64) (*gener
 		Server: c, plan: p, models: models, deps: deps, number: n,
 		timeouts:   dispatch.TimeoutsOf(p.Timeouts),
 		dispatcher: dispatch.New(p, c.client, c.table, deps, c.log),
+		edge:       newEdge(p),
 	}
+	s.dispatcher.Outbound = c.outbound()
 	s.routes = s.buildRoutes()
 	return s, nil
 }
@@ -267,6 +279,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.log.Warn("admin writes refused: the router listens beyond loopback without admin_token; set admin_token to add, drain or remove engines, reload or explain over HTTP",
 			"listen", ln.Addr().String())
 	}
+	defer s.stopTracing() // last: after the drain, so the last requests' spans go too
 	monCtx, stopMonitor := context.WithCancel(context.Background())
 	defer stopMonitor()
 	s.monitor.CheckAll(ctx)

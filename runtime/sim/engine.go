@@ -77,6 +77,8 @@ type Engine struct {
 	faultsMu sync.Mutex // serialises SetFaults
 	faults   atomic.Pointer[faultState]
 	nextRank atomic.Uint64
+	// received is the last inference request's trace context and id (received.go).
+	received atomic.Pointer[Received]
 }
 
 // ID returns the engine's id.
@@ -275,5 +277,6 @@ func (e *Engine) routes() http.Handler {
 		mux.HandleFunc("POST /flush_cache", e.handleFlush)
 	}
 	mux.HandleFunc("/sim/faults", e.handleFaults)
-	return mux
+	mux.HandleFunc("GET /sim/received", e.handleReceived)
+	return e.recordReceived(mux)
 }
