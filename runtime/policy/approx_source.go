@@ -11,18 +11,36 @@ import (
 )
 
 // Approximate returns the source reading an approximate prefix index, which the router
-// feeds with its own dispatches (Deps.RecordDispatch) instead of KV events.
-func Approximate(a *prefix.Approx) CacheSource { return approxSource{a} }
+// feeds with its own dispatches (Deps.RecordDispatch) instead of KV events, and, when
+// shared is not nil, the other replicas' claims of the same index (Deps.ClaimDispatch).
+func Approximate(a *prefix.Approx, shared *prefix.Shared) CacheSource {
+	return approxSource{a, shared}
+}
 
-type approxSource struct{ a *prefix.Approx }
+type approxSource struct {
+	a      *prefix.Approx
+	shared *prefix.Shared // nil: this replica's dispatches only
+}
 
 func (approxSource) Name() string { return "approximate" }
 
 func (s approxSource) Lookup(_ context.Context, model string, ids []uint32) (PrefixResult, error) {
 	var res PrefixResult
 	bs := s.a.BlockSize()
-	if len(ids) >= bs {
-		addApprox(&res, s.a.Lookup(model, token.BlockHashes(ids, bs)), bs)
+	if len(ids) < bs {
+		return res, nil
+	}
+	hashes := token.BlockHashes(ids, bs)
+	if s.shared == nil {
+		addApprox(&res, s.a.Lookup(model, hashes), bs)
+		return res, nil
+	}
+	ms, ok := s.shared.Lookup(model, hashes)
+	addApprox(&res, ms, bs)
+	if !ok {
+		// The store is down: the replica's own entries still answer, so the result is
+		// not unavailable, but the trace says what it lacks.
+		res.Detail = "shared store down: this replica's dispatches only"
 	}
 	return res, nil
 }
@@ -83,9 +101,13 @@ func cacheSources(p *plan.Plan) []plan.PrefixSource {
 // prompt: it now probably holds its prefix. The server calls it after a successful
 // dispatch, with the prefill engine for a PD request; a request that failed teaches
 // nothing, so an engine that refuses work does not attract more of it.
+//
+// Before inserting, it sizes the engine's entry by the KV capacity the engine last
+// reported (load.Table.KVCapacity), unless the source configures capacity_tokens.
 func (d Deps) RecordDispatch(engineID string, h *BlockHashes) {
 	for _, a := range d.Approx {
 		if hs := h.Of(a.BlockSize()); a.Has(engineID) && hs != nil {
+			a.SetCapacityTokens(engineID, d.Load.KVCapacity(engineID))
 			a.Insert(engineID, hs)
 		}
 	}

@@ -40,6 +40,7 @@ func (d Deps) Next(p *plan.Plan, clock func() time.Time) (Deps, error) {
 		}
 		next.Approx[src] = a
 	}
+	next.shared = newSharedIndexes(next.Approx, next.Affinity)
 	next.plan = p
 	return next, nil
 }
