@@ -6,6 +6,7 @@ import (
 
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/state/kv"
+	"github.com/routerkit/router/runtime/state/load"
 	"github.com/routerkit/router/runtime/state/prefix"
 	"github.com/routerkit/router/runtime/token"
 )
@@ -55,8 +56,9 @@ func addApprox(res *PrefixResult, ms []prefix.Match, bs int) {
 // newApproxIndexes returns one approximate index per distinct approximate prefix source
 // of the plan's cache-aware policies, so that every policy naming a source shares its
 // index. Each index tracks the plan's plain and prefill engines: any dispatch fills an
-// engine's KV cache, whichever group chose it.
-func newApproxIndexes(p *plan.Plan, clock func() time.Time) map[plan.PrefixSource]*prefix.Approx {
+// engine's KV cache, whichever group chose it. Without capacity_tokens, each engine's
+// entry is sized by the KV capacity the engine reports in table.
+func newApproxIndexes(p *plan.Plan, table *load.Table, clock func() time.Time) map[plan.PrefixSource]*prefix.Approx {
 	out := map[plan.PrefixSource]*prefix.Approx{}
 	var engines []prefix.Engine
 	for _, e := range p.Engines {
@@ -68,7 +70,8 @@ func newApproxIndexes(p *plan.Plan, clock func() time.Time) map[plan.PrefixSourc
 		if src.Type != "approximate" || out[src] != nil {
 			continue
 		}
-		cfg := prefix.Config{CapacityTokens: src.CapacityTokens, TTL: time.Duration(src.TTLSecs) * time.Second, BlockSize: src.BlockSize}
+		cfg := prefix.Config{CapacityTokens: src.CapacityTokens, TTL: time.Duration(src.TTLSecs) * time.Second,
+			BlockSize: src.BlockSize, Reported: table.KVCapacity}
 		out[src] = prefix.New(cfg, engines, clock)
 	}
 	return out
@@ -101,13 +104,9 @@ func cacheSources(p *plan.Plan) []plan.PrefixSource {
 // prompt: it now probably holds its prefix. The server calls it after a successful
 // dispatch, with the prefill engine for a PD request; a request that failed teaches
 // nothing, so an engine that refuses work does not attract more of it.
-//
-// Before inserting, it sizes the engine's entry by the KV capacity the engine last
-// reported (load.Table.KVCapacity), unless the source configures capacity_tokens.
 func (d Deps) RecordDispatch(engineID string, h *BlockHashes) {
 	for _, a := range d.Approx {
 		if hs := h.Of(a.BlockSize()); a.Has(engineID) && hs != nil {
-			a.SetCapacityTokens(engineID, d.Load.KVCapacity(engineID))
 			a.Insert(engineID, hs)
 		}
 	}

@@ -41,7 +41,7 @@ func NewDeps(p *plan.Plan, table *load.Table, rnd Rand, clock func() time.Time) 
 		Affinity: affinity.FromPlan(p, clock),
 		KV:       kv.NewIndex(p),
 		Indexers: indexers,
-		Approx:   newApproxIndexes(p, clock),
+		Approx:   newApproxIndexes(p, table, clock),
 		Clock:    clock,
 
 		speculative: newSpeculatives(p, clock),

@@ -51,9 +51,13 @@ type Match struct {
 // Config sizes an approximate index.
 type Config struct {
 	// CapacityTokens bounds each engine's entries; it is rounded down to whole blocks,
-	// at least one. 0 sizes each engine by the capacity it reports (SetCapacityTokens)
-	// and DefaultCapacityTokens until it has reported.
+	// at least one. 0 sizes each engine by the capacity it reports (Reported) and
+	// DefaultCapacityTokens until it has reported.
 	CapacityTokens int64
+	// Reported returns the KV capacity in tokens an engine last reported, 0 for none; it
+	// is read at each insert and size query, so a changed report resizes the engine's
+	// entry. nil: every engine has the default.
+	Reported func(engineID string) int64
 	// TTL is how long an entry lives after its last insert; 0 keeps entries until the
 	// capacity evicts them, as sgl-router's tree does.
 	TTL time.Duration
@@ -148,17 +152,21 @@ func (a *Approx) BlockSize() int { return a.cfg.BlockSize }
 // CapacityBlocks is the engine's capacity in blocks, 0 for an engine not tracked.
 func (a *Approx) CapacityBlocks(engineID string) int {
 	if l := a.members.Load().engines[engineID]; l != nil {
+		a.refreshCapacity(l)
 		return int(l.capacity.Load())
 	}
 	return 0
 }
 
-// SetCapacityTokens sizes the engine's entries by the KV capacity it reports, in tokens,
-// evicting its least recently used entries if they no longer fit. A configured capacity
-// (Config.CapacityTokens) wins, and a report of 0 or less, which says nothing, is ignored.
-func (a *Approx) SetCapacityTokens(engineID string, tokens int64) {
-	l := a.members.Load().engines[engineID]
-	if l == nil || tokens <= 0 || a.cfg.CapacityTokens > 0 {
+// refreshCapacity sizes the engine's entries by the KV capacity it reports, evicting its
+// least recently used entries if they no longer fit. A configured capacity
+// (Config.CapacityTokens) wins, and a report of 0, which says nothing, changes nothing.
+func (a *Approx) refreshCapacity(l *lru) {
+	if a.cfg.CapacityTokens > 0 || a.cfg.Reported == nil {
+		return
+	}
+	tokens := a.cfg.Reported(l.id)
+	if tokens <= 0 {
 		return
 	}
 	blocks := a.toBlocks(tokens)
@@ -189,6 +197,7 @@ func (a *Approx) Insert(engineID string, hashes []int64) {
 	if l == nil || len(hashes) == 0 {
 		return
 	}
+	a.refreshCapacity(l)
 	now := a.now().UnixNano()
 	expires := int64(0)
 	if a.cfg.TTL > 0 {
