@@ -142,3 +142,30 @@ func TestReplicasSharePrefixesWithoutEvents(t *testing.T) {
 		t.Errorf("turns reached engines %v, want all four", shares)
 	}
 }
+
+// TestRestartedReplicaFindsPrefixesFromItsFirstRequest: a replica that starts while the
+// others run, with nothing learned, routes the next turn of conversations it never saw to
+// the engines holding them, from its first request: its lookups read the claims the other
+// replicas left in the store.
+func TestRestartedReplicaFindsPrefixesFromItsFirstRequest(t *testing.T) {
+	redis := redistest.Start(t)
+	p := sharedApproxPlan(plan.ShareStore)
+	rs := startReplicas(t, p, 2, redis.Addr())
+	convs := make([]*conversation, 8)
+	for i := range convs {
+		convs[i] = newConversation(i)
+		if err := convs[i].send(t, rs, p, rs.routers[i%2]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restarted := serveReplica(t, clonePlan(t, p))
+	rs.routers = append(rs.routers, restarted)
+	for _, c := range convs {
+		if err := c.send(t, rs, p, restarted); err != nil {
+			t.Fatal(err)
+		}
+		if c.engines[1] != c.engines[0] {
+			t.Errorf("%s: first turn on %s, its next turn on the restarted replica went to %s", c.marker, c.engines[0], c.engines[1])
+		}
+	}
+}
