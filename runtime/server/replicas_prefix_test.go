@@ -169,3 +169,22 @@ func TestRestartedReplicaFindsPrefixesFromItsFirstRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedPrefixesWithoutTheStore: with the store gone, a replica routes with its own
+// index, as a single router does: the conversations it serves keep their engines, and no
+// request fails.
+func TestSharedPrefixesWithoutTheStore(t *testing.T) {
+	redis := redistest.Start(t)
+	p := sharedApproxPlan(plan.ShareStore)
+	rs := startReplicas(t, p, 3, redis.Addr())
+	redis.Stop()
+	one := &replicaSet{routers: rs.routers[:1]}
+	followed, shares := multiTurn(t, one, p, 16, 4)
+	t.Logf("store down, one replica: follow-ups on their engine %.3f, shares %v", followed, shares)
+	if followed < 0.95 {
+		t.Errorf("with the store down, %.3f of one replica's follow-ups reached their conversation's engine, want at least 0.95", followed)
+	}
+	if st := bindingsStatus(t, rs.routers[0]); st.Up {
+		t.Errorf("the replica reports the stopped store up: %+v", st)
+	}
+}
