@@ -190,6 +190,7 @@ func (c *checker) checkGroup(m *plan.Model, g *plan.Group, role plan.Role, at []
 			c.at(append(pat, cue.Str("saturation_queue_floor")), "saturation_queue_floor (%d) is greater than worker_queue_limit (%d): the floor must be at most the limit", pol.SaturationQueueFloor, pol.WorkerQueueLimit)
 		}
 	}
+	c.checkPrefixShare(pol.PrefixSource, append(pat, cue.Str("prefix_source")))
 	if pol.CandidateMinWorkers > pol.CandidateMaxWorkers {
 		c.at(append(pat, cue.Str("candidate_min_workers")), "candidate_min_workers (%d) is greater than candidate_max_workers (%d): the minimum must be at most the maximum", pol.CandidateMinWorkers, pol.CandidateMaxWorkers)
 	}

@@ -8,10 +8,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/routerkit/router/compiler"
+	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/server"
 	"github.com/routerkit/router/runtime/sim"
 )
@@ -79,18 +83,27 @@ func config(pol Policy, n int) []byte {
 	return []byte(b.String())
 }
 
-// Fleet is a router serving n simulated engines, all in this process on 127.0.0.1.
+// Fleet is one or several routers serving n simulated engines, all in this process on
+// 127.0.0.1. URL is the router's, or with several, a round-robin load balancer's in
+// front of them.
 type Fleet struct {
 	URL     string
 	engines *sim.Fleet
-	stop    context.CancelFunc
-	served  chan error
+	routers []*router
+	lb      *http.Server
+}
+
+// router is one serving router.
+type router struct {
+	url    string
+	stop   context.CancelFunc
+	served chan error
 }
 
 // StartFleet starts n simulated engines and a router over them with policy pol, and
 // waits until the router is ready.
 func StartFleet(ctx context.Context, pol Policy, n int, cfg sim.Config) (*Fleet, error) {
-	return startFleet(ctx, pol.Name, config(pol, n), func(string) sim.Config { return cfg })
+	return startFleet(ctx, pol.Name, config(pol, n), 1, func(string) sim.Config { return cfg })
 }
 
 // StartConfigFleet starts the engines of the router config yaml, all with performance
@@ -110,11 +123,11 @@ func (f *Fleet) EngineURLs() []string {
 }
 
 // startFleet starts the engines of the router config yaml, each with the performance model
-// cfgOf gives for its id, and the router over them, and waits until it is ready.
-func startFleet(ctx context.Context, name string, yaml []byte, cfgOf func(id string) sim.Config) (*Fleet, error) {
-	p, err := compiler.CompileSources([]compiler.Source{{Name: "bench.yaml", Data: yaml}})
+// cfgOf gives for its id, and replicas routers over them, and waits until they are ready.
+func startFleet(ctx context.Context, name string, yaml []byte, replicas int, cfgOf func(id string) sim.Config) (*Fleet, error) {
+	p, err := compile(name, yaml)
 	if err != nil {
-		return nil, fmt.Errorf("compile the bench config of %s: %w", name, err)
+		return nil, err
 	}
 	specs, err := sim.SpecsFromPlan(p, sim.Config{})
 	if err != nil {
@@ -127,9 +140,45 @@ func startFleet(ctx context.Context, name string, yaml []byte, cfgOf func(id str
 	if err != nil {
 		return nil, fmt.Errorf("simulated engines: %w", err)
 	}
+	f := &Fleet{engines: engines}
+	for i := range replicas {
+		if i > 0 {
+			// Each replica compiles its own plan, as separate processes do.
+			if p, err = compile(name, yaml); err != nil {
+				f.Close()
+				return nil, err
+			}
+		}
+		r, err := f.serve(ctx, p)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		f.routers = append(f.routers, r)
+	}
+	f.URL = f.routers[0].url
+	if replicas > 1 {
+		if err := f.balance(); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+func compile(name string, yaml []byte) (*plan.Plan, error) {
+	p, err := compiler.CompileSources([]compiler.Source{{Name: "bench.yaml", Data: yaml}})
+	if err != nil {
+		return nil, fmt.Errorf("compile the bench config of %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// serve starts a router of p over the fleet's engines and waits until it is ready.
+func (f *Fleet) serve(ctx context.Context, p *plan.Plan) (*router, error) {
 	for i := range p.Engines {
 		e := &p.Engines[i]
-		se := engines.Engine(e.ID)
+		se := f.engines.Engine(e.ID)
 		e.URL = se.URL()
 		if e.KVEvents != nil {
 			e.KVEvents.Endpoint, e.KVEvents.Topic = se.KVEndpoints()[0], se.KVTopic()
@@ -137,30 +186,52 @@ func startFleet(ctx context.Context, name string, yaml []byte, cfgOf func(id str
 	}
 	srv, err := server.New(p, server.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		engines.Close()
 		return nil, fmt.Errorf("router: %w", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		engines.Close()
 		return nil, fmt.Errorf("router: %w", err)
 	}
 	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	f := &Fleet{URL: "http://" + ln.Addr().String(), engines: engines, stop: stop, served: make(chan error, 1)}
-	go func() { f.served <- srv.Serve(sctx, ln) }()
-	if err := f.awaitReady(ctx); err != nil {
-		f.Close()
+	r := &router{url: "http://" + ln.Addr().String(), stop: stop, served: make(chan error, 1)}
+	go func() { r.served <- srv.Serve(sctx, ln) }()
+	if err := awaitReady(ctx, r.url); err != nil {
+		r.close()
 		return nil, err
 	}
-	return f, nil
+	return r, nil
 }
 
-// awaitReady polls /readyz: the router is ready once it has the engines' first load
+// balance puts a round-robin load balancer in front of the routers, as a Kubernetes
+// Service or a cloud load balancer spreads requests over replicas: each request goes to
+// the next router, whatever its conversation.
+func (f *Fleet) balance() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("load balancer: %w", err)
+	}
+	var next atomic.Uint64
+	targets := make([]*url.URL, len(f.routers))
+	for i, r := range f.routers {
+		if targets[i], err = url.Parse(r.url); err != nil {
+			return err
+		}
+	}
+	proxy := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(targets[(next.Add(1)-1)%uint64(len(targets))])
+	}}
+	f.lb = &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = f.lb.Serve(ln) }()
+	f.URL = "http://" + ln.Addr().String()
+	return nil
+}
+
+// awaitReady polls a router's /readyz: it is ready once it has the engines' first load
 // reports.
-func (f *Fleet) awaitReady(ctx context.Context) error {
+func awaitReady(ctx context.Context, base string) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		resp, err := http.Get(f.URL + "/readyz")
+		resp, err := http.Get(base + "/readyz")
 		if err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
@@ -177,9 +248,18 @@ func (f *Fleet) awaitReady(ctx context.Context) error {
 	return errors.New("router not ready after 10s")
 }
 
-// Close stops the router and the engines.
+func (r *router) close() {
+	r.stop()
+	<-r.served
+}
+
+// Close stops the load balancer, the routers and the engines.
 func (f *Fleet) Close() {
-	f.stop()
-	<-f.served
+	if f.lb != nil {
+		_ = f.lb.Close()
+	}
+	for _, r := range f.routers {
+		r.close()
+	}
 	f.engines.Close()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"time"
 
 	"github.com/routerkit/router/runtime/sim"
@@ -46,7 +45,7 @@ func Rate(reqs []Request, cfg sim.Config, n int, u float64) float64 {
 // and returns the rows in workload, then policy order.
 func Run(ctx context.Context, o Options) ([]Row, error) {
 	cfg := EngineConfig(o.TimeScale)
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxIdleConns: 512}, Timeout: 5 * time.Minute}
+	client := newClient()
 	defer client.CloseIdleConnections()
 	var rows []Row
 	for wi, wl := range o.Workloads {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"time"
 
@@ -115,7 +114,7 @@ func (p sloPlan) requests(o Options) ([]Request, float64) {
 // RunSLO runs the SLO workload once per preference, each on a fresh fleet.
 func RunSLO(ctx context.Context, o Options) ([]SLORow, error) {
 	p := newSLOPlan(o)
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxIdleConns: 512}, Timeout: 5 * time.Minute}
+	client := newClient()
 	defer client.CloseIdleConnections()
 	base, rate := p.requests(o)
 	cfgOf := func(id string) sim.Config {
@@ -129,7 +128,7 @@ func RunSLO(ctx context.Context, o Options) ([]SLORow, error) {
 		if err := ctx.Err(); err != nil {
 			return rows, err
 		}
-		f, err := startFleet(ctx, "slo/"+pref, p.config(pref), cfgOf)
+		f, err := startFleet(ctx, "slo/"+pref, p.config(pref), 1, cfgOf)
 		if err != nil {
 			return rows, err
 		}

@@ -46,8 +46,8 @@ func refuseEvictionInterval(flag string, _ []string) string {
 // refuseMaxTreeSize explains why a size in characters cannot become one in tokens.
 func refuseMaxTreeSize(flag string, _ []string) string {
 	return flag + " cannot be migrated: it counts characters of request text per worker, while the approximate prefix index counts tokens per engine " +
-		"(prefix_source.capacity_tokens, default 500000, about an engine's KV cache); characters per token depend on the tokenizer, so the value cannot be converted: " +
-		"remove it, and set capacity_tokens by hand if the default does not fit your engines"
+		"(prefix_source.capacity_tokens, by default the KV capacity each engine reports); characters per token depend on the tokenizer, so the value cannot be converted: " +
+		"remove it, and set capacity_tokens by hand only if the engines' reported capacity does not fit"
 }
 
 // classicRules checks --cache-threshold as sgl-router did (a ratio in [0, 1]) and against
@@ -69,7 +69,7 @@ func prefixNote(in Input, c *cli) string {
 	}
 	var b strings.Builder
 	b.WriteString("The prefix index is approximate: like sgl-router's radix tree it learns from the router's own dispatches, over blocks of 16 tokens rather than characters, ")
-	b.WriteString("up to 500000 tokens per engine, entries expiring 120 s after their last use (prefix_source.capacity_tokens, ttl_secs, block_size). ")
+	b.WriteString("up to the KV capacity each engine reports (else 500000 tokens), entries expiring 120 s after their last use (prefix_source.capacity_tokens, ttl_secs, block_size). ")
 	b.WriteString("It learns when a dispatch succeeds; until then a dispatched prompt counts as held for up to 30 s (speculative_ttl_ms), as sgl-router inserted it when picking. ")
 	b.WriteString("If every engine publishes KV events, migrate with --engines-publish-kv-events for the exact event-fed index instead.")
 	if c.cacheThreshold != nil {

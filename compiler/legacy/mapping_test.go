@@ -165,7 +165,7 @@ func TestFlagMappings(t *testing.T) {
 			plan.PressureGuard{Enabled: false, AbsThresholdTokens: 2048, AbsThresholdMS: ptr(3.5), RelThreshold: 2}},
 		{"prefix provider radix_tree", plainFleet, []string{"--policy", "cache_aware", "--cache-prefix-provider", "radix_tree"},
 			func(p *plan.Plan) any { return *selection(p).PrefixSource },
-			plan.PrefixSource{Type: "approximate", CapacityTokens: 500_000, TTLSecs: 120, BlockSize: 16, SpeculativeTTLMS: 30_000}},
+			plan.PrefixSource{Type: "approximate", TTLSecs: 120, BlockSize: 16, Share: plan.ShareNone, SpeculativeTTLMS: 30_000}},
 		{"classic cache threshold", plainFleet, []string{"--policy", "cache_aware", "--cache-threshold", "0.3"},
 			func(p *plan.Plan) any { return *selection(p).MinMatchRatio }, 0.3},
 

@@ -131,6 +131,9 @@ func acquire(w *engine.Worker) bool {
 // of identical prompts sent before the first one finishes is placed by the load fallback
 // (docs/config.md, "Prefix sources"). Speculative entries are guesses that expire unless
 // the engine's KV events confirm them, so they are recorded before the outcome is known.
+// So are the claims of shared approximate indexes (prefix_source.share "store"): the
+// prompt's next turn may reach another replica as soon as this answer ends and must find
+// the claim there; a failed dispatch withdraws them.
 func (dp *Dispatcher) learnPrefix(p *request.Prepared, sel bucket.Selection, w Writer) func() {
 	pick := sel.Plain
 	if sel.Bucket.PD() {
@@ -141,9 +144,12 @@ func (dp *Dispatcher) learnPrefix(p *request.Prepared, sel bucket.Selection, w W
 	}
 	id, hashes := pick.Engine.ID(), policy.NewBlockHashes(p.Facts.TokenIDs) // hashed once for both steps
 	dp.deps.RecordSpeculative(id, hashes)
+	dp.deps.ClaimDispatch(id, hashes)
 	return func() {
 		if w.Served() {
 			dp.deps.RecordDispatch(id, hashes)
+		} else {
+			dp.deps.UnclaimDispatch(id, hashes)
 		}
 	}
 }

@@ -389,18 +389,29 @@ type PrefixSource struct {
 	Endpoint           string `json:"endpoint,omitempty"`
 	QueryTimeoutMS     int    `json:"query_timeout_ms,omitempty"`
 	MaxInflightQueries int    `json:"max_inflight_queries,omitempty"`
-	// Approximate source: each engine's share in tokens, how long an entry lives after
-	// its last use (0, left out of the JSON: until the capacity evicts it) and the page
-	// size of its hashes. The struct stays comparable: it keys the shared indexes.
+	// Approximate source: each engine's share in tokens (0: the KV capacity the engine
+	// reports, else prefix.DefaultCapacityTokens), how long an entry lives after its last
+	// use (0, left out of the JSON: until the capacity evicts it) and the page size of its
+	// hashes. The struct stays comparable: it keys the shared indexes.
 	CapacityTokens int64 `json:"capacity_tokens,omitempty"`
 	TTLSecs        int   `json:"ttl_secs,omitempty"`
 	BlockSize      int   `json:"block_size,omitempty"`
+	// Share is where an approximate source shares what it learns with other replicas:
+	// ShareNone ("" or "none") keeps it in this router, ShareStore writes it to the
+	// binding store and reads the other replicas' entries from there.
+	Share string `json:"share,omitempty"`
 	// SpeculativeTTLMS, for the local and approximate indexes, records each dispatched
 	// prompt as held by its engine for this long as the dispatch starts, until the
 	// engine's BlockStored events (local) or the dispatch's success (approximate) confirm
 	// it; 0 is off.
 	SpeculativeTTLMS int `json:"speculative_ttl_ms,omitempty"`
 }
+
+// Values of PrefixSource.Share.
+const (
+	ShareNone  = "none"
+	ShareStore = "store"
+)
 
 // Model returns the named model, or nil.
 func (p *Plan) Model(name string) *Model {

@@ -6,23 +6,42 @@ import (
 
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/state/kv"
+	"github.com/routerkit/router/runtime/state/load"
 	"github.com/routerkit/router/runtime/state/prefix"
 	"github.com/routerkit/router/runtime/token"
 )
 
 // Approximate returns the source reading an approximate prefix index, which the router
-// feeds with its own dispatches (Deps.RecordDispatch) instead of KV events.
-func Approximate(a *prefix.Approx) CacheSource { return approxSource{a} }
+// feeds with its own dispatches (Deps.RecordDispatch) instead of KV events, and, when
+// shared is not nil, the other replicas' claims of the same index (Deps.ClaimDispatch).
+func Approximate(a *prefix.Approx, shared *prefix.Shared) CacheSource {
+	return approxSource{a, shared}
+}
 
-type approxSource struct{ a *prefix.Approx }
+type approxSource struct {
+	a      *prefix.Approx
+	shared *prefix.Shared // nil: this replica's dispatches only
+}
 
 func (approxSource) Name() string { return "approximate" }
 
 func (s approxSource) Lookup(_ context.Context, model string, ids []uint32) (PrefixResult, error) {
 	var res PrefixResult
 	bs := s.a.BlockSize()
-	if len(ids) >= bs {
-		addApprox(&res, s.a.Lookup(model, token.BlockHashes(ids, bs)), bs)
+	if len(ids) < bs {
+		return res, nil
+	}
+	hashes := token.BlockHashes(ids, bs)
+	if s.shared == nil {
+		addApprox(&res, s.a.Lookup(model, hashes), bs)
+		return res, nil
+	}
+	ms, ok := s.shared.Lookup(model, hashes)
+	addApprox(&res, ms, bs)
+	if !ok {
+		// The store is down: the replica's own entries still answer, so the result is
+		// not unavailable, but the trace says what it lacks.
+		res.Detail = "shared store down: this replica's dispatches only"
 	}
 	return res, nil
 }
@@ -37,8 +56,9 @@ func addApprox(res *PrefixResult, ms []prefix.Match, bs int) {
 // newApproxIndexes returns one approximate index per distinct approximate prefix source
 // of the plan's cache-aware policies, so that every policy naming a source shares its
 // index. Each index tracks the plan's plain and prefill engines: any dispatch fills an
-// engine's KV cache, whichever group chose it.
-func newApproxIndexes(p *plan.Plan, clock func() time.Time) map[plan.PrefixSource]*prefix.Approx {
+// engine's KV cache, whichever group chose it. Without capacity_tokens, each engine's
+// entry is sized by the KV capacity the engine reports in table.
+func newApproxIndexes(p *plan.Plan, table *load.Table, clock func() time.Time) map[plan.PrefixSource]*prefix.Approx {
 	out := map[plan.PrefixSource]*prefix.Approx{}
 	var engines []prefix.Engine
 	for _, e := range p.Engines {
@@ -50,7 +70,8 @@ func newApproxIndexes(p *plan.Plan, clock func() time.Time) map[plan.PrefixSourc
 		if src.Type != "approximate" || out[src] != nil {
 			continue
 		}
-		cfg := prefix.Config{CapacityTokens: src.CapacityTokens, TTL: time.Duration(src.TTLSecs) * time.Second, BlockSize: src.BlockSize}
+		cfg := prefix.Config{CapacityTokens: src.CapacityTokens, TTL: time.Duration(src.TTLSecs) * time.Second,
+			BlockSize: src.BlockSize, Reported: table.KVCapacity}
 		out[src] = prefix.New(cfg, engines, clock)
 	}
 	return out

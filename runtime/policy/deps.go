@@ -22,7 +22,9 @@ import (
 //	sub, err := kv.Subscribe(ctx, p, deps.KV, log) // feeds the prefix index
 //	h := policy.NewBlockHashes(ids)                // per dispatch, shared by:
 //	deps.RecordSpeculative(engineID, h)            // as the dispatch starts
+//	deps.ClaimDispatch(engineID, h)                // likewise, to other replicas
 //	deps.RecordDispatch(engineID, h)               // after it succeeded
+//	deps.UnclaimDispatch(engineID, h)              // or failed
 //
 // A caller that adds a worker to the registry calls deps.AddEngine, and one that removes a
 // worker calls deps.DropEngine once nothing dispatches to it; a reload builds its state
@@ -33,16 +35,18 @@ func NewDeps(p *plan.Plan, table *load.Table, rnd Rand, clock func() time.Time) 
 	if err != nil {
 		return Deps{}, err
 	}
-	return Deps{
+	d := Deps{
 		Load:     table,
 		Rand:     rnd,
 		Affinity: affinity.FromPlan(p, clock),
 		KV:       kv.NewIndex(p),
 		Indexers: indexers,
-		Approx:   newApproxIndexes(p, clock),
+		Approx:   newApproxIndexes(p, table, clock),
 		Clock:    clock,
 
 		speculative: newSpeculatives(p, clock),
 		plan:        p,
-	}, nil
+	}
+	d.shared = newSharedIndexes(d.Approx, d.Affinity)
+	return d, nil
 }

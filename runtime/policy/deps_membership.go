@@ -33,13 +33,14 @@ func (d Deps) Next(p *plan.Plan, clock func() time.Time) (Deps, error) {
 	if d.Affinity == nil || AffinityChanged(d.plan, p) {
 		next.Affinity = affinity.FromPlan(p, clock)
 	}
-	fresh := newApproxIndexes(p, clock)
+	fresh := newApproxIndexes(p, d.Load, clock)
 	for src, a := range fresh {
 		if old := d.Approx[src]; old != nil {
 			a = old
 		}
 		next.Approx[src] = a
 	}
+	next.shared = newSharedIndexes(next.Approx, next.Affinity)
 	next.plan = p
 	return next, nil
 }

@@ -110,6 +110,9 @@ type Deps struct {
 	// Clock is the time source of the buckets' learned SLO estimates; nil is time.Now.
 	Clock func() time.Time
 
+	// shared holds the approximate indexes that replicas share through the binding store
+	// (prefix_source.share "store"), fed by ClaimDispatch.
+	shared map[plan.PrefixSource]*prefix.Shared
 	// speculative holds the speculative entries of the local_index and approximate sources
 	// that ask for them, fed by RecordSpeculative.
 	speculative map[plan.PrefixSource]*speculative
@@ -192,7 +195,7 @@ func baseSource(src *plan.PrefixSource, deps Deps) (CacheSource, error) {
 		if a == nil {
 			return nil, &InvalidConfiguration{Msg: "no index for the approximate prefix source: build Deps with NewDeps"}
 		}
-		return Approximate(a), nil
+		return Approximate(a, deps.shared[*src]), nil
 	}
 	if src.Type != "remote_indexer" {
 		return nil, &InvalidConfiguration{Msg: fmt.Sprintf("unknown prefix source type %q", src.Type)}

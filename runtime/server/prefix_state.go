@@ -44,7 +44,7 @@ func (s *generation) prefixSizes(e plan.Engine) []PrefixIndexSize {
 		}
 		n, bs := a.Blocks(e.ID), int64(a.BlockSize())
 		approx = append(approx, PrefixIndexSize{Source: "approximate", Blocks: n, Tokens: int64(n) * bs,
-			CapacityTokens: int64(a.CapacityBlocks()) * bs})
+			CapacityTokens: int64(a.CapacityBlocks(e.ID)) * bs})
 	}
 	slices.SortFunc(approx, func(a, b PrefixIndexSize) int {
 		return cmp.Or(cmp.Compare(b.CapacityTokens, a.CapacityTokens), cmp.Compare(b.Tokens, a.Tokens))

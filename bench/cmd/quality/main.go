@@ -23,7 +23,7 @@ func main() {
 
 func run() error {
 	o := quality.Options{Shape: quality.DefaultShape()}
-	workloads := flag.String("workloads", strings.Join(append(quality.Workloads, quality.SLOWorkload), ","), "comma-separated workloads")
+	workloads := flag.String("workloads", strings.Join(append(quality.Workloads, quality.ReplicasWorkload, quality.SLOWorkload), ","), "comma-separated workloads")
 	policies := flag.String("policies", "", "comma-separated policies (default: all)")
 	flag.IntVar(&o.Engines, "engines", 4, "simulated engines")
 	flag.Float64Var(&o.Utilisation, "util", 0.7, "target utilisation without cache hits")
@@ -36,11 +36,14 @@ func run() error {
 	if *short {
 		o.Shape.Requests, o.Shape.Conversations, o.TimeScale = 24, 4, 0.05
 	}
-	runSLO := false
+	runSLO, runReplicas := false, false
 	for _, w := range strings.Split(*workloads, ",") {
-		if w == quality.SLOWorkload {
+		switch w {
+		case quality.SLOWorkload:
 			runSLO = true
-		} else {
+		case quality.ReplicasWorkload:
+			runReplicas = true
+		default:
 			o.Workloads = append(o.Workloads, w)
 		}
 	}
@@ -61,6 +64,13 @@ func run() error {
 	rows, err := quality.Run(ctx, o)
 	if err != nil {
 		return err
+	}
+	if runReplicas {
+		more, err := quality.RunReplicas(ctx, o)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, more...)
 	}
 	var sloRows []quality.SLORow
 	if runSLO {

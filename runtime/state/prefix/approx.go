@@ -12,13 +12,16 @@
 //
 // Each engine's entries form an LRU list bounded by a capacity in blocks, which mirrors
 // the engine's KV cache size: an engine evicts its least recently used pages when full,
-// and so does the index. Entries also expire a fixed time after their last use, because
+// and so does the index. The capacity is the configured one or, without one, what the
+// engine reports (SetCapacityTokens), re-read as it changes. Entries also expire a fixed time after their last use, because
 // an engine under other traffic evicts pages the router cannot see. Both evictions are
 // O(1) per entry, paid by inserts; lookups never write.
 package prefix
 
 import (
+	"cmp"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -48,8 +51,13 @@ type Match struct {
 // Config sizes an approximate index.
 type Config struct {
 	// CapacityTokens bounds each engine's entries; it is rounded down to whole blocks,
-	// at least one.
+	// at least one. 0 sizes each engine by the capacity it reports (Reported) and
+	// DefaultCapacityTokens until it has reported.
 	CapacityTokens int64
+	// Reported returns the KV capacity in tokens an engine last reported, 0 for none; it
+	// is read at each insert and size query, so a changed report resizes the engine's
+	// entry. nil: every engine has the default.
+	Reported func(engineID string) int64
 	// TTL is how long an entry lives after its last insert; 0 keeps entries until the
 	// capacity evicts them, as sgl-router's tree does.
 	TTL time.Duration
@@ -62,7 +70,7 @@ type Config struct {
 // inserts for one engine never wait on another's.
 type Approx struct {
 	cfg    Config
-	blocks int // capacity per engine in blocks
+	blocks int // capacity per engine in blocks until the engine reports its own
 	now    func() time.Time
 	// members is the engines the index tracks, replaced whole (copy on write) when one is
 	// added or dropped, so inserts and lookups take no index-wide lock.
@@ -92,7 +100,7 @@ func New(cfg Config, engines []Engine, now func() time.Time) *Approx {
 	}
 	a := &Approx{cfg: cfg, now: now}
 	a.members.Store(&approxMembers{engines: map[string]*lru{}, byModel: map[string][]*lru{}})
-	a.blocks = int(max(cfg.CapacityTokens/int64(cfg.BlockSize), 1))
+	a.blocks = a.toBlocks(cmp.Or(cfg.CapacityTokens, DefaultCapacityTokens))
 	for _, e := range engines {
 		a.AddEngine(e)
 	}
@@ -108,7 +116,7 @@ func (a *Approx) AddEngine(e Engine) {
 	if old.engines[e.ID] != nil {
 		return
 	}
-	l := newLRU(e.ID)
+	l := newLRU(e.ID, a.blocks)
 	next := &approxMembers{engines: maps.Clone(old.engines), byModel: maps.Clone(old.byModel)}
 	next.engines[e.ID] = l
 	next.byModel[e.Model] = append(slices.Clip(next.byModel[e.Model]), l)
@@ -141,8 +149,43 @@ func (a *Approx) DropEngine(engineID string) {
 // BlockSize is the page size the index's hashes must be computed with.
 func (a *Approx) BlockSize() int { return a.cfg.BlockSize }
 
-// CapacityBlocks is each engine's capacity in blocks.
-func (a *Approx) CapacityBlocks() int { return a.blocks }
+// CapacityBlocks is the engine's capacity in blocks, 0 for an engine not tracked.
+func (a *Approx) CapacityBlocks(engineID string) int {
+	if l := a.members.Load().engines[engineID]; l != nil {
+		a.refreshCapacity(l)
+		return int(l.capacity.Load())
+	}
+	return 0
+}
+
+// refreshCapacity sizes the engine's entries by the KV capacity it reports, evicting its
+// least recently used entries if they no longer fit. A configured capacity
+// (Config.CapacityTokens) wins, and a report of 0, which says nothing, changes nothing.
+func (a *Approx) refreshCapacity(l *lru) {
+	if a.cfg.CapacityTokens > 0 || a.cfg.Reported == nil {
+		return
+	}
+	tokens := a.cfg.Reported(l.id)
+	if tokens <= 0 {
+		return
+	}
+	blocks := a.toBlocks(tokens)
+	if int(l.capacity.Load()) == blocks {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.capacity.Store(int32(blocks))
+	for len(l.slots) > blocks {
+		l.drop(l.tail)
+	}
+}
+
+// toBlocks converts a capacity in tokens to whole blocks, at least one and at most what
+// a slab index addresses.
+func (a *Approx) toBlocks(tokens int64) int {
+	return int(min(max(tokens/int64(a.cfg.BlockSize), 1), math.MaxInt32))
+}
 
 // Insert records that the engine now holds the prompt whose block hashes are hashes, in
 // order. The first block becomes the engine's most recently used entry and the last the
@@ -154,6 +197,7 @@ func (a *Approx) Insert(engineID string, hashes []int64) {
 	if l == nil || len(hashes) == 0 {
 		return
 	}
+	a.refreshCapacity(l)
 	now := a.now().UnixNano()
 	expires := int64(0)
 	if a.cfg.TTL > 0 {
@@ -163,8 +207,9 @@ func (a *Approx) Insert(engineID string, hashes []int64) {
 	defer l.mu.Unlock()
 	l.expire(now)
 	// A prompt longer than the capacity keeps its leading blocks.
-	for i := min(len(hashes), a.blocks) - 1; i >= 0; i-- {
-		l.touch(hashes[i], expires, a.blocks)
+	capacity := int(l.capacity.Load())
+	for i := min(len(hashes), capacity) - 1; i >= 0; i-- {
+		l.touch(hashes[i], expires, capacity)
 	}
 }
 
@@ -196,6 +241,11 @@ func (a *Approx) Blocks(engineID string) int {
 	return len(l.slots)
 }
 
+// serves reports whether the index tracks the engine as one of the model's.
+func (a *Approx) serves(model, engineID string) bool {
+	return slices.ContainsFunc(a.members.Load().byModel[model], func(l *lru) bool { return l.id == engineID })
+}
+
 // Has reports whether the index tracks the engine.
 func (a *Approx) Has(engineID string) bool { return a.members.Load().engines[engineID] != nil }
 
@@ -212,13 +262,16 @@ func (a *Approx) RemoveEngine(engineID string) {
 // recently used. Slab indices instead of pointers keep a node at 24 bytes and out of the
 // garbage collector's pointer scan.
 type lru struct {
-	id    string
-	mu    sync.RWMutex
-	slots map[int64]int32
-	nodes []node
-	head  int32 // most recently used, nilNode when empty
-	tail  int32 // least recently used
-	free  int32 // a freed node, chained through next
+	id string
+	// capacity is the entry bound in blocks; written under mu, read without it by
+	// CapacityBlocks.
+	capacity atomic.Int32
+	mu       sync.RWMutex
+	slots    map[int64]int32
+	nodes    []node
+	head     int32 // most recently used, nilNode when empty
+	tail     int32 // least recently used
+	free     int32 // a freed node, chained through next
 }
 
 type node struct {
@@ -230,8 +283,9 @@ type node struct {
 
 const nilNode = -1
 
-func newLRU(id string) *lru {
+func newLRU(id string, capacity int) *lru {
 	l := &lru{id: id}
+	l.capacity.Store(int32(capacity))
 	l.reset()
 	return l
 }

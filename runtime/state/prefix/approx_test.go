@@ -88,8 +88,8 @@ func TestCapacityEvictsLeastRecentlyUsedTailsFirst(t *testing.T) {
 	c := newClock()
 	// Room for 6 blocks of 16 tokens (100 tokens round down to 6 blocks).
 	a := New(Config{CapacityTokens: 100, TTL: time.Hour, BlockSize: 16}, twoEngines, c.now)
-	if a.CapacityBlocks() != 6 {
-		t.Fatalf("CapacityBlocks = %d, want 6", a.CapacityBlocks())
+	if a.CapacityBlocks("A") != 6 {
+		t.Fatalf("CapacityBlocks = %d, want 6", a.CapacityBlocks("A"))
 	}
 	a.Insert("A", seq(1, 4)) // prompt P: 1 2 3 4
 	c.advance(time.Second)
@@ -112,8 +112,8 @@ func TestCapacityEvictsLeastRecentlyUsedTailsFirst(t *testing.T) {
 
 func TestCapacityIsAtLeastOneBlock(t *testing.T) {
 	a := New(Config{CapacityTokens: 3, BlockSize: 16}, twoEngines, nil)
-	if a.CapacityBlocks() != 1 {
-		t.Fatalf("CapacityBlocks = %d, want 1", a.CapacityBlocks())
+	if a.CapacityBlocks("A") != 1 {
+		t.Fatalf("CapacityBlocks = %d, want 1", a.CapacityBlocks("A"))
 	}
 	if a.BlockSize() != 16 {
 		t.Fatalf("BlockSize = %d", a.BlockSize())
