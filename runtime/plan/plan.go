@@ -425,9 +425,13 @@ type Bindings struct {
 	// KeyPrefix starts every key the router writes, so routers of different fleets can
 	// share one Redis without seeing each other's bindings.
 	KeyPrefix string `json:"key_prefix"`
-	// TimeoutMS bounds one store operation; past it the router routes with its local
-	// bindings and marks the store down.
+	// TimeoutMS bounds one store operation; past it the operation is answered from the
+	// router's local bindings and counts as a failure.
 	TimeoutMS int `json:"timeout_ms"`
+	// FailuresToDown is how many consecutive failed operations mark the store down, so
+	// that one slow answer on a loaded node does not send the replica to its local
+	// bindings.
+	FailuresToDown int `json:"failures_to_down"`
 	// RetryMS is how often a router whose store is down checks whether it is back.
 	RetryMS int `json:"retry_ms"`
 }

@@ -50,7 +50,9 @@ func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
 func (s *Server) start() {
 	s.t.Helper()
 	s.cmd = exec.Command(s.bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--protected-mode", "yes", "--loglevel", "warning")
+		"--save", "", "--appendonly", "no", "--protected-mode", "yes", "--loglevel", "warning",
+		// DEBUG SLEEP stalls the server, for the tests of stalls (Redis 7 and later).
+		"--enable-debug-command", "local")
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("starting redis-server: %v", err)
 	}
