@@ -42,6 +42,11 @@ type Plan struct {
 	Health     Health `json:"health"`
 	// ShutdownGraceSecs bounds how long serve drains in-flight requests on shutdown.
 	ShutdownGraceSecs int `json:"shutdown_grace_secs"`
+	// ShutdownDelaySecs is how long serve keeps serving after SIGTERM with /readyz
+	// answering 503, so that load balancers stop sending before the listener closes.
+	ShutdownDelaySecs int `json:"shutdown_delay_secs"`
+	// Readiness is when /readyz answers 200: ReadyAnyModel or ReadyEveryModel.
+	Readiness string `json:"readiness"`
 	// Engines lists every engine the router may dispatch to, in configuration order.
 	Engines []Engine `json:"engines"`
 	// EnginesFromDNS lists the DNS names whose records add engines at run time.
@@ -407,6 +412,13 @@ func (p *Plan) Model(name string) *Model {
 	}
 	return nil
 }
+
+// Replica readiness policies: /readyz is 200 while at least one model, or every model,
+// has the engines its buckets need.
+const (
+	ReadyAnyModel   = "any_model"
+	ReadyEveryModel = "every_model"
+)
 
 // Binding stores.
 const (
