@@ -180,7 +180,9 @@ func TestManifestsMatchTheRouterConfig(t *testing.T) {
 	if c.Lifecycle != nil {
 		t.Errorf("the router has a lifecycle hook %v; shutdown_delay_secs makes preStop unneeded", c.Lifecycle)
 	}
-	nonRoot := func(s security) bool { return s.RunAsNonRoot != nil && *s.RunAsNonRoot && s.RunAsUser != nil && *s.RunAsUser != 0 }
+	nonRoot := func(s security) bool {
+		return s.RunAsNonRoot != nil && *s.RunAsNonRoot && s.RunAsUser != nil && *s.RunAsUser != 0
+	}
 	if !nonRoot(router.SecurityContext) && !nonRoot(c.SecurityContext) {
 		t.Error("the router pod does not set runAsNonRoot with a non-zero runAsUser")
 	}
