@@ -170,7 +170,7 @@ func TestManifestsMatchTheRouterConfig(t *testing.T) {
 		path string
 	}{{"liveness", c.LivenessProbe, "/healthz"}, {"readiness", c.ReadinessProbe, "/readyz"}} {
 		if pr.p == nil || pr.p.HTTPGet == nil || pr.p.HTTPGet.Path != pr.path {
-			t.Errorf("%s probe %+v; want an httpGet of %s", pr.name, pr.p, pr.path)
+			t.Errorf("the %s probe is not an httpGet of %s", pr.name, pr.path)
 			continue
 		}
 		if got := port(pr.p.HTTPGet.Port); got != listenPort {
