@@ -20,7 +20,7 @@ import (
 // A model is servable with a healthy, undrained engine of each role its buckets name. The
 // roles come from the buckets, not from the engines, so a model whose engines were all
 // removed at run time (admin API, DNS) is unready rather than vacuously ready.
-func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+func (s *generation) ready(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
 		http.Error(w, "draining", http.StatusServiceUnavailable)
 		return
