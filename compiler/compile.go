@@ -122,6 +122,8 @@ type file struct {
 	AdminToken        string                `json:"admin_token"`
 	Health            plan.Health           `json:"health"`
 	ShutdownGraceSecs int                   `json:"shutdown_grace_secs"`
+	ShutdownDelaySecs int                   `json:"shutdown_delay_secs"`
+	Readiness         string                `json:"readiness"`
 	Engines           []plan.Engine         `json:"engines"`
 	EnginesFromDNS    []plan.DNSSource      `json:"engines_from_dns"`
 	Models            map[string]plan.Model `json:"models"`
@@ -140,7 +142,7 @@ type file struct {
 
 func (f *file) plan() *plan.Plan {
 	p := &plan.Plan{Listen: f.Listen, AdminToken: f.AdminToken, Health: f.Health,
-		ShutdownGraceSecs: f.ShutdownGraceSecs, Engines: f.Engines,
+		ShutdownGraceSecs: f.ShutdownGraceSecs, ShutdownDelaySecs: f.ShutdownDelaySecs, Readiness: f.Readiness, Engines: f.Engines,
 		Timeouts: f.Timeouts, Limits: f.Limits, Breaker: f.Breaker, Retries: f.Retries,
 		Headers: f.Headers, State: f.State, Bindings: f.Bindings, EngineTransport: f.EngineTransport,
 		Tracing: f.Tracing, RequestID: f.RequestID, Debug: f.Debug}

@@ -110,7 +110,7 @@ func StartFleet(ctx context.Context, pol Policy, n int, cfg sim.Config) (*Fleet,
 // model cfg, and the router over them: a workload of another package (bench/conformance)
 // run on the simulator beside the engines it was written for.
 func StartConfigFleet(ctx context.Context, name string, yaml []byte, cfg sim.Config) (*Fleet, error) {
-	return startFleet(ctx, name, yaml, func(string) sim.Config { return cfg })
+	return startFleet(ctx, name, yaml, 1, func(string) sim.Config { return cfg })
 }
 
 // EngineURLs returns the simulated engines' base URLs.

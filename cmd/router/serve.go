@@ -37,7 +37,11 @@ stops accepting, drains in-flight requests within shutdown_grace_secs, and exits
 --demo --print-config prints the demo config instead, a starting point for your own.
 Every flag can also be set in the environment: ROUTER_CONFIG (files separated by
 commas), ROUTER_LISTEN, ROUTER_DEMO, ROUTER_PRINT_CONFIG, ROUTER_LOG_FORMAT,
-ROUTER_LOG_LEVEL and ROUTER_LOG_FLUSH; a flag on the command line wins.`,
+ROUTER_LOG_LEVEL, ROUTER_LOG_FLUSH, ROUTER_WATCH and ROUTER_WATCH_INTERVAL; a flag on
+the command line wins. With shutdown_delay_secs, SIGTERM first makes /readyz answer 503
+"draining" while serving goes on for that long, so load balancers stop sending before
+the listener closes. --watch reloads the config when its files' content changes, as
+SIGHUP does: a Kubernetes ConfigMap update reaches every pod without a signal.`,
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "config", Aliases: []string{"c"}, Usage: "config `FILE` (repeatable; files unify)", EnvVars: []string{"ROUTER_CONFIG"}},
 			&cli.StringFlag{Name: "listen", Usage: "address to listen on, overriding the config's listen (`HOST:PORT`)", EnvVars: []string{"ROUTER_LISTEN"}},
@@ -45,6 +49,8 @@ ROUTER_LOG_LEVEL and ROUTER_LOG_FLUSH; a flag on the command line wins.`,
 			&cli.BoolFlag{Name: "print-config", Usage: "with --demo: print the embedded demo config and exit, to start a config of your own from it", EnvVars: []string{"ROUTER_PRINT_CONFIG"}},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json", EnvVars: []string{"ROUTER_LOG_FORMAT"}},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log level: debug, info, warn or error", EnvVars: []string{"ROUTER_LOG_LEVEL"}},
+			&cli.BoolFlag{Name: "watch", Usage: "reload when the content of a config file changes (Kubernetes ConfigMap updates included); a refused config keeps the running plan", EnvVars: []string{"ROUTER_WATCH"}},
+			&cli.DurationFlag{Name: "watch-interval", Value: 2 * time.Second, Usage: "with --watch: how often the config files are read, from 100ms to 5m", EnvVars: []string{"ROUTER_WATCH_INTERVAL"}},
 			&cli.DurationFlag{Name: "log-flush", Value: time.Second, Usage: "longest a request's log line waits in memory, batched with others (up to 64 KiB) into one write; 0 writes each line at once", EnvVars: []string{"ROUTER_LOG_FLUSH"}},
 		},
 		Action: func(c *cli.Context) error {
@@ -65,6 +71,13 @@ func serve(c *cli.Context) error {
 	demo := c.Bool("demo")
 	if demo == (len(files) > 0) {
 		return usageError("serve needs either --config FILE... or --demo")
+	}
+	watch, every := c.Bool("watch"), c.Duration("watch-interval")
+	if watch && demo {
+		return usageError("--watch reloads config files: use it with --config, not --demo")
+	}
+	if every < minWatchInterval || every > maxWatchInterval {
+		return usageError("--watch-interval must be from %s to %s, got %s", minWatchInterval, maxWatchInterval, every)
 	}
 	logs, err := newLogs(c)
 	if err != nil {
@@ -117,6 +130,9 @@ func serve(c *cli.Context) error {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	go reloadOnSIGHUP(ctx, hup, srv, log)
+	if watch {
+		go watchConfig(ctx, files, every, func() { _, _ = srv.ReloadConfig() }, log)
+	}
 	ln, err := net.Listen("tcp", p.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w (set listen in the config or --listen)", p.Listen, err)

@@ -42,6 +42,11 @@ type Plan struct {
 	Health     Health `json:"health"`
 	// ShutdownGraceSecs bounds how long serve drains in-flight requests on shutdown.
 	ShutdownGraceSecs int `json:"shutdown_grace_secs"`
+	// ShutdownDelaySecs is how long serve keeps serving after SIGTERM with /readyz
+	// answering 503, so that load balancers stop sending before the listener closes.
+	ShutdownDelaySecs int `json:"shutdown_delay_secs"`
+	// Readiness is when /readyz answers 200: ReadyAnyModel or ReadyEveryModel.
+	Readiness string `json:"readiness"`
 	// Engines lists every engine the router may dispatch to, in configuration order.
 	Engines []Engine `json:"engines"`
 	// EnginesFromDNS lists the DNS names whose records add engines at run time.
@@ -423,6 +428,13 @@ func (p *Plan) Model(name string) *Model {
 	return nil
 }
 
+// Replica readiness policies: /readyz is 200 while at least one model, or every model,
+// has the engines its buckets need.
+const (
+	ReadyAnyModel   = "any_model"
+	ReadyEveryModel = "every_model"
+)
+
 // Binding stores.
 const (
 	BindingsMemory = "memory"
@@ -440,9 +452,13 @@ type Bindings struct {
 	// KeyPrefix starts every key the router writes, so routers of different fleets can
 	// share one Redis without seeing each other's bindings.
 	KeyPrefix string `json:"key_prefix"`
-	// TimeoutMS bounds one store operation; past it the router routes with its local
-	// bindings and marks the store down.
+	// TimeoutMS bounds one store operation; past it the operation is answered from the
+	// router's local bindings and counts as a failure.
 	TimeoutMS int `json:"timeout_ms"`
+	// FailuresToDown is how many consecutive failed operations mark the store down, so
+	// that one slow answer on a loaded node does not send the replica to its local
+	// bindings.
+	FailuresToDown int `json:"failures_to_down"`
 	// RetryMS is how often a router whose store is down checks whether it is back.
 	RetryMS int `json:"retry_ms"`
 }

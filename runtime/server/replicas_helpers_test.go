@@ -19,7 +19,13 @@ type replicaSet struct {
 // Redis server at addr.
 func startReplicas(t *testing.T, p *plan.Plan, n int, addr string) *replicaSet {
 	t.Helper()
-	p.Bindings = &plan.Bindings{Store: plan.BindingsRedis, Address: addr, KeyPrefix: "replicas:", TimeoutMS: 500, RetryMS: 50}
+	return startReplicasWith(t, p, n, plan.Bindings{Store: plan.BindingsRedis, Address: addr, KeyPrefix: "replicas:", TimeoutMS: 500, RetryMS: 50})
+}
+
+// startReplicasWith is startReplicas with the routers' binding store settings.
+func startReplicasWith(t *testing.T, p *plan.Plan, n int, b plan.Bindings) *replicaSet {
+	t.Helper()
+	p.Bindings = &b
 	first := startScaledFleet(t, p, 0)
 	rs := &replicaSet{routers: []*fleetCase{first}}
 	for range n - 1 {

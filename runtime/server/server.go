@@ -270,9 +270,9 @@ func (s *generation) buildRoutes() http.Handler {
 	return mux
 }
 
-// Serve checks engine health once, then serves on ln until ctx is done. It then stops
-// accepting, reports not-ready, lets in-flight requests finish within the plan's grace
-// period and returns nil after a clean drain.
+// Serve checks engine health once, then serves on ln until ctx is done. It then reports
+// not-ready, keeps serving for the plan's shutdown delay, stops accepting, lets in-flight
+// requests finish within the plan's grace period and returns nil after a clean drain.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.loopbackOnly.Store(control.LoopbackOnly(ln.Addr()))
 	if !s.loopbackOnly.Load() && s.current().plan.AdminToken == "" {
@@ -315,8 +315,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
 	}
+	s.delayShutdown()
 	s.stopDNS()
-	s.draining.Store(true)
 	grace := time.Duration(s.current().plan.ShutdownGraceSecs) * time.Second
 	s.log.Info("shutting down: draining in-flight requests", "grace", grace)
 	// The last part of the grace period is kept for cutting what is still running
@@ -336,50 +336,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	s.log.Info("drained")
 	return nil
-}
-
-// ready answers 200 when every model can be served: not draining and, per model, at
-// least one healthy engine of each role its buckets need.
-func (s *generation) ready(w http.ResponseWriter, _ *http.Request) {
-	if s.draining.Load() {
-		http.Error(w, "draining", http.StatusServiceUnavailable)
-		return
-	}
-	snap := s.reg.Snapshot()
-	var missing []string
-	for _, m := range s.plan.Models {
-		for _, role := range modelRoles(s.plan, m.Name) {
-			healthy := false
-			for _, w := range snap.Workers(m.Name, role) {
-				healthy = healthy || (w.Healthy() && !w.Draining())
-			}
-			if !healthy {
-				missing = append(missing, fmt.Sprintf("model %s has no healthy %s engine", m.Name, role))
-			}
-		}
-	}
-	if len(missing) > 0 {
-		http.Error(w, strings.Join(missing, "\n"), http.StatusServiceUnavailable)
-		return
-	}
-	_, _ = w.Write([]byte("ready\n"))
-}
-
-// modelRoles lists the roles of a model's engines, the ones DNS sources find included:
-// plain, or prefill and decode. A model whose sources have found nothing yet is not ready.
-func modelRoles(p *plan.Plan, model string) []plan.Role {
-	var roles []plan.Role
-	for _, e := range p.Engines {
-		if e.Model == model && !slices.Contains(roles, e.Role) {
-			roles = append(roles, e.Role)
-		}
-	}
-	for _, src := range p.EnginesFromDNS {
-		if src.Model == model && !slices.Contains(roles, src.Role) {
-			roles = append(roles, src.Role)
-		}
-	}
-	return roles
 }
 
 // routes lists what the router serves, for the answer to a request it does not.

@@ -8,14 +8,16 @@ var (
 	descStoreErrors = prometheus.NewDesc("router_bindings_store_errors_total",
 		"Binding-store operations and probes that failed or timed out.", []string{"store"}, nil)
 	descLocalOps = prometheus.NewDesc("router_bindings_local_ops_total",
-		"Binding operations answered from this replica's local bindings because the shared store was down.", []string{"store"}, nil)
+		"Binding operations answered from this replica's local bindings because the shared store was down or the operation failed.", []string{"store"}, nil)
+	descStoreDowns = prometheus.NewDesc("router_bindings_store_downs_total",
+		"Changes of the binding store from up to down, each after bindings.failures_to_down failed operations in a row.", []string{"store"}, nil)
 	descBindings = prometheus.NewDesc("router_bindings_local",
 		"Bindings held in this replica's memory (with a shared store, its local copy), expired but unswept ones included.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (s *Stores) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descStoreUp, descStoreErrors, descLocalOps, descBindings} {
+	for _, d := range []*prometheus.Desc{descStoreUp, descStoreErrors, descLocalOps, descStoreDowns, descBindings} {
 		ch <- d
 	}
 }
@@ -31,6 +33,7 @@ func (s *Stores) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descStoreUp, prometheus.GaugeValue, up, st.Store)
 	ch <- prometheus.MustNewConstMetric(descStoreErrors, prometheus.CounterValue, float64(st.Errors), st.Store)
 	ch <- prometheus.MustNewConstMetric(descLocalOps, prometheus.CounterValue, float64(st.LocalOps), st.Store)
+	ch <- prometheus.MustNewConstMetric(descStoreDowns, prometheus.CounterValue, float64(st.Downs), st.Store)
 	n := 0
 	for _, m := range s.models {
 		n += m.sessionLocal.Len() + m.stickyLocal.Len()

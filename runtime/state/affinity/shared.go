@@ -58,12 +58,13 @@ func (s *Shared) Get(k Key) (string, bool) {
 	v, err := s.remote.client.Get(ctx, s.key(k)).Result()
 	switch {
 	case isMiss(err):
+		s.remote.ok()
 		return "", false
 	case err != nil:
 		s.remote.fail(err)
-		s.remote.local.Add(1)
 		return s.local.Get(k)
 	}
+	s.remote.ok()
 	s.local.put(k, v)
 	return v, true
 }
@@ -87,9 +88,9 @@ func (s *Shared) Touch(k Key, engineID string) bool {
 	n, err := touchScript.Run(ctx, s.remote.client, []string{s.key(k)}, engineID, s.idle.Milliseconds()).Int()
 	if err != nil {
 		s.remote.fail(err)
-		s.remote.local.Add(1)
 		return s.local.Touch(k, engineID)
 	}
+	s.remote.ok()
 	if n == 1 {
 		s.local.put(k, engineID)
 	}
@@ -128,9 +129,9 @@ func (s *Shared) CompareAndBind(k Key, old, engineID string) (string, bool) {
 	}
 	if err != nil {
 		s.remote.fail(err)
-		s.remote.local.Add(1)
 		return s.local.CompareAndBind(k, old, engineID)
 	}
+	s.remote.ok()
 	cur, _ := res[0].(string)
 	wrote, _ := res[1].(int64)
 	if cur != "" {

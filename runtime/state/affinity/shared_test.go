@@ -132,8 +132,10 @@ func TestSharedFallsBackToLocalBindingsAndReturns(t *testing.T) {
 	a.CompareAndBind(k1, "", "P1")
 
 	rs.Stop()
-	if got, ok := a.Get(k1); !ok || got != "P1" {
-		t.Fatalf("with the store down A routes %q, %v; want its local copy P1", got, ok)
+	for range DefaultFailuresToDown {
+		if got, ok := a.Get(k1); !ok || got != "P1" {
+			t.Fatalf("with the store down A routes %q, %v; want its local copy P1", got, ok)
+		}
 	}
 	st := ra.Status()
 	if st.Up || st.Errors == 0 || st.LocalOps == 0 || st.LastError == "" {
@@ -192,8 +194,8 @@ func planBindings(addr string) plan.Bindings {
 	return plan.Bindings{Store: plan.BindingsRedis, Address: addr, KeyPrefix: "test:", TimeoutMS: 500, RetryMS: 1000}
 }
 
-// A store that accepts connections and never answers is down after one timeout: the pick
-// gets its local answer, and the change is logged once.
+// A store that accepts connections and never answers is down after failures_to_down
+// timeouts in a row: each pick gets its local answer, and the change is logged once.
 func TestSharedTimeoutMarksStoreDown(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -231,8 +233,16 @@ func TestSharedTimeoutMarksStoreDown(t *testing.T) {
 	if cur, bound := s.CompareAndBind(k1, "", "E"); !bound || cur != "E" {
 		t.Fatalf("bind against a silent store = %q, %v; want the local bind", cur, bound)
 	}
+	for range 2 {
+		if !r.Up() {
+			t.Fatal("the store is down before 3 timeouts in a row")
+		}
+		if got, ok := s.Get(k1); !ok || got != "E" {
+			t.Fatalf("Get against a silent store = %q, %v; want the local E", got, ok)
+		}
+	}
 	if r.Up() {
-		t.Fatal("a store that timed out is still up")
+		t.Fatal("a store that timed out 3 times in a row is still up")
 	}
 	if got, ok := s.Get(k1); !ok || got != "E" {
 		t.Fatalf("Get while down = %q, %v", got, ok)
@@ -240,7 +250,47 @@ func TestSharedTimeoutMarksStoreDown(t *testing.T) {
 	if n := strings.Count(logged.String(), "binding store is down"); n != 1 {
 		t.Fatalf("logged the change %d times, want once:\n%s", n, logged.String())
 	}
-	if st := r.Status(); st.Errors != 1 || st.LocalOps != 2 {
-		t.Fatalf("status = %+v; want 1 error (no operation sent while down) and 2 local operations", st)
+	if st := r.Status(); st.Errors != 3 || st.LocalOps != 4 || st.Downs != 1 {
+		t.Fatalf("status = %+v; want 3 errors (no operation sent while down), 4 local operations, 1 down", st)
+	}
+}
+
+// Failures separated by a success never mark the store down: only failures_to_down in a
+// row do. Each failure is still answered from the local bindings.
+func TestSharedStoreDownOnlyAfterFailuresInARow(t *testing.T) {
+	rs := redistest.Start(t)
+	r, a := replica(t, rs.Addr(), time.Minute)
+	var logged bytes.Buffer
+	r.SetLogger(slog.New(slog.NewTextHandler(&logged, nil)))
+	a.CompareAndBind(k1, "", "P1")
+	failTwice := func() {
+		t.Helper()
+		rs.Stop()
+		for range DefaultFailuresToDown - 1 {
+			if got, ok := a.Get(k1); !ok || got != "P1" {
+				t.Fatalf("Get with the store stopped = %q, %v; want the local P1", got, ok)
+			}
+		}
+		rs.Restart() // empty
+	}
+	for range 3 {
+		failTwice()
+		if !r.Up() {
+			t.Fatalf("store down after %d failures in a row, want %d", DefaultFailuresToDown-1, DefaultFailuresToDown)
+		}
+		// A success: the store lost P1 in its restart, and is offered it back.
+		if cur, _ := a.CompareAndBind(k1, "", "P9"); cur != "P1" {
+			t.Fatalf("bind after the restart = %q, want the local P1 offered back", cur)
+		}
+	}
+	if st := r.Status(); st.Errors != 6 || st.Downs != 0 || strings.Contains(logged.String(), "down") {
+		t.Fatalf("status %+v, log %q; want 6 errors, never down", st, logged.String())
+	}
+	rs.Stop()
+	for range DefaultFailuresToDown {
+		a.Get(k1)
+	}
+	if st := r.Status(); st.Up || st.Downs != 1 {
+		t.Fatalf("status %+v after %d failures in a row; want down once", st, DefaultFailuresToDown)
 	}
 }

@@ -36,7 +36,9 @@ func Run(port int) (*Process, error) {
 	}
 	p := &Process{port: port, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--protected-mode", "yes", "--loglevel", "warning")
+		"--save", "", "--appendonly", "no", "--protected-mode", "yes", "--loglevel", "warning",
+		// DEBUG SLEEP stalls the server, for the tests of store stalls (Redis 7 and later).
+		"--enable-debug-command", "local")
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting redis-server: %w", err)
 	}
