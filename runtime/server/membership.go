@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"reflect"
 	"slices"
 	"strings"
@@ -154,64 +153,6 @@ func (o originMembership) Add(e plan.Engine) error { return o.c.addEngine(e, o.o
 func (o originMembership) Drain(id string) error   { return o.c.drainEngine(id, o.origin) }
 func (o originMembership) Remove(id string) error  { return o.c.removeEngine(id, o.origin) }
 
-// checkEngine reports why e cannot join a fleet serving p beside members, with the fix.
-func checkEngine(p *plan.Plan, members map[string]*member, e plan.Engine) error {
-	bad := func(status int, format string, args ...any) error {
-		return &control.MembershipError{Status: status, Msg: fmt.Sprintf(format, args...)}
-	}
-	if e.ID == "" || e.URL == "" || e.Model == "" || e.Role == "" {
-		return bad(400, "engine %q: id, url, model and role are required", e.ID)
-	}
-	if u, err := url.Parse(e.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return bad(400, "engine %q: url %q is not an absolute http:// or https:// URL", e.ID, plan.RedactURL(e.URL))
-	}
-	if m := members[e.ID]; m != nil && !m.leaving {
-		return bad(409, "engine id %q is already a member (%s, from %s): choose another id, or remove it first", e.ID, plan.RedactURL(m.engine.URL), m.origin)
-	}
-	for _, m := range members {
-		if !m.leaving && strings.TrimRight(m.engine.URL, "/") == strings.TrimRight(e.URL, "/") {
-			return bad(409, "engine %q has the same url as member %q: each engine is one endpoint; remove %q first to replace it", e.ID, m.engine.ID, m.engine.ID)
-		}
-	}
-	model := p.Model(e.Model)
-	if model == nil {
-		names := make([]string, len(p.Models))
-		for i, m := range p.Models {
-			names[i] = m.Name
-		}
-		return bad(400, "engine %q serves model %q, which this router does not serve (served: %s): fix the model, or add the model to the config and reload", e.ID, e.Model, strings.Join(names, ", "))
-	}
-	if roles := bucketRoles(model); !slices.Contains(roles, e.Role) {
-		return bad(400, "engine %q has role %s, but the buckets of model %q use %s engines: fix the role", e.ID, e.Role, e.Model, joinRoles(roles))
-	}
-	if e.Role != plan.RolePrefill && e.BootstrapPort != 0 {
-		return bad(400, "engine %q: bootstrap_port is only used by prefill engines, and it is %s: remove it", e.ID, e.Role)
-	}
-	return nil
-}
-
-// bucketRoles lists the engine roles a model's buckets pick from.
-func bucketRoles(m *plan.Model) []plan.Role {
-	var out []plan.Role
-	for _, b := range m.Buckets {
-		for role := range bucketGroups(b) {
-			if !slices.Contains(out, role) {
-				out = append(out, role)
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-func joinRoles(roles []plan.Role) string {
-	s := make([]string, len(roles))
-	for i, r := range roles {
-		s[i] = string(r)
-	}
-	return strings.Join(s, " and ")
-}
-
 // join makes e a serving member: a fresh worker with its breaker, load slot, prefix
 // index entries and metrics. Call with f.mu held; publishing it to the registry is the
 // caller's.
@@ -326,7 +267,7 @@ func (c *Server) addEngine(e plan.Engine, origin string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	g := c.current()
-	if err := checkEngine(g.plan, f.members, e); err != nil {
+	if err := control.CheckEngine(g.plan, f.inServiceMembers(), e); err != nil {
 		return err
 	}
 	if len(f.members) >= f.maxMembers {
@@ -398,34 +339,6 @@ func (c *Server) logErrs(what string, errs []error) {
 	}
 }
 
-// restartOnly lists the settings that differ between two plans and that only a restart
-// applies: they size or open what the process set up once.
-func restartOnly(old, new *plan.Plan) []string {
-	var out []string
-	if old.Listen != new.Listen {
-		out = append(out, fmt.Sprintf("listen (running %s, config %s)", old.Listen, new.Listen))
-	}
-	if !reflect.DeepEqual(old.Bindings, new.Bindings) {
-		out = append(out, "bindings")
-	}
-	if old.Limits.MaxConnections != new.Limits.MaxConnections {
-		out = append(out, "limits.max_connections")
-	}
-	if old.EngineTransport != new.EngineTransport {
-		out = append(out, "engine_transport")
-	}
-	if old.Limits.MaxConnectionsPerClient != new.Limits.MaxConnectionsPerClient {
-		out = append(out, "limits.max_connections_per_client")
-	}
-	if old.Limits.MaxConcurrentRequests != new.Limits.MaxConcurrentRequests {
-		out = append(out, "limits.max_concurrent_requests")
-	}
-	if old.Health != new.Health {
-		out = append(out, "health")
-	}
-	return out
-}
-
 // Reload swaps in a plan compiled from the configuration files: requests in flight finish
 // on the generation they started with, and new ones use the new plan. Configured engines
 // that stay with the same identity (every engine field) keep their worker, load, health,
@@ -447,7 +360,7 @@ func (c *Server) Reload(p *plan.Plan) (res control.ReloadResult, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	g := c.current()
-	if fixed := restartOnly(g.plan, p); len(fixed) > 0 {
+	if fixed := control.RestartOnly(g.plan, p); len(fixed) > 0 {
 		return c.refuseReload("refused", fmt.Sprintf("%s changed, which only a restart applies: restore the running value, or restart the router", strings.Join(fixed, ", ")))
 	}
 	current := f.inService()
@@ -486,6 +399,18 @@ func (f *fleet) inService() map[string]*member {
 	return out
 }
 
+// inServiceMembers lists the members serving or draining, in fleet order. Call with
+// f.mu held.
+func (f *fleet) inServiceMembers() []control.Member {
+	out := make([]control.Member, 0, len(f.order))
+	for _, id := range f.order {
+		if m := f.members[id]; m != nil && !m.leaving {
+			out = append(out, control.Member{Engine: m.engine, Origin: m.origin, State: m.state()})
+		}
+	}
+	return out
+}
+
 // configuredIDs are the ids of the engines p configures.
 func configuredIDs(p *plan.Plan) map[string]bool {
 	out := make(map[string]bool, len(p.Engines))
@@ -508,11 +433,11 @@ func (c *Server) withRunTimeEngines(p *plan.Plan, current map[string]*member) (*
 		if m == nil || m.origin == control.OriginConfig || configured[id] {
 			continue
 		}
-		others := map[string]*member{}
-		for _, e := range merged.Engines {
-			others[e.ID] = &member{engine: e, worker: engine.New(e)}
+		others := make([]control.Member, len(merged.Engines))
+		for i, e := range merged.Engines {
+			others[i] = control.Member{Engine: e, State: "serving"}
 		}
-		if err := checkEngine(&merged, others, m.engine); err != nil {
+		if err := control.CheckEngine(&merged, others, m.engine); err != nil {
 			dropped = append(dropped, id)
 			c.log.Warn("reload drops a run-time engine", "engine", id, "origin", m.origin, "reason", err.Error())
 			continue
