@@ -69,14 +69,7 @@ func TestSMGWorkers(t *testing.T) {
 		added.Status != "accepted" || added.WorkerID != id || added.Location != "/workers/"+url.PathEscape(id) {
 		t.Fatalf("POST /workers: %d %s", status, body)
 	}
-	for range 4 {
-		if status, _, body := fc.post(t, chat("m", "spread me", `, "max_tokens": 2`)); status != 200 {
-			t.Fatalf("status %d: %s", status, body)
-		}
-	}
-	if n := len(fc.sent.bodies(e2.URL)); n != 2 {
-		t.Fatalf("round robin over E1 and the added worker sent it %d of 4 requests", n)
-	}
+	fc.takesHalf(t, e2.URL)
 	if status, body := fc.adminCall(t, http.MethodGet, "/workers/"+url.PathEscape(id), ""); status != http.StatusOK || !strings.Contains(body, `"origin": "admin"`) {
 		t.Fatalf("GET /workers/%s: %d %s", id, status, body)
 	}
