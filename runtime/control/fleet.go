@@ -102,3 +102,73 @@ func RestartOnly(old, new *plan.Plan) []string {
 	}
 	return out
 }
+
+// Dropped is a run-time engine a reloaded plan no longer serves, and why.
+type Dropped struct {
+	Member
+	Reason error
+}
+
+// MergeRunTime returns p with the engines among members (in service, in fleet order)
+// that were added at run time (admin, dns), that p does not configure itself and that it
+// still serves (their model and role), in fleet order, and those it no longer serves.
+// A configured id takes a run-time engine over.
+func MergeRunTime(p *plan.Plan, members []Member) (*plan.Plan, []Dropped) {
+	merged := *p
+	merged.Engines = slices.Clone(p.Engines)
+	configured := configuredIDs(p)
+	var dropped []Dropped
+	for _, m := range members {
+		if m.Origin == OriginConfig || configured[m.Engine.ID] {
+			continue
+		}
+		others := make([]Member, len(merged.Engines))
+		for i, e := range merged.Engines {
+			others[i] = Member{Engine: e, State: "serving"}
+		}
+		if err := CheckEngine(&merged, others, m.Engine); err != nil {
+			dropped = append(dropped, Dropped{m, err})
+			continue
+		}
+		merged.Engines = append(merged.Engines, m.Engine)
+	}
+	return &merged, dropped
+}
+
+// DiffMembers says how a reload moves the members (in service, in fleet order) to the
+// engines next: a member whose engine is in next with the same identity (every field)
+// is kept, one with another identity replaced, one not in next removed; the engines of
+// next that are no member are added. The lists are in fleet order, then next's.
+func DiffMembers(members []Member, next []plan.Engine) (res ReloadResult) {
+	want := make(map[string]plan.Engine, len(next))
+	for _, e := range next {
+		want[e.ID] = e
+	}
+	member := make(map[string]bool, len(members))
+	for _, m := range members {
+		member[m.Engine.ID] = true
+		switch e, ok := want[m.Engine.ID]; {
+		case !ok:
+			res.Removed = append(res.Removed, m.Engine.ID)
+		case !reflect.DeepEqual(e, m.Engine):
+			res.Replaced = append(res.Replaced, m.Engine.ID)
+		default:
+			res.Kept = append(res.Kept, m.Engine.ID)
+		}
+	}
+	for _, e := range next {
+		if !member[e.ID] {
+			res.Added = append(res.Added, e.ID)
+		}
+	}
+	return res
+}
+
+// configuredIDs are the ids of the engines p configures.
+func configuredIDs(p *plan.Plan) map[string]bool {
+	out := make(map[string]bool, len(p.Engines))
+	for _, e := range p.Engines {
+		out[e.ID] = true
+	}
+	return out
+}

@@ -62,3 +62,50 @@ func TestRestartOnly(t *testing.T) {
 		t.Errorf("RestartOnly of a plan with itself = %q", got)
 	}
 }
+
+// TestReloadPlan: a reload keeps the run-time engines its plan still serves and does not
+// configure, drops the others, and sorts the members into kept, replaced, removed and
+// added.
+func TestReloadPlan(t *testing.T) {
+	plain := func(id, url string) plan.Engine {
+		return plan.Engine{ID: id, URL: url, Model: "m", Role: plan.RolePlain}
+	}
+	p := &plan.Plan{
+		Models: []plan.Model{{Name: "m", Buckets: []plan.Bucket{{ID: "all", Groups: plan.Groups{Plain: &plan.Group{}}}}}},
+		Engines: []plan.Engine{
+			plain("C1", "http://10.0.0.1:8000"),  // configured before and now, the same
+			plain("C2", "http://10.0.0.22:8000"), // configured before, with another url now
+			plain("A2", "http://10.0.0.12:8000"), // added at run time, now configured
+			plain("C3", "http://10.0.0.3:8000"),  // new in the config
+		},
+	}
+	otherModel := plain("D2", "http://10.0.0.14:8000")
+	otherModel.Model = "gone"
+	members := []Member{
+		{Engine: plain("C1", "http://10.0.0.1:8000"), Origin: OriginConfig},
+		{Engine: plain("C2", "http://10.0.0.2:8000"), Origin: OriginConfig},
+		{Engine: plain("C9", "http://10.0.0.9:8000"), Origin: OriginConfig}, // no longer configured
+		{Engine: plain("A1", "http://10.0.0.11:8000"), Origin: OriginAdmin},
+		{Engine: plain("A2", "http://10.0.0.12:8000"), Origin: OriginAdmin},
+		{Engine: plain("D1", "http://10.0.0.3:8000"), Origin: OriginDNS}, // C3's url now
+		{Engine: otherModel, Origin: OriginDNS},
+	}
+	merged, dropped := MergeRunTime(p, members)
+	var ids []string
+	for _, e := range merged.Engines {
+		ids = append(ids, e.ID)
+	}
+	if got := strings.Join(ids, " "); got != "C1 C2 A2 C3 A1" {
+		t.Errorf("merged engines %s, want the config's then A1", got)
+	}
+	if len(dropped) != 2 || dropped[0].Engine.ID != "D1" || !strings.Contains(dropped[0].Reason.Error(), "same url") ||
+		dropped[1].Engine.ID != "D2" || !strings.Contains(dropped[1].Reason.Error(), `serves model "gone"`) {
+		t.Errorf("dropped %+v", dropped)
+	}
+	res := DiffMembers(members, merged.Engines)
+	for name, got := range map[string][]string{"kept C1 A1 A2": res.Kept, "replaced C2": res.Replaced, "removed C9 D1 D2": res.Removed, "added C3": res.Added} {
+		if want := strings.SplitN(name, " ", 2)[1]; strings.Join(got, " ") != want {
+			t.Errorf("%s: got %q", name, got)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -364,7 +363,12 @@ func (c *Server) Reload(p *plan.Plan) (res control.ReloadResult, err error) {
 		return c.refuseReload("refused", fmt.Sprintf("%s changed, which only a restart applies: restore the running value, or restart the router", strings.Join(fixed, ", ")))
 	}
 	current := f.inService()
-	merged, dropped := c.withRunTimeEngines(p, current)
+	merged, drops := control.MergeRunTime(p, f.inServiceMembers())
+	dropped := make([]string, len(drops))
+	for i, d := range drops {
+		dropped[i] = d.Engine.ID
+		c.log.Warn("reload drops a run-time engine", "engine", d.Engine.ID, "origin", d.Origin, "reason", d.Reason.Error())
+	}
 	deps, err := g.deps.Next(merged, nil)
 	if err != nil {
 		return c.refuseReload("failed", fmt.Sprintf("building policy state: %v", err))
@@ -411,92 +415,45 @@ func (f *fleet) inServiceMembers() []control.Member {
 	return out
 }
 
-// configuredIDs are the ids of the engines p configures.
-func configuredIDs(p *plan.Plan) map[string]bool {
-	out := make(map[string]bool, len(p.Engines))
-	for _, e := range p.Engines {
-		out[e.ID] = true
-	}
-	return out
-}
-
-// withRunTimeEngines returns p with the engines added at run time (admin, dns) that it
-// does not configure itself and still serves (their model and role), in fleet order,
-// and the ids of those it no longer serves.
-func (c *Server) withRunTimeEngines(p *plan.Plan, current map[string]*member) (*plan.Plan, []string) {
-	merged := *p
-	merged.Engines = slices.Clone(p.Engines)
-	configured := configuredIDs(p)
-	var dropped []string
-	for _, id := range c.fleet.order {
-		m := current[id]
-		if m == nil || m.origin == control.OriginConfig || configured[id] {
-			continue
-		}
-		others := make([]control.Member, len(merged.Engines))
-		for i, e := range merged.Engines {
-			others[i] = control.Member{Engine: e, State: "serving"}
-		}
-		if err := control.CheckEngine(&merged, others, m.engine); err != nil {
-			dropped = append(dropped, id)
-			c.log.Warn("reload drops a run-time engine", "engine", id, "origin", m.origin, "reason", err.Error())
-			continue
-		}
-		merged.Engines = append(merged.Engines, m.engine)
-	}
-	return &merged, dropped
-}
-
-// changeMembers moves the fleet from generation g's engines to ng's, p being the plan as
-// configured: an engine with the same identity (every field) stays with its state and
-// the new breaker settings; a changed one is replaced and a removed one leaves (see
-// leave); new ones join; the config takes over a run-time engine it now configures. The
+// changeMembers moves the fleet from generation g's engines to ng's, as
+// control.DiffMembers says, p being the plan as configured: a kept engine stays with
+// its state and the new breaker settings, and the config takes it over if it now
+// configures it; a replaced or removed one leaves (see leave); new ones join. The
 // fleet's order becomes ng's. Call with f.mu held.
-func (c *Server) changeMembers(g, ng *generation, p *plan.Plan, current map[string]*member) (res control.ReloadResult) {
+func (c *Server) changeMembers(g, ng *generation, p *plan.Plan, current map[string]*member) control.ReloadResult {
 	f := &c.fleet
-	configured := configuredIDs(p)
-	want := map[string]plan.Engine{}
-	for _, e := range ng.plan.Engines {
-		want[e.ID] = e
+	res := control.DiffMembers(f.inServiceMembers(), ng.plan.Engines)
+	configured := map[string]bool{}
+	for _, e := range p.Engines {
+		configured[e.ID] = true
+	}
+	kept := map[string]bool{}
+	for _, id := range res.Kept {
+		kept[id] = true
+		m := current[id]
+		if configured[id] {
+			m.origin = control.OriginConfig // the config takes over a run-time engine
+		}
+		if b := m.worker.Breaker(); b != nil && ng.plan.Breaker != g.plan.Breaker {
+			b.Configure(breakerSettings(ng.plan.Breaker))
+		}
 	}
 	var leaving []*member
 	for _, id := range f.order {
-		m := current[id]
-		if m == nil {
-			continue
-		}
-		e, ok := want[id]
-		switch {
-		case !ok:
+		if m := current[id]; m != nil && !kept[id] {
 			leaving = append(leaving, m)
-			res.Removed = append(res.Removed, id)
-		case !reflect.DeepEqual(e, m.engine):
-			leaving = append(leaving, m)
-			res.Replaced = append(res.Replaced, id)
-		default:
-			res.Kept = append(res.Kept, id)
-			if configured[id] {
-				m.origin = control.OriginConfig // the config takes over a run-time engine
-			}
-			if b := m.worker.Breaker(); b != nil && ng.plan.Breaker != g.plan.Breaker {
-				b.Configure(breakerSettings(ng.plan.Breaker))
-			}
 		}
 	}
 	c.leave(ng, leaving)
 	for _, e := range ng.plan.Engines {
-		if m := f.members[e.ID]; m != nil {
+		if f.members[e.ID] != nil {
 			continue
 		}
 		origin := control.OriginConfig
 		if !configured[e.ID] {
 			origin = current[e.ID].origin
 		}
-		m := c.join(ng, e, origin)
-		c.reg.Put(m.worker)
-		if !slices.Contains(res.Replaced, e.ID) {
-			res.Added = append(res.Added, e.ID)
-		}
+		c.reg.Put(c.join(ng, e, origin).worker)
 	}
 	order := make([]string, 0, len(f.order))
 	for _, e := range ng.plan.Engines {
