@@ -60,7 +60,7 @@ func (s *Server) ReloadConfig() (control.ReloadResult, error) {
 // RefuseReload counts and wraps a configuration that did not compile, for callers that
 // compile outside the server.
 func (s *Server) RefuseReload(err error) error {
-	s.fleet.reloads.WithLabelValues("refused").Inc()
+	s.fleet.metrics.Reloads.WithLabelValues("refused").Inc()
 	re := &control.ReloadError{Errors: strings.Split(err.Error(), "\n")}
 	s.log.Error("reload refused: the configuration does not compile; the running plan stays", "errors", strings.Join(re.Errors, "; "))
 	return re

@@ -63,26 +63,13 @@ type fleet struct {
 	stopAffinity  context.CancelFunc
 	affinityStore *affinity.Stores
 
-	reloads *prometheus.CounterVec
-	changes *prometheus.CounterVec
+	// metrics counts reloads and membership changes and reports the members.
+	metrics *control.Metrics
 }
 
-func (f *fleet) init(p *plan.Plan) {
+func (f *fleet) init(members func() []control.Member) {
 	f.members, f.maxMembers = map[string]*member{}, maxMembers
-	f.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "router_reloads_total", Help: "Configuration reloads by result: applied, refused (the config did not compile or changes a setting that needs a restart) or failed (the new plan could not be built).",
-	}, []string{"result"})
-	f.changes = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "router_engine_membership_changes_total", Help: "Engines added, replaced (changed identity on a reload), drained and removed, by origin (config, admin, dns).",
-	}, []string{"change", "origin"})
-	for _, r := range []string{"applied", "refused", "failed"} {
-		f.reloads.WithLabelValues(r)
-	}
-	for _, c := range []string{"added", "replaced", "drained", "removed"} {
-		for _, o := range control.Origins {
-			f.changes.WithLabelValues(c, o)
-		}
-	}
+	f.metrics = control.NewMetrics(members)
 }
 
 // engines lists the members still in service (serving or draining), in fleet order.
@@ -94,31 +81,6 @@ func (f *fleet) engines() []plan.Engine {
 		}
 	}
 	return out
-}
-
-// membershipCollector reports how many engines are members, by origin and state.
-type membershipCollector struct{ c *Server }
-
-var descMembers = prometheus.NewDesc("router_engines",
-	"Member engines by origin (config, admin, dns) and state (serving, draining, leaving).", []string{"origin", "state"}, nil)
-
-func newMembershipCollector(c *Server) prometheus.Collector { return membershipCollector{c} }
-
-func (membershipCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descMembers }
-
-func (mc membershipCollector) Collect(ch chan<- prometheus.Metric) {
-	counts := map[[2]string]int{}
-	for _, o := range control.Origins {
-		for _, st := range []string{"serving", "draining", "leaving"} {
-			counts[[2]string{o, st}] = 0
-		}
-	}
-	for _, m := range mc.c.memberList() {
-		counts[[2]string{m.origin, m.state()}]++
-	}
-	for k, n := range counts {
-		ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(n), k[0], k[1])
-	}
 }
 
 // bindingsCollector reports the current generation's binding stores, which a reload may
@@ -279,7 +241,7 @@ func (c *Server) addEngine(e plan.Engine, origin string) error {
 		c.logErrs("KV-event subscription", f.subs.Set(f.engines()))
 	}
 	ng := c.publish()
-	f.changes.WithLabelValues("added", origin).Inc()
+	f.metrics.Changes.WithLabelValues("added", origin).Inc()
 	c.log.Info("engine added", "engine", e.ID, "url", plan.RedactURL(e.URL), "model", e.Model, "role", e.Role, "origin", origin, "generation", ng.number)
 	return nil
 }
@@ -318,7 +280,7 @@ func (c *Server) drainEngine(id, origin string) error {
 			return
 		}
 		m.worker.Drain()
-		c.fleet.changes.WithLabelValues("drained", origin).Inc()
+		c.fleet.metrics.Changes.WithLabelValues("drained", origin).Inc()
 		c.log.Info("engine draining", "engine", id, "inflight", m.worker.Inflight(), "origin", origin)
 	})
 }
@@ -327,7 +289,7 @@ func (c *Server) removeEngine(id, origin string) error {
 	return c.withMember(id, func(m *member) {
 		c.leave(c.current(), []*member{m})
 		ng := c.publish()
-		c.fleet.changes.WithLabelValues("removed", origin).Inc()
+		c.fleet.metrics.Changes.WithLabelValues("removed", origin).Inc()
 		c.log.Info("engine removed", "engine", id, "inflight", m.worker.Inflight(), "origin", origin, "generation", ng.number)
 	})
 }
@@ -387,7 +349,7 @@ func (c *Server) Reload(p *plan.Plan) (res control.ReloadResult, err error) {
 
 // refuseReload counts a refused or failed reload and says why; the running plan stays.
 func (c *Server) refuseReload(result string, errs ...string) (control.ReloadResult, error) {
-	c.fleet.reloads.WithLabelValues(result).Inc()
+	c.fleet.metrics.Reloads.WithLabelValues(result).Inc()
 	c.log.Error("reload refused; the running plan stays", "errors", strings.Join(errs, "; "))
 	return control.ReloadResult{}, &control.ReloadError{Errors: errs, Failed: result == "failed"}
 }
@@ -495,17 +457,7 @@ func (c *Server) swapIn(g, ng *generation) {
 
 // countReload counts an applied reload and its membership changes, and logs it.
 func (c *Server) countReload(res control.ReloadResult) {
-	f := &c.fleet
-	f.reloads.WithLabelValues("applied").Inc()
-	for range res.Added {
-		f.changes.WithLabelValues("added", control.OriginConfig).Inc()
-	}
-	for range res.Replaced {
-		f.changes.WithLabelValues("replaced", control.OriginConfig).Inc()
-	}
-	for range res.Removed {
-		f.changes.WithLabelValues("removed", control.OriginConfig).Inc()
-	}
+	c.fleet.metrics.CountReload(res)
 	c.log.Info("reloaded", "generation", res.Generation, "added", res.Added, "replaced", res.Replaced,
 		"removed", res.Removed, "kept", len(res.Kept), "dropped", res.Dropped)
 }

@@ -146,7 +146,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		active:  newActiveSet(p.Limits.MaxConcurrentRequests),
 	}
 	c.hardStop, c.stopHard = context.WithCancelCause(context.Background())
-	c.fleet.init(p)
+	c.fleet.init(c.Members)
 	for _, e := range p.Engines {
 		if reg.Get(e.ID).Target() == nil {
 			return nil, fmt.Errorf("engine %s: url %q does not parse", e.ID, plan.RedactURL(e.URL))
@@ -179,7 +179,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		c.metrics.reg.MustRegister(g.deps.KV)
 	}
 	c.fleet.republish()
-	c.metrics.reg.MustRegister(c.fleet.reloads, c.fleet.changes, newMembershipCollector(c), dnsCollector{c})
+	c.metrics.reg.MustRegister(c.fleet.metrics, dnsCollector{c})
 	c.gen.Store(g)
 	return c, nil
 }
