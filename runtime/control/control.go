@@ -115,6 +115,12 @@ type Router interface {
 	// DryRun runs selection for m and facts against live state, as serving would, and
 	// explains it; nothing is dispatched, taken or bound.
 	DryRun(ctx context.Context, m *request.Model, facts *policy.Facts, peakErr error, tokens bool) *explain.Explanation
+	// Members lists the member engines in fleet order, leaving ones included.
+	Members() []Member
+	// EngineClient is the client the router reaches engines with; it follows no redirect.
+	EngineClient() *http.Client
+	// Handler serves the router's routes, as its listener does.
+	Handler() http.Handler
 }
 
 // Error codes of the reload and engine admin endpoints.
@@ -226,22 +232,32 @@ func addEngineHandler(r Router) http.HandlerFunc {
 			answer.Write(w, http.StatusBadRequest, codeBadEngine, fmt.Sprintf("reading the engine: %v (an engine is at most %d bytes of JSON)", err, maxEngineBody))
 			return
 		}
-		e, ok, err := r.CompileEngine(body)
-		switch {
-		case !ok:
-			answer.Write(w, http.StatusConflict, codeReloadDisabled, "this router cannot validate engines (no compiler given): add engines to the config and reload")
-			return
-		case err != nil:
-			answer.Write(w, http.StatusBadRequest, codeBadEngine, "engine refused: "+err.Error())
-			return
-		}
-		if err := r.Membership(OriginAdmin).Add(e); err != nil {
-			writeMembershipError(w, err)
+		e, ok := addEngine(w, r, body)
+		if !ok {
 			return
 		}
 		e.URL = plan.RedactURL(e.URL)
 		answer.JSON(w, http.StatusCreated, map[string]any{"engine": e, "generation": r.Generation()})
 	}
+}
+
+// addEngine validates one engine in the configuration's engine shape and adds it with
+// origin admin; when it cannot, it answers w and ok is false.
+func addEngine(w http.ResponseWriter, r Router, body []byte) (e plan.Engine, ok bool) {
+	e, ok, err := r.CompileEngine(body)
+	switch {
+	case !ok:
+		answer.Write(w, http.StatusConflict, codeReloadDisabled, "this router cannot validate engines (no compiler given): add engines to the config and reload")
+		return e, false
+	case err != nil:
+		answer.Write(w, http.StatusBadRequest, codeBadEngine, "engine refused: "+err.Error())
+		return e, false
+	}
+	if err := r.Membership(OriginAdmin).Add(e); err != nil {
+		writeMembershipError(w, err)
+		return e, false
+	}
+	return e, true
 }
 
 func drainEngineHandler(r Router) http.HandlerFunc {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"time"
 
@@ -59,7 +60,7 @@ func (s *Server) ReloadConfig() (control.ReloadResult, error) {
 // RefuseReload counts and wraps a configuration that did not compile, for callers that
 // compile outside the server.
 func (s *Server) RefuseReload(err error) error {
-	s.fleet.reloads.WithLabelValues("refused").Inc()
+	s.fleet.metrics.Reloads.WithLabelValues("refused").Inc()
 	re := &control.ReloadError{Errors: strings.Split(err.Error(), "\n")}
 	s.log.Error("reload refused: the configuration does not compile; the running plan stays", "errors", strings.Join(re.Errors, "; "))
 	return re
@@ -83,3 +84,21 @@ func (s *generation) Models() *request.Models { return s.models }
 func (s *generation) DryRun(ctx context.Context, m *request.Model, facts *policy.Facts, peakErr error, tokens bool) *explain.Explanation {
 	return explain.Run(ctx, m.Model, facts, peakErr, s.deps, s.reg, s.table, time.Now(), tokens)
 }
+
+// Members lists the member engines in fleet order, with their health, requests in flight
+// and last usable load report.
+func (s *Server) Members() []control.Member {
+	list := s.memberList()
+	out := make([]control.Member, len(list))
+	for i, m := range list {
+		out[i] = control.Member{Engine: m.engine, Origin: m.origin, State: m.state(), Healthy: m.worker.Healthy(), Inflight: m.worker.Inflight()}
+		if r := s.table.LoadAt(m.worker, s.table.Now()); r != nil {
+			sample := r.Sample
+			out[i].Load = &sample
+		}
+	}
+	return out
+}
+
+// EngineClient is the client requests reach engines with.
+func (s *Server) EngineClient() *http.Client { return s.client }

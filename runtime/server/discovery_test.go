@@ -199,7 +199,7 @@ func TestDNSDiscoveryFollowsReload(t *testing.T) {
 	if len(states) != 2 || states[df.id(0)].State != "serving" || len(st.DNS) != 1 || len(st.DNS[0].Engines) != 2 {
 		t.Fatalf("after a reload changing the interval: engines %+v, dns %+v", states, st.DNS)
 	}
-	if n := testutil.ToFloat64(df.srv.fleet.changes.WithLabelValues("removed", control.OriginDNS)); n != 0 {
+	if n := testutil.ToFloat64(df.srv.fleet.metrics.Changes.WithLabelValues("removed", control.OriginDNS)); n != 0 {
 		t.Fatalf("a changed interval removed %v engines", n)
 	}
 	none := same

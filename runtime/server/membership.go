@@ -3,8 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"net/url"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -65,26 +63,13 @@ type fleet struct {
 	stopAffinity  context.CancelFunc
 	affinityStore *affinity.Stores
 
-	reloads *prometheus.CounterVec
-	changes *prometheus.CounterVec
+	// metrics counts reloads and membership changes and reports the members.
+	metrics *control.Metrics
 }
 
-func (f *fleet) init(p *plan.Plan) {
+func (f *fleet) init(members func() []control.Member) {
 	f.members, f.maxMembers = map[string]*member{}, maxMembers
-	f.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "router_reloads_total", Help: "Configuration reloads by result: applied, refused (the config did not compile or changes a setting that needs a restart) or failed (the new plan could not be built).",
-	}, []string{"result"})
-	f.changes = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "router_engine_membership_changes_total", Help: "Engines added, replaced (changed identity on a reload), drained and removed, by origin (config, admin, dns).",
-	}, []string{"change", "origin"})
-	for _, r := range []string{"applied", "refused", "failed"} {
-		f.reloads.WithLabelValues(r)
-	}
-	for _, c := range []string{"added", "replaced", "drained", "removed"} {
-		for _, o := range control.Origins {
-			f.changes.WithLabelValues(c, o)
-		}
-	}
+	f.metrics = control.NewMetrics(members)
 }
 
 // engines lists the members still in service (serving or draining), in fleet order.
@@ -96,31 +81,6 @@ func (f *fleet) engines() []plan.Engine {
 		}
 	}
 	return out
-}
-
-// membershipCollector reports how many engines are members, by origin and state.
-type membershipCollector struct{ c *Server }
-
-var descMembers = prometheus.NewDesc("router_engines",
-	"Member engines by origin (config, admin, dns) and state (serving, draining, leaving).", []string{"origin", "state"}, nil)
-
-func newMembershipCollector(c *Server) prometheus.Collector { return membershipCollector{c} }
-
-func (membershipCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descMembers }
-
-func (mc membershipCollector) Collect(ch chan<- prometheus.Metric) {
-	counts := map[[2]string]int{}
-	for _, o := range control.Origins {
-		for _, st := range []string{"serving", "draining", "leaving"} {
-			counts[[2]string{o, st}] = 0
-		}
-	}
-	for _, m := range mc.c.memberList() {
-		counts[[2]string{m.origin, m.state()}]++
-	}
-	for k, n := range counts {
-		ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(n), k[0], k[1])
-	}
 }
 
 // bindingsCollector reports the current generation's binding stores, which a reload may
@@ -153,64 +113,6 @@ type originMembership struct {
 func (o originMembership) Add(e plan.Engine) error { return o.c.addEngine(e, o.origin) }
 func (o originMembership) Drain(id string) error   { return o.c.drainEngine(id, o.origin) }
 func (o originMembership) Remove(id string) error  { return o.c.removeEngine(id, o.origin) }
-
-// checkEngine reports why e cannot join a fleet serving p beside members, with the fix.
-func checkEngine(p *plan.Plan, members map[string]*member, e plan.Engine) error {
-	bad := func(status int, format string, args ...any) error {
-		return &control.MembershipError{Status: status, Msg: fmt.Sprintf(format, args...)}
-	}
-	if e.ID == "" || e.URL == "" || e.Model == "" || e.Role == "" {
-		return bad(400, "engine %q: id, url, model and role are required", e.ID)
-	}
-	if u, err := url.Parse(e.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return bad(400, "engine %q: url %q is not an absolute http:// or https:// URL", e.ID, plan.RedactURL(e.URL))
-	}
-	if m := members[e.ID]; m != nil && !m.leaving {
-		return bad(409, "engine id %q is already a member (%s, from %s): choose another id, or remove it first", e.ID, plan.RedactURL(m.engine.URL), m.origin)
-	}
-	for _, m := range members {
-		if !m.leaving && strings.TrimRight(m.engine.URL, "/") == strings.TrimRight(e.URL, "/") {
-			return bad(409, "engine %q has the same url as member %q: each engine is one endpoint; remove %q first to replace it", e.ID, m.engine.ID, m.engine.ID)
-		}
-	}
-	model := p.Model(e.Model)
-	if model == nil {
-		names := make([]string, len(p.Models))
-		for i, m := range p.Models {
-			names[i] = m.Name
-		}
-		return bad(400, "engine %q serves model %q, which this router does not serve (served: %s): fix the model, or add the model to the config and reload", e.ID, e.Model, strings.Join(names, ", "))
-	}
-	if roles := bucketRoles(model); !slices.Contains(roles, e.Role) {
-		return bad(400, "engine %q has role %s, but the buckets of model %q use %s engines: fix the role", e.ID, e.Role, e.Model, joinRoles(roles))
-	}
-	if e.Role != plan.RolePrefill && e.BootstrapPort != 0 {
-		return bad(400, "engine %q: bootstrap_port is only used by prefill engines, and it is %s: remove it", e.ID, e.Role)
-	}
-	return nil
-}
-
-// bucketRoles lists the engine roles a model's buckets pick from.
-func bucketRoles(m *plan.Model) []plan.Role {
-	var out []plan.Role
-	for _, b := range m.Buckets {
-		for role := range bucketGroups(b) {
-			if !slices.Contains(out, role) {
-				out = append(out, role)
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-func joinRoles(roles []plan.Role) string {
-	s := make([]string, len(roles))
-	for i, r := range roles {
-		s[i] = string(r)
-	}
-	return strings.Join(s, " and ")
-}
 
 // join makes e a serving member: a fresh worker with its breaker, load slot, prefix
 // index entries and metrics. Call with f.mu held; publishing it to the registry is the
@@ -326,7 +228,7 @@ func (c *Server) addEngine(e plan.Engine, origin string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	g := c.current()
-	if err := checkEngine(g.plan, f.members, e); err != nil {
+	if err := control.CheckEngine(g.plan, f.inServiceMembers(), e); err != nil {
 		return err
 	}
 	if len(f.members) >= f.maxMembers {
@@ -339,7 +241,7 @@ func (c *Server) addEngine(e plan.Engine, origin string) error {
 		c.logErrs("KV-event subscription", f.subs.Set(f.engines()))
 	}
 	ng := c.publish()
-	f.changes.WithLabelValues("added", origin).Inc()
+	f.metrics.Changes.WithLabelValues("added", origin).Inc()
 	c.log.Info("engine added", "engine", e.ID, "url", plan.RedactURL(e.URL), "model", e.Model, "role", e.Role, "origin", origin, "generation", ng.number)
 	return nil
 }
@@ -378,7 +280,7 @@ func (c *Server) drainEngine(id, origin string) error {
 			return
 		}
 		m.worker.Drain()
-		c.fleet.changes.WithLabelValues("drained", origin).Inc()
+		c.fleet.metrics.Changes.WithLabelValues("drained", origin).Inc()
 		c.log.Info("engine draining", "engine", id, "inflight", m.worker.Inflight(), "origin", origin)
 	})
 }
@@ -387,7 +289,7 @@ func (c *Server) removeEngine(id, origin string) error {
 	return c.withMember(id, func(m *member) {
 		c.leave(c.current(), []*member{m})
 		ng := c.publish()
-		c.fleet.changes.WithLabelValues("removed", origin).Inc()
+		c.fleet.metrics.Changes.WithLabelValues("removed", origin).Inc()
 		c.log.Info("engine removed", "engine", id, "inflight", m.worker.Inflight(), "origin", origin, "generation", ng.number)
 	})
 }
@@ -396,37 +298,6 @@ func (c *Server) logErrs(what string, errs []error) {
 	for _, err := range errs {
 		c.log.Error(what, "error", err)
 	}
-}
-
-// restartOnly lists the settings that differ between two plans and that only a restart
-// applies: they size or open what the process set up once.
-func restartOnly(old, new *plan.Plan) []string {
-	var out []string
-	if old.Listen != new.Listen {
-		out = append(out, fmt.Sprintf("listen (running %s, config %s)", old.Listen, new.Listen))
-	}
-	if !reflect.DeepEqual(old.Bindings, new.Bindings) {
-		out = append(out, "bindings")
-	}
-	if old.Limits.MaxConnections != new.Limits.MaxConnections {
-		out = append(out, "limits.max_connections")
-	}
-	if old.EngineTransport != new.EngineTransport {
-		out = append(out, "engine_transport")
-	}
-	if old.Limits.MaxConnectionsPerClient != new.Limits.MaxConnectionsPerClient {
-		out = append(out, "limits.max_connections_per_client")
-	}
-	if old.Limits.MaxConcurrentRequests != new.Limits.MaxConcurrentRequests {
-		out = append(out, "limits.max_concurrent_requests")
-	}
-	if old.Health != new.Health {
-		out = append(out, "health")
-	}
-	if !reflect.DeepEqual(old.Tracing, new.Tracing) {
-		out = append(out, "tracing")
-	}
-	return out
 }
 
 // Reload swaps in a plan compiled from the configuration files: requests in flight finish
@@ -450,11 +321,16 @@ func (c *Server) Reload(p *plan.Plan) (res control.ReloadResult, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	g := c.current()
-	if fixed := restartOnly(g.plan, p); len(fixed) > 0 {
+	if fixed := control.RestartOnly(g.plan, p); len(fixed) > 0 {
 		return c.refuseReload("refused", fmt.Sprintf("%s changed, which only a restart applies: restore the running value, or restart the router", strings.Join(fixed, ", ")))
 	}
 	current := f.inService()
-	merged, dropped := c.withRunTimeEngines(p, current)
+	merged, drops := control.MergeRunTime(p, f.inServiceMembers())
+	dropped := make([]string, len(drops))
+	for i, d := range drops {
+		dropped[i] = d.Engine.ID
+		c.log.Warn("reload drops a run-time engine", "engine", d.Engine.ID, "origin", d.Origin, "reason", d.Reason.Error())
+	}
 	deps, err := g.deps.Next(merged, nil)
 	if err != nil {
 		return c.refuseReload("failed", fmt.Sprintf("building policy state: %v", err))
@@ -473,7 +349,7 @@ func (c *Server) Reload(p *plan.Plan) (res control.ReloadResult, err error) {
 
 // refuseReload counts a refused or failed reload and says why; the running plan stays.
 func (c *Server) refuseReload(result string, errs ...string) (control.ReloadResult, error) {
-	c.fleet.reloads.WithLabelValues(result).Inc()
+	c.fleet.metrics.Reloads.WithLabelValues(result).Inc()
 	c.log.Error("reload refused; the running plan stays", "errors", strings.Join(errs, "; "))
 	return control.ReloadResult{}, &control.ReloadError{Errors: errs, Failed: result == "failed"}
 }
@@ -489,92 +365,57 @@ func (f *fleet) inService() map[string]*member {
 	return out
 }
 
-// configuredIDs are the ids of the engines p configures.
-func configuredIDs(p *plan.Plan) map[string]bool {
-	out := make(map[string]bool, len(p.Engines))
-	for _, e := range p.Engines {
-		out[e.ID] = true
+// inServiceMembers lists the members serving or draining, in fleet order. Call with
+// f.mu held.
+func (f *fleet) inServiceMembers() []control.Member {
+	out := make([]control.Member, 0, len(f.order))
+	for _, id := range f.order {
+		if m := f.members[id]; m != nil && !m.leaving {
+			out = append(out, control.Member{Engine: m.engine, Origin: m.origin, State: m.state()})
+		}
 	}
 	return out
 }
 
-// withRunTimeEngines returns p with the engines added at run time (admin, dns) that it
-// does not configure itself and still serves (their model and role), in fleet order,
-// and the ids of those it no longer serves.
-func (c *Server) withRunTimeEngines(p *plan.Plan, current map[string]*member) (*plan.Plan, []string) {
-	merged := *p
-	merged.Engines = slices.Clone(p.Engines)
-	configured := configuredIDs(p)
-	var dropped []string
-	for _, id := range c.fleet.order {
-		m := current[id]
-		if m == nil || m.origin == control.OriginConfig || configured[id] {
-			continue
-		}
-		others := map[string]*member{}
-		for _, e := range merged.Engines {
-			others[e.ID] = &member{engine: e, worker: engine.New(e)}
-		}
-		if err := checkEngine(&merged, others, m.engine); err != nil {
-			dropped = append(dropped, id)
-			c.log.Warn("reload drops a run-time engine", "engine", id, "origin", m.origin, "reason", err.Error())
-			continue
-		}
-		merged.Engines = append(merged.Engines, m.engine)
-	}
-	return &merged, dropped
-}
-
-// changeMembers moves the fleet from generation g's engines to ng's, p being the plan as
-// configured: an engine with the same identity (every field) stays with its state and
-// the new breaker settings; a changed one is replaced and a removed one leaves (see
-// leave); new ones join; the config takes over a run-time engine it now configures. The
+// changeMembers moves the fleet from generation g's engines to ng's, as
+// control.DiffMembers says, p being the plan as configured: a kept engine stays with
+// its state and the new breaker settings, and the config takes it over if it now
+// configures it; a replaced or removed one leaves (see leave); new ones join. The
 // fleet's order becomes ng's. Call with f.mu held.
-func (c *Server) changeMembers(g, ng *generation, p *plan.Plan, current map[string]*member) (res control.ReloadResult) {
+func (c *Server) changeMembers(g, ng *generation, p *plan.Plan, current map[string]*member) control.ReloadResult {
 	f := &c.fleet
-	configured := configuredIDs(p)
-	want := map[string]plan.Engine{}
-	for _, e := range ng.plan.Engines {
-		want[e.ID] = e
+	res := control.DiffMembers(f.inServiceMembers(), ng.plan.Engines)
+	configured := map[string]bool{}
+	for _, e := range p.Engines {
+		configured[e.ID] = true
+	}
+	kept := map[string]bool{}
+	for _, id := range res.Kept {
+		kept[id] = true
+		m := current[id]
+		if configured[id] {
+			m.origin = control.OriginConfig // the config takes over a run-time engine
+		}
+		if b := m.worker.Breaker(); b != nil && ng.plan.Breaker != g.plan.Breaker {
+			b.Configure(breakerSettings(ng.plan.Breaker))
+		}
 	}
 	var leaving []*member
 	for _, id := range f.order {
-		m := current[id]
-		if m == nil {
-			continue
-		}
-		e, ok := want[id]
-		switch {
-		case !ok:
+		if m := current[id]; m != nil && !kept[id] {
 			leaving = append(leaving, m)
-			res.Removed = append(res.Removed, id)
-		case !reflect.DeepEqual(e, m.engine):
-			leaving = append(leaving, m)
-			res.Replaced = append(res.Replaced, id)
-		default:
-			res.Kept = append(res.Kept, id)
-			if configured[id] {
-				m.origin = control.OriginConfig // the config takes over a run-time engine
-			}
-			if b := m.worker.Breaker(); b != nil && ng.plan.Breaker != g.plan.Breaker {
-				b.Configure(breakerSettings(ng.plan.Breaker))
-			}
 		}
 	}
 	c.leave(ng, leaving)
 	for _, e := range ng.plan.Engines {
-		if m := f.members[e.ID]; m != nil {
+		if f.members[e.ID] != nil {
 			continue
 		}
 		origin := control.OriginConfig
 		if !configured[e.ID] {
 			origin = current[e.ID].origin
 		}
-		m := c.join(ng, e, origin)
-		c.reg.Put(m.worker)
-		if !slices.Contains(res.Replaced, e.ID) {
-			res.Added = append(res.Added, e.ID)
-		}
+		c.reg.Put(c.join(ng, e, origin).worker)
 	}
 	order := make([]string, 0, len(f.order))
 	for _, e := range ng.plan.Engines {
@@ -616,17 +457,7 @@ func (c *Server) swapIn(g, ng *generation) {
 
 // countReload counts an applied reload and its membership changes, and logs it.
 func (c *Server) countReload(res control.ReloadResult) {
-	f := &c.fleet
-	f.reloads.WithLabelValues("applied").Inc()
-	for range res.Added {
-		f.changes.WithLabelValues("added", control.OriginConfig).Inc()
-	}
-	for range res.Replaced {
-		f.changes.WithLabelValues("replaced", control.OriginConfig).Inc()
-	}
-	for range res.Removed {
-		f.changes.WithLabelValues("removed", control.OriginConfig).Inc()
-	}
+	c.fleet.metrics.CountReload(res)
 	c.log.Info("reloaded", "generation", res.Generation, "added", res.Added, "replaced", res.Replaced,
 		"removed", res.Removed, "kept", len(res.Kept), "dropped", res.Dropped)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/routerkit/router/runtime/control"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
 )
@@ -63,7 +64,7 @@ func (s *generation) ready(w http.ResponseWriter, r *http.Request) {
 // undrained engine of m serves; nil when m is servable.
 func modelMissing(snap *engine.Snapshot, m *plan.Model) []string {
 	var missing []string
-	for _, role := range bucketRoles(m) {
+	for _, role := range control.BucketRoles(m) {
 		healthy := false
 		for _, w := range snap.Workers(m.Name, role) {
 			healthy = healthy || (w.Healthy() && !w.Draining())

@@ -292,6 +292,20 @@ func (fc *fleetCase) adminCall(t *testing.T, method, path, body string) (int, st
 	return resp.StatusCode, b.String()
 }
 
+// takesHalf sends four chat requests and checks that the engine at url, added beside
+// one other under round robin, got two of them.
+func (fc *fleetCase) takesHalf(t *testing.T, url string) {
+	t.Helper()
+	for range 4 {
+		if status, _, body := fc.post(t, chat("m", "spread me", `, "max_tokens": 2`)); status != 200 {
+			t.Fatalf("status %d: %s", status, body)
+		}
+	}
+	if n := len(fc.sent.bodies(url)); n != 2 {
+		t.Fatalf("round robin over two engines sent the added one %d of 4 requests", n)
+	}
+}
+
 func compileEngine(running *plan.Plan, data []byte) (plan.Engine, error) {
 	return compiler.CompileEngine(running, compiler.Source{Name: "engine.json", Data: data})
 }
@@ -308,14 +322,7 @@ func TestAdminAddDrainRemove(t *testing.T) {
 	if status != http.StatusCreated {
 		t.Fatalf("add: %d %s", status, body)
 	}
-	for range 4 {
-		if status, _, body := fc.post(t, chat("m", "spread me", `, "max_tokens": 2`)); status != 200 {
-			t.Fatalf("status %d: %s", status, body)
-		}
-	}
-	if n := len(fc.sent.bodies(e2.URL)); n != 2 {
-		t.Fatalf("round robin over E1 and the added E2 sent E2 %d of 4 requests", n)
-	}
+	fc.takesHalf(t, e2.URL)
 	if st := fc.state(t); st.engine("E2").Origin != control.OriginAdmin || st.engine("E2").State != "serving" || st.Generation != 2 {
 		t.Errorf("state after add: %+v", st.engine("E2"))
 	}

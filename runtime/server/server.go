@@ -156,7 +156,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		c.client.Transport = c.tracer.Transport(c.client.Transport)
 	}
 	c.hardStop, c.stopHard = context.WithCancelCause(context.Background())
-	c.fleet.init(p)
+	c.fleet.init(c.Members)
 	for _, e := range p.Engines {
 		if reg.Get(e.ID).Target() == nil {
 			return nil, fmt.Errorf("engine %s: url %q does not parse", e.ID, plan.RedactURL(e.URL))
@@ -189,7 +189,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		c.metrics.reg.MustRegister(g.deps.KV)
 	}
 	c.fleet.republish()
-	c.metrics.reg.MustRegister(c.fleet.reloads, c.fleet.changes, newMembershipCollector(c), dnsCollector{c})
+	c.metrics.reg.MustRegister(c.fleet.metrics, dnsCollector{c})
 	c.gen.Store(g)
 	return c, nil
 }
@@ -248,7 +248,12 @@ func (s *generation) buildRoutes() http.Handler {
 	mux.HandleFunc("POST /v1/embeddings", s.routed(s.models.Inputs(request.Embeddings)))
 	mux.HandleFunc("POST /v1/rerank", s.routed(s.models.Inputs(request.Rerank)))
 	mux.HandleFunc("POST /v1/score", s.routed(s.models.Inputs(request.Score)))
-	mux.HandleFunc("POST /classify", s.routed(s.models.Inputs(request.Classify)))
+	classify := s.routed(s.models.Inputs(request.Classify))
+	mux.HandleFunc("POST /classify", classify)
+	// SMG's paths of the same endpoints (control.SMGRoutes): the engines are sent the
+	// router's own.
+	mux.HandleFunc("POST /v1/classify", pathAs("/classify", classify))
+	mux.HandleFunc("POST /rerank", pathAs("/v1/rerank", s.routed(s.models.Inputs(request.Rerank))))
 	mux.HandleFunc("GET /v1/models", s.listModels)
 	mux.HandleFunc("GET /v1/models/{id}", s.getModel)
 	mux.HandleFunc("GET /get_model_info", s.engineInfo)
@@ -259,13 +264,15 @@ func (s *generation) buildRoutes() http.Handler {
 			return s.models.Detokenize(body)
 		}))
 	}
-	for _, path := range []string{"GET /healthz", "GET /health"} {
+	for _, path := range []string{"GET /healthz", "GET /health", "GET /liveness"} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	}
 	mux.HandleFunc("GET /readyz", s.ready)
+	mux.HandleFunc("GET /readiness", s.ready)
 	mux.Handle("GET /metrics", s.metrics.handler())
 	mux.HandleFunc("GET /admin/state", control.Guard(s, s.state))
 	control.Routes(mux, s)
+	control.SMGRoutes(mux, s)
 	mux.HandleFunc("/", s.noRoute)
 	return mux
 }
@@ -347,6 +354,18 @@ var routes = map[string]string{
 	"/v1/score": http.MethodPost, "/classify": http.MethodPost, "/v1/models/{id}": http.MethodGet, "/health": http.MethodGet,
 	"/get_model_info": http.MethodGet, "/get_server_info": http.MethodGet,
 	"/admin/reload": http.MethodPost, "/admin/engines": http.MethodPost,
+	"/liveness": http.MethodGet, "/readiness": http.MethodGet, "/health_generate": http.MethodGet, "/v1/classify": http.MethodPost,
+	"/rerank": http.MethodPost, "/workers": "GET, POST", "/get_loads": http.MethodGet, "/flush_cache": http.MethodPost,
+}
+
+// pathAs serves h as if the request had come to path, the router's name of an endpoint
+// another API names otherwise; the engine is sent path.
+func pathAs(path string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		r2 := r.Clone(r.Context())
+		r2.URL.Path, r2.URL.RawPath = path, ""
+		h(w, r2)
+	}
 }
 
 // routeList is routes as "METHOD /path" phrases in path order, for the 404 answer.
