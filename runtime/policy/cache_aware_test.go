@@ -196,6 +196,15 @@ func TestCacheAware(t *testing.T) {
 			if tt.note != "" && !strings.Contains(strings.Join(group().Notes, "\n"), tt.note) {
 				t.Fatalf("notes %q lack %q", group().Notes, tt.note)
 			}
+			// A pick made for a prefix reports its length (capped at the input); a
+			// fallback pick reports none, whatever the engine holds below the gate.
+			var prefix int64
+			if tt.wantErr == "" && (tt.reason == reasonLongestPrefix || tt.reason == reasonPressureGuard || tt.reason == reasonSaturationPin) {
+				prefix = min(tt.matched[tt.want], cacheReq().InputTokens)
+			}
+			if pick.PrefixTokens != prefix {
+				t.Errorf("PrefixTokens = %d, want %d", pick.PrefixTokens, prefix)
+			}
 		})
 	}
 }
