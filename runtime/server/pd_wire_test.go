@@ -30,7 +30,7 @@ func TestPDChatChoicesBootstrap(t *testing.T) {
 		Rooms []uint64 `json:"bootstrap_room"`
 	}
 	var got [2]boot
-	for i, url := range []string{fc.srv.plan.Engines[2].URL, fc.srv.plan.Engines[3].URL} {
+	for i, url := range []string{fc.srv.current().plan.Engines[2].URL, fc.srv.current().plan.Engines[3].URL} {
 		sent := fc.sent.bodies(url)
 		if len(sent) != 1 {
 			t.Fatalf("engine %s got %d requests", url, len(sent))
