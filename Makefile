@@ -97,7 +97,8 @@ bench-polling: build
 # built from that module's source into a temporary directory; its ZMQ is pure Go, so no
 # cgo or Debian package is needed. Both KV-event formats in bind mode, a publisher
 # restarting beside another on one endpoint, vLLM load from /metrics, prefix hits on
-# repeated completions, and cache_aware vs power_of_two TTFT and cached-token fraction.
+# repeated completions, and cache_aware vs power_of_two TTFT and cached-token fraction, on
+# the llm-d simulators and, for the same workload, on the router's own simulator.
 # Not part of `make test`. A few minutes, most of it the first build of the simulator.
 SIM_VERSION ?= v0.10.2
 conformance: build

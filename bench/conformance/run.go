@@ -152,31 +152,32 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			return res, fmt.Errorf("%s format: %w", format, err)
 		}
 	}
-	for _, policy := range []string{"cache_aware", "power_of_two"} {
-		row, err := quality(ctx, o, policy)
-		if err != nil {
-			return res, fmt.Errorf("quality run, %s: %w", policy, err)
-		}
-		res.Quality = append(res.Quality, row)
+	var err error
+	if res.Quality, err = compare(&res, "", func(policy string) (QualityRow, error) { return quality(ctx, o, policy) }); err != nil {
+		return res, fmt.Errorf("quality run, %w", err)
 	}
-	for _, policy := range []string{"cache_aware", "power_of_two"} {
-		row, err := builtinQuality(ctx, o, policy)
-		if err != nil {
-			return res, fmt.Errorf("quality run on the built-in simulator, %s: %w", policy, err)
-		}
-		res.Builtin = append(res.Builtin, row)
-	}
-	if len(res.Builtin) == 2 {
-		ca, p2 := res.Builtin[0], res.Builtin[1]
-		res.check("routing quality on the built-in simulator: cache_aware caches more prompt tokens than power_of_two", ca.CachedFraction > p2.CachedFraction,
-			"cached-token fraction %.3f vs %.3f", ca.CachedFraction, p2.CachedFraction)
-	}
-	if len(res.Quality) == 2 {
-		ca, p2 := res.Quality[0], res.Quality[1]
-		res.check("routing quality: cache_aware caches more prompt tokens than power_of_two", ca.CachedFraction > p2.CachedFraction,
-			"cached-token fraction %.3f vs %.3f", ca.CachedFraction, p2.CachedFraction)
+	if res.Builtin, err = compare(&res, " on the built-in simulator", func(policy string) (QualityRow, error) { return builtinQuality(ctx, o, policy) }); err != nil {
+		return res, fmt.Errorf("quality run on the built-in simulator, %w", err)
 	}
 	return res, nil
+}
+
+// compare runs the quality workload under cache_aware and power_of_two and checks that
+// cache_aware serves more prompt tokens from the engines' caches; where names the engines
+// in the check's name.
+func compare(res *Result, where string, run func(policy string) (QualityRow, error)) ([]QualityRow, error) {
+	var rows []QualityRow
+	for _, policy := range []string{"cache_aware", "power_of_two"} {
+		row, err := run(policy)
+		if err != nil {
+			return rows, fmt.Errorf("%s: %w", policy, err)
+		}
+		rows = append(rows, row)
+	}
+	ca, p2 := rows[0], rows[1]
+	res.check("routing quality"+where+": cache_aware caches more prompt tokens than power_of_two", ca.CachedFraction > p2.CachedFraction,
+		"cached-token fraction %.3f vs %.3f", ca.CachedFraction, p2.CachedFraction)
+	return rows, nil
 }
 
 // checkFormat runs the event, load, restart and repeated-completion checks against two
