@@ -197,3 +197,31 @@ func TestDiscoveryRefusalGivesEnginesFromDNS(t *testing.T) {
 		t.Errorf("the discovery refusal is repeated as a PD problem:\n%s", got)
 	}
 }
+
+// TestSMGNotes: the header names what SMG's policies and gateway flags did differently.
+func TestSMGNotes(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"smg", "--model-path", "m", "--worker-urls", "http://w:1", "--policy", "consistent_hashing"},
+			[]string{"placed each routing key on a hash ring of the workers", "The X-SMG-Target-Worker header is not read."}},
+		{[]string{"smg", "--model-path", "m", "--worker-urls", "http://w:1", "--policy", "least_load"},
+			[]string{"load_based picks the engine with the least reported load"}},
+		{[]string{"smg", "--model-path", "m", "--worker-urls", "http://w:1", "--api-key", "k", "--max-concurrent-requests", "4"},
+			[]string{"SMG also sent --api-key to its workers", "waits in a FIFO queue per model", "Without --rate-limit-tokens-per-second SMG's token bucket did not refill"}},
+		{[]string{"smg", "--model-path", "m", "--worker-urls", "http://w:1"},
+			[]string{"SMG served Prometheus metrics on a separate listener, 0.0.0.0:29000 by default"}},
+	} {
+		src, err := translate(Input{Args: tt.args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		notes := notesOf(src)
+		for _, w := range tt.want {
+			if !strings.Contains(notes, w) {
+				t.Errorf("%q: the header lacks %q:\n%s", tt.args, w, notes)
+			}
+		}
+	}
+}
