@@ -131,6 +131,8 @@ type file struct {
 	Retries           plan.Retries          `json:"retries"`
 	Headers           plan.HeaderPolicy     `json:"headers"`
 	State             plan.StateLimits      `json:"state"`
+	Queue             plan.Queue            `json:"queue"`
+	RateLimit         *plan.RateLimit       `json:"rate_limit"`
 	Bindings          *plan.Bindings        `json:"bindings"`
 	EngineTransport   plan.EngineTransport  `json:"engine_transport"`
 }
@@ -139,7 +141,11 @@ func (f *file) plan() *plan.Plan {
 	p := &plan.Plan{Listen: f.Listen, AdminToken: f.AdminToken, Health: f.Health,
 		ShutdownGraceSecs: f.ShutdownGraceSecs, Engines: f.Engines,
 		Timeouts: f.Timeouts, Limits: f.Limits, Breaker: f.Breaker, Retries: f.Retries,
-		Headers: f.Headers, State: f.State, Bindings: f.Bindings, EngineTransport: f.EngineTransport}
+		Headers: f.Headers, State: f.State, Bindings: f.Bindings, EngineTransport: f.EngineTransport,
+		Queue: f.Queue, RateLimit: f.RateLimit}
+	if p.RateLimit != nil && p.RateLimit.Burst == 0 {
+		p.RateLimit.Burst = p.Limits.MaxConcurrentRequests
+	}
 	if p.Engines == nil {
 		p.Engines = []plan.Engine{}
 	}

@@ -22,7 +22,7 @@ func TestBucket(t *testing.T) {
 	if d := b.until(t0.Add(30 * time.Millisecond)); d != 70*time.Millisecond {
 		t.Errorf("until = %v 30ms after emptying at 10/s, want 70ms", d)
 	}
-	if !b.take(t0.Add(100 * time.Millisecond)) || b.take(t0.Add(100*time.Millisecond)) {
+	if !b.take(t0.Add(100*time.Millisecond)) || b.take(t0.Add(100*time.Millisecond)) {
 		t.Error("100ms at 10/s must earn exactly one token")
 	}
 	// An hour idle fills it to its burst, not beyond.

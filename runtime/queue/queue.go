@@ -57,6 +57,8 @@ type Observer interface {
 	Waited(model string, d time.Duration)
 	// Rejected is a request answered by the queue instead of served.
 	Rejected(model string, r Reason)
+	// RateLimited is a request that found the rate limit's bucket empty on arrival.
+	RateLimited(model string)
 }
 
 // Queue is the router's queue; one serves every model.
@@ -155,11 +157,14 @@ func (q *Queue) Enter(ctx context.Context, model string) (*Ticket, error) {
 	q.seq++
 	t := &Ticket{q: q, model: model, seq: q.seq}
 	l := q.lines[model]
-	if (l == nil || len(l.waiters) == 0) && q.slotFree() && q.takeToken() {
-		q.running++
-		t.held, t.epoch = true, q.epochOf(model)
-		q.mu.Unlock()
-		return t, nil
+	if (l == nil || len(l.waiters) == 0) && q.slotFree() {
+		if q.takeToken() {
+			q.running++
+			t.held, t.epoch = true, q.epochOf(model)
+			q.mu.Unlock()
+			return t, nil
+		}
+		q.obs.RateLimited(model)
 	}
 	return t, q.wait(ctx, t, &waiter{seq: t.seq})
 }
@@ -194,10 +199,14 @@ func (t *Ticket) Served() {
 }
 
 // Leave gives the slot back when the request is done: its model has capacity again.
+// After a failed Wait it holds none, and Leave does nothing.
 func (t *Ticket) Leave() {
 	q := t.q
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if !t.held {
+		return
+	}
 	q.release(t)
 	q.endProbe(t)
 	q.event(t.model)
@@ -447,6 +456,9 @@ type Error struct {
 func (e *Error) Error() string {
 	switch e.Reason {
 	case Full:
+		if e.Model == "" {
+			return fmt.Sprintf("the router holds its maximum of %d requests (limits.max_concurrent_requests served and queue.size waiting per model); retry later", e.Limit)
+		}
 		return fmt.Sprintf("model %s has %d requests waiting for capacity, the most queue.size allows; retry later or raise queue.size", e.Model, e.Size)
 	case Timeout:
 		return fmt.Sprintf("waited %v for capacity for model %s, the most queue.timeout_ms allows; retry later, add engines or raise queue.timeout_ms", e.MaxWait, e.Model)
@@ -466,3 +478,4 @@ type nopObserver struct{}
 func (nopObserver) Depth(string, int)            {}
 func (nopObserver) Waited(string, time.Duration) {}
 func (nopObserver) Rejected(string, Reason)      {}
+func (nopObserver) RateLimited(string)           {}

@@ -34,6 +34,8 @@ func (r *record) Waited(_ string, d time.Duration) {
 	r.waits = append(r.waits, d)
 }
 
+func (r *record) RateLimited(string) {}
+
 func (r *record) Rejected(_ string, why Reason) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -27,6 +27,8 @@ type Decision struct {
 	Reasons      map[string]string `json:"reasons,omitempty"`
 	Fallthroughs int               `json:"fallthroughs,omitempty"`
 	Retries      int               `json:"retries,omitempty"`
+	// QueuedMS is how long the request waited in its model's queue.
+	QueuedMS float64 `json:"queued_ms,omitempty"`
 	Status       int               `json:"status"`
 	Error        string            `json:"error,omitempty"`
 	DurationMS   float64           `json:"duration_ms"`

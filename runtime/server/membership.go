@@ -314,6 +314,7 @@ func (c *core) publish() *Server {
 	c.monitor.SetEngines(np.Engines)
 	c.metrics.zeroSeries(&np)
 	c.gen.Store(&ng)
+	c.active.changed(&np)
 	return &ng
 }
 
@@ -610,6 +611,7 @@ func (c *core) swapIn(g, ng *Server) {
 	c.monitor.SetEngines(ng.plan.Engines)
 	c.gen.Store(ng)
 	f.republish()
+	c.active.changed(ng.plan)
 }
 
 // countReload counts an applied reload and its membership changes, and logs it.

@@ -10,7 +10,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,8 +39,7 @@ func (s *Server) serveRouted(w http.ResponseWriter, r *http.Request, prepare req
 	d := &Decision{Time: rec.start, RequestID: rec.reqID, Generation: s.generation}
 	defer s.finish(rec, d)
 	if !s.active.enter() {
-		d.Error = answer.CodeOverCapacity
-		answer.Write(rec, http.StatusServiceUnavailable, answer.CodeOverCapacity, fmt.Sprintf("the router is serving its maximum of %d requests; retry later", cap(s.active.slots)))
+		s.refuseArrival(rec, d)
 		return
 	}
 	defer s.active.leave()
@@ -62,7 +60,8 @@ func (s *Server) serveRouted(w http.ResponseWriter, r *http.Request, prepare req
 	if p.Facts.PeakKnown {
 		d.ExpectedPeak = p.Facts.ExpectedPeak
 	}
-	sel, err := s.route(r, p, d)
+	sel, leave, err := s.admit(r, p, d)
+	defer leave()
 	if err != nil {
 		answer.WriteErr(rec, err)
 		return
@@ -172,47 +171,6 @@ func isToken(s string) bool {
 		}
 	}
 	return true
-}
-
-// activeSet caps the chat requests served at once and tracks them, so shutdown can wait
-// for the last error events after cutting streams.
-type activeSet struct {
-	slots chan struct{}
-	wg    sync.WaitGroup
-}
-
-func newActiveSet(n int) *activeSet {
-	if n <= 0 {
-		n = 1024
-	}
-	return &activeSet{slots: make(chan struct{}, n)}
-}
-
-// enter claims a slot, or reports false when every slot is taken: the caller answers
-// 503 at once rather than queueing, so a flood cannot hold memory and goroutines.
-func (a *activeSet) enter() bool {
-	select {
-	case a.slots <- struct{}{}:
-		a.wg.Add(1)
-		return true
-	default:
-		return false
-	}
-}
-
-func (a *activeSet) leave() {
-	<-a.slots
-	a.wg.Done()
-}
-
-// waitIdle waits until no request is active or d has passed.
-func (a *activeSet) waitIdle(d time.Duration) {
-	done := make(chan struct{})
-	go func() { a.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(d):
-	}
 }
 
 // preallocMax is the most ReadBody allocates before the body's bytes arrive.

@@ -139,7 +139,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		recent:  newRecent(opts.RecentDecisions),
 		metrics: newMetrics(planModels(p)),
 		started: time.Now(),
-		active:  newActiveSet(p.Limits.MaxConcurrentRequests),
+		active:  newActiveSet(p),
 	}
 	c.hardStop, c.stopHard = context.WithCancelCause(context.Background())
 	c.fleet.init(p)
@@ -176,6 +176,8 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 	}
 	c.fleet.republish()
 	c.metrics.reg.MustRegister(c.fleet.reloads, c.fleet.changes, newMembershipCollector(c), dnsCollector{c})
+	c.metrics.reg.MustRegister(c.active.metrics.collectors()...)
+	c.monitor.OnChange(c.capacityChanged)
 	c.gen.Store(s)
 	return s, nil
 }
