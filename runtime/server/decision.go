@@ -28,10 +28,10 @@ type Decision struct {
 	Fallthroughs int               `json:"fallthroughs,omitempty"`
 	Retries      int               `json:"retries,omitempty"`
 	// QueuedMS is how long the request waited in its model's queue.
-	QueuedMS float64 `json:"queued_ms,omitempty"`
-	Status       int               `json:"status"`
-	Error        string            `json:"error,omitempty"`
-	DurationMS   float64           `json:"duration_ms"`
+	QueuedMS   float64 `json:"queued_ms,omitempty"`
+	Status     int     `json:"status"`
+	Error      string  `json:"error,omitempty"`
+	DurationMS float64 `json:"duration_ms"`
 	// Generation is the plan the request ran on (see State.Generation).
 	Generation uint64 `json:"generation,omitempty"`
 
