@@ -260,3 +260,24 @@ func TestRateLimitWithoutQueue(t *testing.T) {
 		t.Error("/metrics does not count the rate-limited request")
 	}
 }
+
+// The queue and the rate limit are sized once: a reload that changes them is refused.
+func TestQueueSettingsNeedARestart(t *testing.T) {
+	p := plainPlan("E1")
+	var next *plan.Plan
+	fc := startFleetWith(t, p, 0, Options{Reload: func() (*plan.Plan, error) { return next, nil }})
+	for _, change := range []struct {
+		name string
+		set  func(*plan.Plan)
+	}{
+		{"queue", func(n *plan.Plan) { n.Queue.Size = 5 }},
+		{"rate_limit", func(n *plan.Plan) { n.RateLimit = &plan.RateLimit{RequestsPerSecond: 1, Burst: 1} }},
+	} {
+		next = clone(p)
+		change.set(next)
+		status, body := fc.postJSON(t, "/admin/reload", "")
+		if status != http.StatusUnprocessableEntity || !strings.Contains(string(body), change.name+" changed, which only a restart applies") {
+			t.Errorf("reload changing %s: %d %s", change.name, status, body)
+		}
+	}
+}
