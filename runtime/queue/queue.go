@@ -479,3 +479,63 @@ func (nopObserver) Depth(string, int)            {}
 func (nopObserver) Waited(string, time.Duration) {}
 func (nopObserver) Rejected(string, Reason)      {}
 func (nopObserver) RateLimited(string)           {}
+
+// Preview is what the queue would do with a request of a model arriving now, for
+// `router explain`; it changes nothing.
+type Preview struct {
+	// Outcome is at_once, wait or refused.
+	Outcome string `json:"outcome"`
+	// Reason says why it would wait or be refused.
+	Reason  string `json:"reason,omitempty"`
+	Waiting int    `json:"waiting"`
+	Size    int    `json:"size"`
+	Running int    `json:"running"`
+	// MaxConcurrent is limits.max_concurrent_requests.
+	MaxConcurrent int `json:"max_concurrent_requests"`
+}
+
+// Preview is what Enter would do with a request of model now, and then Wait when
+// admissionRejected (selection found only admission rejections).
+func (q *Queue) Preview(model string, admissionRejected bool) Preview {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	p := Preview{Outcome: "at_once", Size: q.cfg.Size, Running: q.running, MaxConcurrent: q.cfg.MaxConcurrent}
+	if l := q.lines[model]; l != nil {
+		p.Waiting = len(l.waiters)
+	}
+	tokens := q.tokens == nil || q.tokens.until(q.cfg.Now()) == 0
+	switch {
+	case p.Waiting > 0:
+		p.Reason = "others of its model wait already, and nobody overtakes them"
+	case !q.slotFree():
+		p.Reason = "every slot of limits.max_concurrent_requests is held"
+	case !tokens:
+		p.Reason = "the rate limit's bucket is empty"
+	case admissionRejected:
+		p.Reason = "every compatible bucket's engines are at their admission caps"
+	default:
+		return p
+	}
+	switch {
+	case q.cfg.Size == 0:
+		p.Outcome = "refused"
+		p.Reason += ", and queue.size is 0"
+	case p.Waiting >= q.cfg.Size:
+		p.Outcome = "refused"
+		p.Reason += ", and its line is full (queue.size)"
+	default:
+		p.Outcome = "wait"
+	}
+	return p
+}
+
+// String is the preview for a person: "would wait (3 waiting of 100): ...".
+func (p Preview) String() string {
+	switch p.Outcome {
+	case "wait":
+		return fmt.Sprintf("would wait (%d waiting of %d): %s", p.Waiting, p.Size, p.Reason)
+	case "refused":
+		return fmt.Sprintf("would be refused (%d waiting of %d): %s", p.Waiting, p.Size, p.Reason)
+	}
+	return fmt.Sprintf("would go at once (%d waiting of %d, %d of %d slots held)", p.Waiting, p.Size, p.Running, p.MaxConcurrent)
+}

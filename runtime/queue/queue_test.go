@@ -318,3 +318,34 @@ func TestNoRequestLost(t *testing.T) {
 		}
 	})
 }
+
+// Preview says what Enter would do, and changes nothing.
+func TestPreview(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := New(Config{Size: 2, Timeout: time.Minute, MaxConcurrent: 1}, nil)
+		if p := q.Preview("m", false); p.Outcome != "at_once" {
+			t.Errorf("empty queue: %v", p)
+		}
+		if p := q.Preview("m", true); p.Outcome != "wait" || p.String() != "would wait (0 waiting of 2): every compatible bucket's engines are at their admission caps" {
+			t.Errorf("after admission rejections: %q", p)
+		}
+		held, _ := q.Enter(t.Context(), "m")
+		done := make(chan result, 2)
+		arrive(t.Context(), q, "m", "a", done)
+		if p := q.Preview("m", false); p.Outcome != "wait" || p.Waiting != 1 || p.Running != 1 {
+			t.Errorf("one waiting: %v", p)
+		}
+		arrive(t.Context(), q, "m", "b", done)
+		if p := q.Preview("m", false); p.Outcome != "refused" || p.Waiting != 2 {
+			t.Errorf("a full line: %v", p)
+		}
+		if q.Waiting("m") != 2 || q.Running() != 1 {
+			t.Error("Preview changed the queue")
+		}
+		held.Leave()
+		for range 2 {
+			r := <-done
+			r.t.Leave()
+		}
+	})
+}

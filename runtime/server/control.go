@@ -79,5 +79,5 @@ func (s *Server) Models() *request.Models { return s.models }
 // DryRun explains selection for m and facts with this generation's policies over the
 // router's live registry and load table.
 func (s *Server) DryRun(ctx context.Context, m *request.Model, facts *policy.Facts, peakErr error, tokens bool) *explain.Explanation {
-	return explain.Run(ctx, m.Model, facts, peakErr, s.deps, s.reg, s.table, time.Now(), tokens)
+	return s.previewQueue(explain.Run(ctx, m.Model, facts, peakErr, s.deps, s.reg, s.table, time.Now(), tokens))
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/bucket"
+	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/queue"
 	"github.com/routerkit/router/runtime/request"
@@ -213,4 +214,12 @@ func (c *core) capacityChanged(engineID string) {
 	if w := c.reg.Get(engineID); w != nil {
 		c.active.queue.Notify(w.Model())
 	}
+}
+
+// previewQueue adds to x what the queue would do with the request.
+func (s *Server) previewQueue(x *explain.Explanation) *explain.Explanation {
+	rejected := x.Error != nil && x.Error.Code == string(bucket.AdmissionRejected)
+	pv := s.active.queue.Preview(x.Model, rejected)
+	x.Queue = &pv
+	return x
 }
