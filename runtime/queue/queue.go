@@ -53,7 +53,7 @@ type Rate struct {
 type Observer interface {
 	// Depth is the number of requests waiting for model after a change.
 	Depth(model string, n int)
-	// Waited is a wait that ended with the request let through.
+	// Waited is the whole wait of a request that waited and was then selected.
 	Waited(model string, d time.Duration)
 	// Rejected is a request answered by the queue instead of served.
 	Rejected(model string, r Reason)
@@ -144,6 +144,7 @@ type Ticket struct {
 	epoch  uint64 // the model's capacity events when the slot was last taken
 	held   bool
 	probe  bool // let through to try selection again: its line waits for the outcome
+	queued bool // it waited in its line and was let through
 	waited time.Duration
 	// since is when the request first waited; its deadline counts from there.
 	since time.Time
@@ -184,15 +185,20 @@ func (t *Ticket) Wait(ctx context.Context) error {
 	return q.wait(ctx, t, &waiter{seq: t.seq, paid: true, stuck: t.epoch == q.epochOf(t.model)})
 }
 
-// Served tells the queue that the request was selected: after a request that waited
-// for admission capacity, the next waiter of its model may find some left.
+// Served tells the queue that the request was selected: its wait, if any, is over, and
+// after a request that waited for admission capacity, the next waiter of its model may
+// find some left.
 func (t *Ticket) Served() {
-	if !t.probe {
+	if !t.queued {
 		return
 	}
 	q := t.q
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.obs.Waited(t.model, t.waited)
+	if !t.probe {
+		return
+	}
 	q.endProbe(t)
 	q.unstick(t.model)
 	q.pump()
@@ -276,7 +282,7 @@ func (q *Queue) wait(ctx context.Context, t *Ticket, w *waiter) error {
 	waited := q.cfg.Now().Sub(t.since)
 	if w.let {
 		// Let through, possibly in the same instant as the timer or the client's leaving.
-		t.held, t.epoch, t.waited, t.probe = true, q.epochOf(t.model), waited, w.paid
+		t.held, t.epoch, t.waited, t.probe, t.queued = true, q.epochOf(t.model), waited, w.paid, true
 		if cause != nil {
 			q.release(t)
 			q.endProbe(t)
@@ -284,7 +290,6 @@ func (q *Queue) wait(ctx context.Context, t *Ticket, w *waiter) error {
 			q.obs.Rejected(t.model, ClientGone)
 			return &Error{Reason: ClientGone, Model: t.model, Waited: waited, Cause: cause}
 		}
-		q.obs.Waited(t.model, waited)
 		return nil
 	}
 	q.remove(t.model, w)

@@ -101,6 +101,7 @@ func TestFIFOAndBound(t *testing.T) {
 				}
 				order = append(order, r.name)
 				holder = r.t
+				holder.Served()
 			default:
 				t.Fatal("a slot freed and nobody was let through")
 			}

@@ -144,8 +144,8 @@ func newQueueMetrics() *queueMetrics {
 			Name: "router_queue_depth", Help: "Requests waiting in the model's queue for capacity.",
 		}, []string{"model"}),
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "router_queue_wait_seconds", Help: "Time requests waited in the queue before they were let through to selection.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+			Name: "router_queue_wait_seconds", Help: "Time requests waited in the queue, all their waits together, by the requests that were then selected.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 		}, []string{"model"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "router_queue_rejections_total", Help: "Requests the queue answered instead of serving, by reason: full (429), timeout (408), client_gone, over_capacity (503, no queue), rate_limited (429, no queue).",
