@@ -20,6 +20,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -260,7 +261,7 @@ func (q *Queue) wait(ctx context.Context, t *Ticket, w *waiter) error {
 	}
 	// A request back from selection keeps its arrival order: it goes before every later
 	// arrival, which is the whole line when it was the head.
-	i, _ := slices.BinarySearchFunc(l.waiters, w.seq, func(x *waiter, seq uint64) int { return cmpSeq(x.seq, seq) })
+	i, _ := slices.BinarySearchFunc(l.waiters, w.seq, func(x *waiter, seq uint64) int { return cmp.Compare(x.seq, seq) })
 	l.waiters = slices.Insert(l.waiters, i, w)
 	w.ready = make(chan struct{})
 	q.obs.Depth(t.model, len(l.waiters))
@@ -411,16 +412,6 @@ func (q *Queue) wakeAtRefill() {
 		return
 	}
 	q.refill.Reset(d)
-}
-
-func cmpSeq(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Reason is why the queue answered a request instead of letting it through; it is the
