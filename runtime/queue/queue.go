@@ -95,7 +95,8 @@ type waiter struct {
 	paid  bool // back from selection (Ticket.Wait): its rate token is taken already
 	stuck bool // rejected by admission: waits for its model's next capacity event
 	ready chan struct{}
-	let   bool // let through: holds a slot (and its token)
+	let   bool   // let through: holds a slot (and its token)
+	epoch uint64 // its model's capacity events when it was let through
 }
 
 // New returns a queue enforcing cfg, reporting to obs (nil: nobody).
@@ -283,7 +284,7 @@ func (q *Queue) wait(ctx context.Context, t *Ticket, w *waiter) error {
 	waited := q.cfg.Now().Sub(t.since)
 	if w.let {
 		// Let through, possibly in the same instant as the timer or the client's leaving.
-		t.held, t.epoch, t.waited, t.probe, t.queued = true, q.epochOf(t.model), waited, w.paid, true
+		t.held, t.epoch, t.waited, t.probe, t.queued = true, w.epoch, waited, w.paid, true
 		if cause != nil {
 			q.release(t)
 			q.endProbe(t)
@@ -336,7 +337,7 @@ func (q *Queue) pump() {
 			return
 		}
 		q.running++
-		next.let = true
+		next.let, next.epoch = true, q.lines[model].epoch
 		close(next.ready)
 		q.lines[model].probing = next.paid
 		q.remove(model, next)
