@@ -95,7 +95,7 @@ func (a *activeSet) changed(p *plan.Plan) {
 // line, and runs selection; when selection finds only admission rejections and requests
 // may wait, it waits for its model's capacity to change and runs selection again from
 // the start. The returned leave gives the slot back when the request is done.
-func (s *Server) admit(r *http.Request, p *request.Prepared, d *Decision) (bucket.Selection, func(), error) {
+func (s *generation) admit(r *http.Request, p *request.Prepared, d *Decision) (bucket.Selection, func(), error) {
 	q := s.active.queue
 	t, err := q.Enter(r.Context(), p.Model.Name)
 	if err != nil {
@@ -121,7 +121,7 @@ func (s *Server) admit(r *http.Request, p *request.Prepared, d *Decision) (bucke
 }
 
 // refuseArrival answers a request that found every place in the router taken.
-func (s *Server) refuseArrival(rec *recorder, d *Decision) {
+func (s *generation) refuseArrival(rec *recorder, d *Decision) {
 	err := s.active.full()
 	d.Error = err.Error()
 	answer.WriteErr(rec, err)
@@ -198,7 +198,7 @@ type QueueState struct {
 	Waiting map[string]int `json:"waiting"`
 }
 
-func (s *Server) queueState() *QueueState {
+func (s *generation) queueState() *QueueState {
 	q := s.active.queue
 	st := &QueueState{Size: q.Size(), TimeoutMS: s.plan.Queue.TimeoutMS, Running: q.Running(),
 		MaxConcurrent: s.plan.Limits.MaxConcurrentRequests, RateLimit: s.plan.RateLimit, Waiting: map[string]int{}}
@@ -210,14 +210,14 @@ func (s *Server) queueState() *QueueState {
 
 // capacityChanged tells the queue that an engine's load report arrived or that it
 // recovered: its model's head of line runs selection again.
-func (c *core) capacityChanged(engineID string) {
+func (c *Server) capacityChanged(engineID string) {
 	if w := c.reg.Get(engineID); w != nil {
 		c.active.queue.Notify(w.Model())
 	}
 }
 
 // previewQueue adds to x what the queue would do with the request.
-func (s *Server) previewQueue(x *explain.Explanation) *explain.Explanation {
+func (s *generation) previewQueue(x *explain.Explanation) *explain.Explanation {
 	rejected := x.Error != nil && x.Error.Code == string(bucket.AdmissionRejected)
 	pv := s.active.queue.Preview(x.Model, rejected)
 	x.Queue = &pv
