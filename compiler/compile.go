@@ -133,6 +133,8 @@ type file struct {
 	Retries           plan.Retries          `json:"retries"`
 	Headers           plan.HeaderPolicy     `json:"headers"`
 	State             plan.StateLimits      `json:"state"`
+	Queue             plan.Queue            `json:"queue"`
+	RateLimit         *plan.RateLimit       `json:"rate_limit"`
 	Bindings          *plan.Bindings        `json:"bindings"`
 	EngineTransport   plan.EngineTransport  `json:"engine_transport"`
 	Tracing           *plan.Tracing         `json:"tracing"`
@@ -145,7 +147,11 @@ func (f *file) plan() *plan.Plan {
 		ShutdownGraceSecs: f.ShutdownGraceSecs, ShutdownDelaySecs: f.ShutdownDelaySecs, Readiness: f.Readiness, Engines: f.Engines,
 		Timeouts: f.Timeouts, Limits: f.Limits, Breaker: f.Breaker, Retries: f.Retries,
 		Headers: f.Headers, State: f.State, Bindings: f.Bindings, EngineTransport: f.EngineTransport,
-		Tracing: f.Tracing, RequestID: f.RequestID, Debug: f.Debug}
+		Tracing: f.Tracing, RequestID: f.RequestID, Debug: f.Debug,
+		Queue: f.Queue, RateLimit: f.RateLimit}
+	if p.RateLimit != nil && p.RateLimit.Burst == 0 {
+		p.RateLimit.Burst = p.Limits.MaxConcurrentRequests
+	}
 	if p.Engines == nil {
 		p.Engines = []plan.Engine{}
 	}

@@ -29,6 +29,38 @@ type State struct {
 	Engines   []Engine   `json:"engines"`
 	Buckets   []Bucket   `json:"buckets"`
 	Decisions []Decision `json:"decisions"`
+	// Queue is nil from a router that predates the queue.
+	Queue *Queue `json:"queue"`
+}
+
+// Queue is the router's concurrency limit and the requests waiting per model.
+type Queue struct {
+	Size          int            `json:"size"`
+	Running       int            `json:"running"`
+	MaxConcurrent int            `json:"max_concurrent_requests"`
+	Waiting       map[string]int `json:"waiting"`
+}
+
+// summary is the queue for the title line: "3/1024 running · 5 waiting (llama 5) of 100
+// per model"; the waiting part only when requests may wait.
+func (q *Queue) summary() string {
+	s := fmt.Sprintf("%d/%d running", q.Running, q.MaxConcurrent)
+	if q.Size == 0 {
+		return s
+	}
+	total := 0
+	var by []string
+	for _, model := range slices.Sorted(maps.Keys(q.Waiting)) {
+		if n := q.Waiting[model]; n > 0 {
+			total += n
+			by = append(by, fmt.Sprintf("%s %d", model, n))
+		}
+	}
+	s += fmt.Sprintf(" · %d waiting", total)
+	if len(by) > 0 {
+		s += " (" + strings.Join(by, ", ") + ")"
+	}
+	return s + fmt.Sprintf(" of %d per model", q.Size)
 }
 
 // Engine is one engine as the router sees it.
@@ -173,6 +205,9 @@ func (st *State) clean() {
 		d := &st.Decisions[i]
 		d.Model, d.Bucket, d.Error = clean(d.Model), clean(d.Bucket), clean(d.Error)
 		d.Engines, d.Reasons = cleanStrings(d.Engines), cleanStrings(d.Reasons)
+	}
+	if st.Queue != nil {
+		st.Queue.Waiting = cleanKeys(st.Queue.Waiting, func(x, y int) int { return x + y })
 	}
 }
 

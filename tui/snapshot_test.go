@@ -227,3 +227,20 @@ func TestHealthCell(t *testing.T) {
 		}
 	}
 }
+
+// The title line shows the running requests against the limit and, when requests may
+// wait, how many wait and for which models.
+func TestTitleShowsQueue(t *testing.T) {
+	st := readState(t, "state-1.json")
+	st.Queue = &Queue{Size: 100, Running: 7, MaxConcurrent: 8, Waiting: map[string]int{"llama": 3, "qwen": 0, "gemma": 2}}
+	m := update(New(Options{Source: "http://127.0.0.1:30000", Now: fixedClock(t0)}), tea.WindowSizeMsg{Width: 200, Height: 20}, resultMsg{state: st, at: t0})
+	want := "7/8 running · 5 waiting (gemma 2, llama 3) of 100 per model"
+	if got := m.View().Content; !strings.Contains(got, want) {
+		t.Errorf("view lacks %q:\n%s", want, got)
+	}
+	st.Queue = &Queue{Running: 1, MaxConcurrent: 8}
+	m = update(New(Options{Source: "http://127.0.0.1:30000", Now: fixedClock(t0)}), tea.WindowSizeMsg{Width: 200, Height: 20}, resultMsg{state: st, at: t0})
+	if got := m.View().Content; !strings.Contains(got, "1/8 running") || strings.Contains(got, "waiting") {
+		t.Errorf("without a queue the title must show the running requests alone:\n%s", got)
+	}
+}

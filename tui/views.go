@@ -108,6 +108,9 @@ func (m Model) titleLine(width int) string {
 	if s := m.snap; s != nil {
 		parts = append(parts, "up "+formatDuration(time.Duration(s.UptimeS*float64(time.Second))))
 		parts = append(parts, engineSummary(s.Engines))
+		if s.Queue != nil {
+			parts = append(parts, s.Queue.summary())
+		}
 		if s.Draining {
 			parts = append(parts, "draining")
 		}

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +27,7 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	// OTLP trace collector (script_otlp_test.go).
 	"otlp-receiver": cmdOTLPReceiver,
 	"otlp-spans":    cmdOTLPSpans,
+	"burst":         cmdBurst,
 }
 
 // cmdExitCode runs a program and checks its exact exit status:
@@ -89,4 +92,39 @@ func cmdHTTP(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}
 	fmt.Fprintf(ts.Stdout(), "%s\n", out)
+}
+
+// cmdBurst posts a body file to a URL N times at once and prints how many answers had
+// each status, in status order, one "STATUS: COUNT" line each; a request that got no
+// answer at all is counted as "lost":
+//
+//	burst 8 http://127.0.0.1:$R/v1/chat/completions req.json
+func cmdBurst(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: burst N URL BODYFILE")
+	}
+	n, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	body := ts.ReadFile(args[2])
+	client := &http.Client{Timeout: 60 * time.Second}
+	statuses := make(chan string, n)
+	for range n {
+		go func() {
+			resp, err := client.Post(args[1], "application/json", strings.NewReader(body))
+			if err != nil {
+				statuses <- "lost"
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			statuses <- strconv.Itoa(resp.StatusCode)
+		}()
+	}
+	counts := map[string]int{}
+	for range n {
+		counts[<-statuses]++
+	}
+	for _, status := range slices.Sorted(maps.Keys(counts)) {
+		fmt.Fprintf(ts.Stdout(), "%s: %d\n", status, counts[status])
+	}
 }

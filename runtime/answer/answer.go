@@ -9,11 +9,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/dispatch"
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/queue"
 	"github.com/routerkit/router/runtime/request"
 )
 
@@ -38,6 +42,11 @@ const (
 	// limits.max_tokenize_bytes.
 	CodePromptTooLarge = "prompt_too_large"
 	CodeInvalidTarget  = "invalid_slo_target"
+	// Queue codes (runtime/queue): a full queue and the rate limit without a queue are
+	// 429 with Retry-After, a wait past queue.timeout_ms 408, as SGLang's router answers.
+	CodeQueueFull    = "queue_full"
+	CodeQueueTimeout = "queue_timeout"
+	CodeRateLimited  = "rate_limited"
 )
 
 // Error is a failure the HTTP edge decided itself (a body too large, a body read
@@ -59,6 +68,7 @@ func StatusOf(err error) (status int, code, msg string) {
 		re *request.Error
 		be *bucket.Error
 		de *dispatch.Error
+		qe *queue.Error
 	)
 	switch {
 	case errors.As(err, &he):
@@ -88,6 +98,8 @@ func StatusOf(err error) (status int, code, msg string) {
 		return selectionStatus(be.Reason), be.Code(), be.Error()
 	case errors.As(err, &de):
 		return failureResponse(de)
+	case errors.As(err, &qe):
+		return queueResponse(qe)
 	}
 	return http.StatusInternalServerError, CodeInternal, err.Error()
 }
@@ -155,6 +167,27 @@ func failureResponse(de *dispatch.Error) (status int, code, msg string) {
 	return http.StatusBadGateway, failed, who + " failed: connection error"
 }
 
+// queueResponse is what a client sees of a request the queue did not let through.
+func queueResponse(e *queue.Error) (status int, code, msg string) {
+	switch e.Reason {
+	case queue.Full:
+		return http.StatusTooManyRequests, CodeQueueFull, e.Error()
+	case queue.Timeout:
+		return http.StatusRequestTimeout, CodeQueueTimeout, e.Error()
+	case queue.RateLimited:
+		return http.StatusTooManyRequests, CodeRateLimited, e.Error()
+	case queue.ClientGone:
+		if errors.Is(e.Cause, dispatch.ErrHardStop) {
+			return http.StatusServiceUnavailable, CodeDraining, "the router is shutting down"
+		}
+		return StatusClientClosed, CodeClientClosed, "client closed the request"
+	}
+	return http.StatusServiceUnavailable, CodeOverCapacity, e.Error()
+}
+
+// retryAfterMax caps the Retry-After advice: a rate of 0 never refills.
+const retryAfterMax = time.Minute
+
 // selectionStatus is the status of a selection failure: the request's to fix (400), the
 // fleet's (503: no engine can take it now) or the router's (500).
 func selectionStatus(r bucket.Reason) int {
@@ -184,8 +217,13 @@ func Write(w http.ResponseWriter, status int, code, msg string) {
 	_ = json.NewEncoder(w).Encode(Body(status, code, msg))
 }
 
-// WriteErr answers with err as StatusOf maps it.
+// WriteErr answers with err as StatusOf maps it, with the Retry-After advice of a
+// refusal by the queue (whole seconds, at least 1).
 func WriteErr(w http.ResponseWriter, err error) {
+	if qe, ok := errors.AsType[*queue.Error](err); ok && qe.RetryAfter > 0 {
+		secs := int64(math.Ceil(min(qe.RetryAfter, retryAfterMax).Seconds()))
+		w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+	}
 	status, code, msg := StatusOf(err)
 	Write(w, status, code, msg)
 }

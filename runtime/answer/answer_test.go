@@ -14,6 +14,7 @@ import (
 	"github.com/routerkit/router/runtime/dispatch"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/queue"
 	"github.com/routerkit/router/runtime/request"
 	"github.com/routerkit/router/runtime/token"
 )
@@ -98,6 +99,34 @@ func TestTokenizeFailures(t *testing.T) {
 		}
 		if err.Model != "m" {
 			t.Errorf("%s: the error names model %q, want m (the decision log reads it)", tc.name, err.Model)
+		}
+	}
+}
+
+// The queue's refusals (SGLang's router: 429 for a full queue and the rate limit, 408
+// for a timed-out wait), with Retry-After in whole seconds, at least 1 and at most a
+// minute.
+func TestQueueResponse(t *testing.T) {
+	for _, tc := range []struct {
+		err        *queue.Error
+		status     int
+		code       string
+		retryAfter string
+	}{
+		{&queue.Error{Reason: queue.Full, Model: "m", Size: 5, RetryAfter: time.Second}, 429, CodeQueueFull, "1"},
+		{&queue.Error{Reason: queue.Timeout, Model: "m", MaxWait: time.Minute}, 408, CodeQueueTimeout, ""},
+		{&queue.Error{Reason: queue.RateLimited, Model: "m", Rate: 4, RetryAfter: 250 * time.Millisecond}, 429, CodeRateLimited, "1"},
+		{&queue.Error{Reason: queue.RateLimited, Model: "m", RetryAfter: 2500 * time.Millisecond}, 429, CodeRateLimited, "3"},
+		{&queue.Error{Reason: queue.RateLimited, Model: "m", RetryAfter: 1 << 62}, 429, CodeRateLimited, "60"},
+		{&queue.Error{Reason: queue.OverCapacity, Limit: 8, RetryAfter: time.Second}, 503, CodeOverCapacity, "1"},
+		{&queue.Error{Reason: queue.ClientGone, Cause: context.Canceled}, StatusClientClosed, CodeClientClosed, ""},
+		{&queue.Error{Reason: queue.ClientGone, Cause: dispatch.ErrHardStop}, 503, CodeDraining, ""},
+	} {
+		rec := httptest.NewRecorder()
+		WriteErr(rec, fmt.Errorf("routing: %w", tc.err))
+		if rec.Code != tc.status || rec.Header().Get("X-Router-Error-Code") != tc.code || rec.Header().Get("Retry-After") != tc.retryAfter {
+			t.Errorf("%s: %d %s Retry-After %q, want %d %s %q", tc.err.Reason, rec.Code, rec.Header().Get("X-Router-Error-Code"),
+				rec.Header().Get("Retry-After"), tc.status, tc.code, tc.retryAfter)
 		}
 	}
 }

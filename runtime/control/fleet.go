@@ -97,6 +97,12 @@ func RestartOnly(old, new *plan.Plan) []string {
 	if old.Limits.MaxConcurrentRequests != new.Limits.MaxConcurrentRequests {
 		out = append(out, "limits.max_concurrent_requests")
 	}
+	if old.Queue != new.Queue {
+		out = append(out, "queue")
+	}
+	if !reflect.DeepEqual(old.RateLimit, new.RateLimit) {
+		out = append(out, "rate_limit")
+	}
 	if old.Health != new.Health {
 		out = append(out, "health")
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
+	"github.com/routerkit/router/runtime/queue"
 	"github.com/routerkit/router/runtime/slo"
 	"github.com/routerkit/router/runtime/state/load"
 	"github.com/routerkit/router/runtime/token"
@@ -47,6 +48,9 @@ type Explanation struct {
 	Error    *Error               `json:"error"`
 	// Breakers lists engines of the model whose circuit breaker is open or half-open.
 	Breakers []Breaker `json:"breakers,omitempty"`
+	// Queue is what the router's queue would do with the request (docs/serve.md,
+	// "Queueing and rate limits"); set by a serving router.
+	Queue *queue.Preview `json:"queue,omitempty"`
 }
 
 // Attempt is one bucket's try at a complete selection.
@@ -246,6 +250,9 @@ func (x *Explanation) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "excluded bucket %s: %s\n", e.Bucket, e.Reason)
 	}
 	writeBreakers(w, x.Breakers)
+	if x.Queue != nil {
+		fmt.Fprintf(w, "queue: %s\n", x.Queue)
+	}
 	for i, a := range x.Attempts {
 		fmt.Fprintf(w, "attempt %d: bucket %s\n", i+1, a.Bucket)
 		for _, g := range a.Groups {

@@ -55,6 +55,21 @@ type Monitor struct {
 
 	mu     sync.Mutex
 	status map[string]*Status
+
+	// changed learns of an engine whose capacity may have changed (OnChange).
+	changed func(engineID string)
+}
+
+// OnChange sets f, called (before Run) with an engine's id when its load report was
+// published or its health came back, so requests waiting for capacity try again
+// (runtime/queue).
+func (m *Monitor) OnChange(f func(engineID string)) { m.changed = f }
+
+// change calls the OnChange function.
+func (m *Monitor) change(id string) {
+	if m.changed != nil {
+		m.changed(id)
+	}
 }
 
 // poller is the running poll loop of one engine.
@@ -231,6 +246,9 @@ func (m *Monitor) pollLoop(ctx context.Context, e plan.Engine) {
 			}
 			m.recordLoad(e.ID, err)
 			countsAsHealth = sched.loaded(now, err == nil)
+			if err == nil {
+				m.change(e.ID)
+			}
 		}
 		switch {
 		case sched.probeDue(now):
@@ -288,6 +306,7 @@ func (m *Monitor) setHealth(id string, healthy bool, err error) {
 		m.log.Warn("engine health changed", "engine", id, "healthy", false, "error", errString(err))
 	case !was && healthy:
 		m.log.Info("engine health changed", "engine", id, "healthy", true)
+		m.change(id)
 	}
 }
 

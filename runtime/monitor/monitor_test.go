@@ -46,7 +46,9 @@ func startMonitor(t *testing.T, f *fakeEngine, h plan.Health) (*engine.Worker, *
 	return startMonitorStale(t, f, h, 60000)
 }
 
-func startMonitorStale(t *testing.T, f *fakeEngine, h plan.Health, staleAfterMS int) (*engine.Worker, *load.Table, *Monitor) {
+// startMonitorStale is startMonitor with the load reports' freshness window; onChange,
+// when given, is the monitor's OnChange function.
+func startMonitorStale(t *testing.T, f *fakeEngine, h plan.Health, staleAfterMS int, onChange ...func(string)) (*engine.Worker, *load.Table, *Monitor) {
 	t.Helper()
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
@@ -60,6 +62,9 @@ func startMonitorStale(t *testing.T, f *fakeEngine, h plan.Health, staleAfterMS 
 	}
 	table := load.NewTable(p.Engines, time.Now)
 	m := New(p, reg, table, nil, slog.New(slog.DiscardHandler))
+	for _, f := range onChange {
+		m.OnChange(f)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { m.Run(ctx); close(done) }()
@@ -217,4 +222,28 @@ func TestCheckAllPollsLoad(t *testing.T) {
 	if st := m.Status(); st["E1"].LastLoadAt.IsZero() || st["E2"].Healthy {
 		t.Errorf("status: %+v", st)
 	}
+}
+
+// OnChange hears of an engine whose capacity may have changed: each published load
+// report, and its health coming back (runtime/queue's waiters try again then).
+func TestOnChange(t *testing.T) {
+	f := &fakeEngine{}
+	f.healthStatus.Store(200)
+	f.loadBody.Store(`{"loads": [{"num_running_reqs": 1, "num_waiting_reqs": 0}]}`)
+	var changes atomic.Int32
+	w, _, _ := startMonitorStale(t, f, plan.Health{IntervalMS: 2, TimeoutMS: 1000, FailureThreshold: 1, SuccessThreshold: 1}, 60000, func(id string) {
+		if id == "E1" {
+			changes.Add(1)
+		}
+	})
+	wait.For(t, "a change for a load report", func() bool { return changes.Load() > 0 })
+
+	// Without good load reports, only the health coming back is a change.
+	f.loadBody.Store(`{"loads": "garbage"}`)
+	f.healthStatus.Store(503)
+	wait.For(t, "engine unhealthy", func() bool { return !w.Healthy() })
+	before := changes.Load()
+	f.healthStatus.Store(200)
+	wait.For(t, "engine healthy again", w.Healthy)
+	wait.For(t, "a change for the recovery", func() bool { return changes.Load() > before })
 }

@@ -60,6 +60,9 @@ type Plan struct {
 	Retries  Retries      `json:"retries"`
 	Headers  HeaderPolicy `json:"headers"`
 	State    StateLimits  `json:"state"`
+	// Queue and RateLimit: what waits for capacity, and the rate limit (nil: none).
+	Queue     Queue      `json:"queue"`
+	RateLimit *RateLimit `json:"rate_limit,omitempty"`
 	// Bindings is the shared binding store; nil keeps bindings in the router's memory.
 	Bindings *Bindings `json:"bindings,omitempty"`
 	// EngineTransport says what speaks HTTP to engines; empty is TransportRouter.

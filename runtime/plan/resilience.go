@@ -22,8 +22,8 @@ type Timeouts struct {
 
 // ServerLimits cap what clients can hold on the router.
 type ServerLimits struct {
-	// MaxConcurrentRequests caps chat requests being served at once; more are answered
-	// 503 at once.
+	// MaxConcurrentRequests caps requests being served at once; more wait in their
+	// model's queue (Queue), or are answered 503 at once without one.
 	MaxConcurrentRequests int `json:"max_concurrent_requests"`
 	// MaxConnections caps open client connections; more wait in the listen backlog. From
 	// 15/16 of it on, each new connection closes the longest-idle keep-alive one.
@@ -65,4 +65,21 @@ type HeaderPolicy struct {
 type StateLimits struct {
 	// AffinityMaxKeys caps each affinity store; the least recently used binding goes.
 	AffinityMaxKeys int `json:"affinity_max_keys"`
+}
+
+// Queue lets requests that find no capacity wait, per model, first come first served
+// (runtime/queue).
+type Queue struct {
+	// Size is how many requests may wait per model; 0 answers at once.
+	Size int `json:"size"`
+	// TimeoutMS is the longest a request waits, all its waits together.
+	TimeoutMS int `json:"timeout_ms"`
+}
+
+// RateLimit is the global token bucket of routed requests.
+type RateLimit struct {
+	// RequestsPerSecond refills the bucket.
+	RequestsPerSecond float64 `json:"requests_per_second"`
+	// Burst is the bucket's capacity; the compiler fills in max_concurrent_requests.
+	Burst int `json:"burst"`
 }

@@ -32,6 +32,8 @@ type State struct {
 	Bindings affinity.Status `json:"bindings"`
 	// DNS is each engines_from_dns source: what its last lookup found or why it failed.
 	DNS []discovery.Status `json:"dns,omitempty"`
+	// Queue is the concurrency limit, the rate limit and the requests waiting per model.
+	Queue *QueueState `json:"queue"`
 }
 
 // EngineState is one engine as the router sees it.
@@ -90,7 +92,7 @@ func (s *generation) state(w http.ResponseWriter, _ *http.Request) {
 	}
 	now := time.Now()
 	st := State{Time: now, UptimeS: now.Sub(s.started).Seconds(), Draining: s.draining.Load(), Decisions: s.recent.list(),
-		Bindings: s.deps.Affinity.Status(), Generation: s.number, DNS: s.dnsStatus()}
+		Bindings: s.deps.Affinity.Status(), Generation: s.number, DNS: s.dnsStatus(), Queue: s.queueState()}
 	status := s.monitor.Status()
 	groups := s.engineGroups()
 	picks := sumBy(byName["router_picks_total"], "engine")

@@ -82,7 +82,7 @@ func (s *generation) Models() *request.Models { return s.models }
 // DryRun explains selection for m and facts with this generation's policies over the
 // router's live registry and load table.
 func (s *generation) DryRun(ctx context.Context, m *request.Model, facts *policy.Facts, peakErr error, tokens bool) *explain.Explanation {
-	return explain.Run(ctx, m.Model, facts, peakErr, s.deps, s.reg, s.table, time.Now(), tokens)
+	return s.previewQueue(explain.Run(ctx, m.Model, facts, peakErr, s.deps, s.reg, s.table, time.Now(), tokens))
 }
 
 // Members lists the member engines in fleet order, with their health, requests in flight

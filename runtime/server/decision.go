@@ -29,9 +29,11 @@ type Decision struct {
 	Reasons      map[string]string `json:"reasons,omitempty"`
 	Fallthroughs int               `json:"fallthroughs,omitempty"`
 	Retries      int               `json:"retries,omitempty"`
-	Status       int               `json:"status"`
-	Error        string            `json:"error,omitempty"`
-	DurationMS   float64           `json:"duration_ms"`
+	// QueuedMS is how long the request waited in its model's queue.
+	QueuedMS   float64 `json:"queued_ms,omitempty"`
+	Status     int     `json:"status"`
+	Error      string  `json:"error,omitempty"`
+	DurationMS float64 `json:"duration_ms"`
 	// Generation is the plan the request ran on (see State.Generation).
 	Generation uint64 `json:"generation,omitempty"`
 

@@ -216,6 +216,7 @@ func (c *Server) publish() *generation {
 	c.monitor.SetEngines(np.Engines)
 	c.metrics.zeroSeries(&np)
 	c.gen.Store(&ng)
+	c.active.changed(&np)
 	return &ng
 }
 
@@ -453,6 +454,7 @@ func (c *Server) swapIn(g, ng *generation) {
 	c.monitor.SetEngines(ng.plan.Engines)
 	c.gen.Store(ng)
 	f.republish()
+	c.active.changed(ng.plan)
 }
 
 // countReload counts an applied reload and its membership changes, and logs it.

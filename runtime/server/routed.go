@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,8 +40,7 @@ func (s *generation) serveRouted(w http.ResponseWriter, r *http.Request, prepare
 	r = s.startSpan(r, rec, d)
 	defer s.finish(rec, d)
 	if !s.active.enter() {
-		d.Error = answer.CodeOverCapacity
-		answer.Write(rec, http.StatusServiceUnavailable, answer.CodeOverCapacity, fmt.Sprintf("the router is serving its maximum of %d requests; retry later", cap(s.active.slots)))
+		s.refuseArrival(rec, d)
 		return
 	}
 	defer s.active.leave()
@@ -63,7 +61,8 @@ func (s *generation) serveRouted(w http.ResponseWriter, r *http.Request, prepare
 	if p.Facts.PeakKnown {
 		d.ExpectedPeak = p.Facts.ExpectedPeak
 	}
-	sel, err := s.route(r, p, d)
+	sel, leave, err := s.admit(r, p, d)
+	defer leave()
 	if err != nil {
 		answer.WriteErr(rec, err)
 		return
@@ -148,47 +147,6 @@ func (d *dateHeader) at(t time.Time) []string {
 	v := &dateValue{sec: sec, v: []string{t.UTC().Format(http.TimeFormat)}}
 	d.cur.Store(v)
 	return v.v[:1:1]
-}
-
-// activeSet caps the chat requests served at once and tracks them, so shutdown can wait
-// for the last error events after cutting streams.
-type activeSet struct {
-	slots chan struct{}
-	wg    sync.WaitGroup
-}
-
-func newActiveSet(n int) *activeSet {
-	if n <= 0 {
-		n = 1024
-	}
-	return &activeSet{slots: make(chan struct{}, n)}
-}
-
-// enter claims a slot, or reports false when every slot is taken: the caller answers
-// 503 at once rather than queueing, so a flood cannot hold memory and goroutines.
-func (a *activeSet) enter() bool {
-	select {
-	case a.slots <- struct{}{}:
-		a.wg.Add(1)
-		return true
-	default:
-		return false
-	}
-}
-
-func (a *activeSet) leave() {
-	<-a.slots
-	a.wg.Done()
-}
-
-// waitIdle waits until no request is active or d has passed.
-func (a *activeSet) waitIdle(d time.Duration) {
-	done := make(chan struct{})
-	go func() { a.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(d):
-	}
 }
 
 // preallocMax is the most ReadBody allocates before the body's bytes arrive.

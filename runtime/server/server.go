@@ -147,7 +147,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		recent:  newRecent(opts.RecentDecisions),
 		metrics: newMetrics(planModels(p)),
 		started: time.Now(),
-		active:  newActiveSet(p.Limits.MaxConcurrentRequests),
+		active:  newActiveSet(p),
 	}
 	if c.tracer, err = newTracer(p, c); err != nil {
 		return nil, err
@@ -190,6 +190,8 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 	}
 	c.fleet.republish()
 	c.metrics.reg.MustRegister(c.fleet.metrics, dnsCollector{c})
+	c.metrics.reg.MustRegister(c.active.metrics.collectors()...)
+	c.monitor.OnChange(c.capacityChanged)
 	c.gen.Store(g)
 	return c, nil
 }

@@ -23,7 +23,7 @@ func main() {
 
 func run() error {
 	o := quality.Options{Shape: quality.DefaultShape()}
-	workloads := flag.String("workloads", strings.Join(append(quality.Workloads, quality.ReplicasWorkload, quality.SLOWorkload), ","), "comma-separated workloads")
+	workloads := flag.String("workloads", strings.Join(append(quality.Workloads, quality.ReplicasWorkload, quality.SLOWorkload, quality.OverloadWorkload), ","), "comma-separated workloads")
 	policies := flag.String("policies", "", "comma-separated policies (default: all)")
 	flag.IntVar(&o.Engines, "engines", 4, "simulated engines")
 	flag.Float64Var(&o.Utilisation, "util", 0.7, "target utilisation without cache hits")
@@ -36,13 +36,15 @@ func run() error {
 	if *short {
 		o.Shape.Requests, o.Shape.Conversations, o.TimeScale = 24, 4, 0.05
 	}
-	runSLO, runReplicas := false, false
+	runSLO, runReplicas, runOverload := false, false, false
 	for _, w := range strings.Split(*workloads, ",") {
 		switch w {
 		case quality.SLOWorkload:
 			runSLO = true
 		case quality.ReplicasWorkload:
 			runReplicas = true
+		case quality.OverloadWorkload:
+			runOverload = true
 		default:
 			o.Workloads = append(o.Workloads, w)
 		}
@@ -78,6 +80,12 @@ func run() error {
 			return err
 		}
 	}
+	var overloadRows []quality.OverloadRow
+	if runOverload {
+		if overloadRows, err = quality.RunOverload(ctx, o); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return fmt.Errorf("results directory: %w", err)
 	}
@@ -95,6 +103,12 @@ func run() error {
 		table.WriteString("\n")
 	}
 	if err := quality.WriteSLOTable(&table, sloRows); err != nil {
+		return err
+	}
+	if len(sloRows) > 0 && len(overloadRows) > 0 {
+		table.WriteString("\n")
+	}
+	if err := quality.WriteOverloadTable(&table, overloadRows); err != nil {
 		return err
 	}
 	fmt.Print(table.String())
