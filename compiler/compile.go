@@ -110,6 +110,7 @@ func CompileSources(srcs []Source) (p *plan.Plan, err error) {
 	}
 	p = f.plan()
 	check(p, user, &errs)
+	(&checker{p: p, user: user, errs: &errs}).checkGateway(f.Auth)
 	if err := errs.result(); err != nil {
 		return nil, err
 	}
@@ -133,13 +134,18 @@ type file struct {
 	State             plan.StateLimits      `json:"state"`
 	Bindings          *plan.Bindings        `json:"bindings"`
 	EngineTransport   plan.EngineTransport  `json:"engine_transport"`
+	Auth              *authKeys             `json:"auth"`
+	TLS               *plan.TLS             `json:"tls"`
+	EngineTLS         *plan.EngineTLS       `json:"engine_tls"`
+	Metrics           *plan.MetricsListener `json:"metrics"`
 }
 
 func (f *file) plan() *plan.Plan {
 	p := &plan.Plan{Listen: f.Listen, AdminToken: f.AdminToken, Health: f.Health,
 		ShutdownGraceSecs: f.ShutdownGraceSecs, Engines: f.Engines,
 		Timeouts: f.Timeouts, Limits: f.Limits, Breaker: f.Breaker, Retries: f.Retries,
-		Headers: f.Headers, State: f.State, Bindings: f.Bindings, EngineTransport: f.EngineTransport}
+		Headers: f.Headers, State: f.State, Bindings: f.Bindings, EngineTransport: f.EngineTransport,
+		Auth: f.Auth.plan(), TLS: f.TLS, EngineTLS: f.EngineTLS, Metrics: f.Metrics}
 	if p.Engines == nil {
 		p.Engines = []plan.Engine{}
 	}

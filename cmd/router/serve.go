@@ -121,8 +121,37 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w (set listen in the config or --listen)", p.Listen, err)
 	}
+	stopMetrics, err := serveMetrics(ctx, srv, p, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopMetrics()
 	announce(c, log, ln.Addr(), p)
 	return srv.Serve(ctx, ln)
+}
+
+// serveMetrics serves /metrics on metrics.listen when the plan has one, until the
+// returned stop is called: after the serving listener's drain, so the drain itself can
+// be watched.
+func serveMetrics(ctx context.Context, srv *server.Server, p *plan.Plan, log *slog.Logger) (stop func(), err error) {
+	if p.Metrics == nil {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", p.Metrics.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w (set metrics.listen in the config to a free address)", p.Metrics.Listen, err)
+	}
+	mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.ServeMetrics(mctx, ln); err != nil {
+			log.Error("the metrics listener stopped", "error", err)
+		}
+	}()
+	log.Info("metrics listening", "url", "http://"+ln.Addr().String()+"/metrics")
+	return func() { cancel(); <-done }, nil
 }
 
 // compileEngine validates an engine posted to POST /admin/engines as JSON.

@@ -59,6 +59,12 @@ type Plan struct {
 	Bindings *Bindings `json:"bindings,omitempty"`
 	// EngineTransport says what speaks HTTP to engines; empty is TransportRouter.
 	EngineTransport EngineTransport `json:"engine_transport,omitempty"`
+	// The gateway in front of serving (gateway.go): client keys, TLS termination, TLS
+	// to https engines, and a listener of its own for /metrics; nil is off.
+	Auth      *Auth            `json:"auth,omitempty"`
+	TLS       *TLS             `json:"tls,omitempty"`
+	EngineTLS *EngineTLS       `json:"engine_tls,omitempty"`
+	Metrics   *MetricsListener `json:"metrics,omitempty"`
 }
 
 // EngineTransport names the HTTP client of engine requests.

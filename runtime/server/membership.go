@@ -423,7 +423,7 @@ func restartOnly(old, new *plan.Plan) []string {
 	if old.Health != new.Health {
 		out = append(out, "health")
 	}
-	return out
+	return append(out, gatewayRestartOnly(old, new)...)
 }
 
 // Reload swaps in a plan compiled from the configuration files: requests in flight finish
@@ -461,6 +461,7 @@ func (s *Server) Reload(p *plan.Plan) (res control.ReloadResult, err error) {
 	if err != nil {
 		return c.refuseReload("failed", err.Error())
 	}
+	ng.edge.configHash = configHash(p) // the plan as configured, without run-time engines
 	// Commit: nothing below fails.
 	res = c.changeMembers(g, ng, p, current)
 	res.Dropped, res.Generation = dropped, ng.generation

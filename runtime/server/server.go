@@ -21,6 +21,7 @@ import (
 	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/control"
 	"github.com/routerkit/router/runtime/dispatch"
+	"github.com/routerkit/router/runtime/edge/certs"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/monitor"
 	"github.com/routerkit/router/runtime/plan"
@@ -106,6 +107,7 @@ type Server struct {
 	routes     http.Handler
 	dispatcher *dispatch.Dispatcher
 	timeouts   dispatch.Timeouts
+	edge       edge
 }
 
 // New builds a router from a compiled plan.
@@ -120,8 +122,12 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 	// Polling has connections of its own (monitor.New with a nil client) unless a
 	// test injects the transport, which then carries polls too.
 	injected := opts.Transport != nil
+	engineTLS, err := certs.Engine(p.EngineTLS)
+	if err != nil {
+		return nil, fmt.Errorf("engine_tls: %w", err)
+	}
 	if !injected {
-		opts.Transport = dispatch.NewTransport(tos, p.EngineTransport)
+		opts.Transport = dispatch.NewTransport(tos, p.EngineTransport, engineTLS)
 	}
 	if opts.RecentDecisions <= 0 {
 		opts.RecentDecisions = 64
@@ -164,6 +170,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		pollClient = c.client
 	}
 	c.monitor = monitor.New(p, reg, c.table, pollClient, c.log)
+	c.monitor.EngineTLS = engineTLS
 	for _, e := range p.Engines {
 		c.metrics.registerEngine(c, c.fleet.members[e.ID])
 	}
@@ -175,7 +182,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		c.metrics.reg.MustRegister(s.deps.KV)
 	}
 	c.fleet.republish()
-	c.metrics.reg.MustRegister(c.fleet.reloads, c.fleet.changes, newMembershipCollector(c), dnsCollector{c})
+	c.metrics.reg.MustRegister(c.fleet.reloads, c.fleet.changes, newMembershipCollector(c), dnsCollector{c}, newGatewayCollector(c))
 	c.gen.Store(s)
 	return s, nil
 }
@@ -187,12 +194,17 @@ func (c *core) generation(p *plan.Plan, deps policy.Deps, n uint64) (*Server, er
 	if err != nil {
 		return nil, err
 	}
+	edge, err := newEdge(p)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
 		core: c, plan: p, models: models, deps: deps, generation: n,
 		timeouts:   dispatch.TimeoutsOf(p.Timeouts),
 		dispatcher: dispatch.New(p, c.client, c.table, deps, c.log),
+		edge:       edge,
 	}
-	s.routes = s.buildRoutes()
+	s.routes = s.withEdge(s.buildRoutes())
 	return s, nil
 }
 
@@ -264,6 +276,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.log.Warn("admin writes refused: the router listens beyond loopback without admin_token; set admin_token to add, drain or remove engines, reload or explain over HTTP",
 			"listen", ln.Addr().String())
 	}
+	s.warnOpen(ln)
 	monCtx, stopMonitor := context.WithCancel(context.Background())
 	defer stopMonitor()
 	s.monitor.CheckAll(ctx)
@@ -293,7 +306,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	cl := newClientListener(ln, limits.MaxConnections, limits.MaxConnectionsPerClient)
 	srv.ConnState = cl.ConnState
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(cl) }()
+	go func() { errc <- srv.Serve(s.tlsListener(cl)) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serving: %w", err)
