@@ -96,13 +96,13 @@ func (c *checker) checkAuth(raw *authKeys) {
 	}
 	if a.KeysEnv != "" {
 		v, ok := os.LookupEnv(a.KeysEnv)
-		n := len(a.Keys)
+		found := false
 		for k := range strings.FieldsFuncSeq(v, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' }) {
 			if k = strings.TrimSpace(k); k != "" {
-				a.Keys = addKey(a.Keys, k)
+				a.Keys, found = addKey(a.Keys, k), true
 			}
 		}
-		if len(a.Keys) == n && strings.TrimSpace(v) == "" {
+		if !found {
 			why := "is empty"
 			if !ok {
 				why = "is not set"
