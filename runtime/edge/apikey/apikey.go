@@ -69,7 +69,7 @@ func Require(s *Set, next http.Handler) http.Handler {
 			return
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="router"`)
-		msg := "missing API key: send Authorization: Bearer <key> with one of the router's client keys (auth in its config)"
+		msg := "missing API key: send Authorization: Bearer KEY with KEY one of the router's client keys (auth in its config)"
 		if ok {
 			// The key is never echoed: it may be a real key of another service.
 			msg = "incorrect API key provided: the router accepts only the keys of its config (auth); check the key your client sends"
