@@ -74,7 +74,7 @@ func cmdHTTP(ts *testscript.TestScript, neg bool, args []string) {
 		k, v, _ := strings.Cut(h, ":")
 		req.Header.Set(k, v)
 	}
-	resp, err := scriptClient(ts).Do(req)
+	resp, err := scriptClient(ts, args[1]).Do(req)
 	ts.Check(err)
 	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)

@@ -68,7 +68,7 @@ func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitForLimit)
 	defer cancel()
-	client := scriptClient(ts)
+	client := scriptClient(ts, args[0])
 	var last error
 	for ctx.Err() == nil {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, args[0], nil)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -34,9 +35,14 @@ func setupTLS(env *testscript.Env) error {
 	return nil
 }
 
-// scriptClient is the client of the http and waitfor commands: it trusts $TLS_CA for
-// https URLs and, when the script sets HTTP_CLIENT_CERT=1, presents $TLS_CLIENT_CERT.
-func scriptClient(ts *testscript.TestScript) *http.Client {
+// scriptClient is the client of the http and waitfor commands for url. An https URL
+// gets a client that trusts $TLS_CA and, when the script sets HTTP_CLIENT_CERT=1,
+// presents $TLS_CLIENT_CERT; a plain one gets http.DefaultTransport, whose kept-alive
+// connection makes a script's requests follow each other on the router's side too.
+func scriptClient(ts *testscript.TestScript, url string) *http.Client {
+	if !strings.HasPrefix(url, "https://") {
+		return &http.Client{Timeout: 20 * time.Second}
+	}
 	conf := &tls.Config{}
 	if ca := ts.Getenv("TLS_CA"); ca != "" {
 		pem, err := os.ReadFile(ca)
