@@ -35,6 +35,8 @@ func serveCommand() *cli.Command {
 runs an embedded config against simulated engines started in-process. SIGINT or SIGTERM
 stops accepting, drains in-flight requests within shutdown_grace_secs, and exits 0.
 --demo --print-config prints the demo config instead, a starting point for your own.
+The config's auth block requires client keys, tls serves HTTPS, and metrics.listen
+moves /metrics to an address of its own (docs/serve.md).
 Every flag can also be set in the environment: ROUTER_CONFIG (files separated by
 commas), ROUTER_LISTEN, ROUTER_DEMO, ROUTER_PRINT_CONFIG, ROUTER_LOG_FORMAT,
 ROUTER_LOG_LEVEL and ROUTER_LOG_FLUSH; a flag on the command line wins.`,
