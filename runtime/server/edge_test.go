@@ -139,27 +139,10 @@ func serveTLS(t *testing.T, p *plan.Plan, opts Options, clientCA bool) *tlsCase 
 	for i := range p.Engines {
 		p.Engines[i].URL = fleet.Engine(p.Engines[i].ID).URL()
 	}
-	opts.Logger = slog.New(slog.DiscardHandler)
-	srv, err := New(p, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
+	srv, url := startRouterWith(t, p, opts)
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(ca.PEM())
-	tc := &tlsCase{srv: srv, url: "https://" + ln.Addr().String(), roots: roots, files: files, ca: ca}
+	tc := &tlsCase{srv: srv, url: "https://" + strings.TrimPrefix(url, "http://"), roots: roots, files: files, ca: ca}
 	client := tc.client(clientCA)
 	wait.For(t, "router ready over TLS", func() bool {
 		resp, err := client.Get(tc.url + "/readyz")
