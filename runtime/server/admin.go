@@ -78,7 +78,7 @@ type BucketState struct {
 	SLOMissed map[string]float64 `json:"slo_missed,omitempty"`
 }
 
-func (s *Server) state(w http.ResponseWriter, _ *http.Request) {
+func (s *generation) state(w http.ResponseWriter, _ *http.Request) {
 	fams, err := s.metrics.reg.Gather()
 	if err != nil {
 		answer.Write(w, http.StatusInternalServerError, answer.CodeInternal, "gathering metrics: "+err.Error())
@@ -90,7 +90,7 @@ func (s *Server) state(w http.ResponseWriter, _ *http.Request) {
 	}
 	now := time.Now()
 	st := State{Time: now, UptimeS: now.Sub(s.started).Seconds(), Draining: s.draining.Load(), Decisions: s.recent.list(),
-		Bindings: s.deps.Affinity.Status(), Generation: s.generation, DNS: s.dnsStatus()}
+		Bindings: s.deps.Affinity.Status(), Generation: s.number, DNS: s.dnsStatus()}
 	status := s.monitor.Status()
 	groups := s.engineGroups()
 	picks := sumBy(byName["router_picks_total"], "engine")
@@ -143,7 +143,7 @@ func (s *Server) state(w http.ResponseWriter, _ *http.Request) {
 
 // engineGroups names, per engine, the groups that may pick it as "bucket/stage". A group
 // without worker_ids takes every engine of its model and role.
-func (s *Server) engineGroups() map[string][]string {
+func (s *generation) engineGroups() map[string][]string {
 	out := map[string][]string{}
 	add := func(model string, b plan.Bucket, g *plan.Group, role plan.Role) {
 		for _, e := range s.plan.Engines {

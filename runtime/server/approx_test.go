@@ -127,7 +127,7 @@ func TestApproximatePrefixPD(t *testing.T) {
 			t.Fatalf("conversation %d was prefilled on %s, want %s which prefilled the shared prompt first", i, engine, first)
 		}
 	}
-	if n := fc.srv.deps.Approx[*g.Policy.PrefixSource].Blocks("D1"); n != 0 {
+	if n := fc.srv.current().deps.Approx[*g.Policy.PrefixSource].Blocks("D1"); n != 0 {
 		t.Fatalf("the decode engine has %d blocks in the index, want none", n)
 	}
 }
@@ -135,7 +135,7 @@ func TestApproximatePrefixPD(t *testing.T) {
 // sentCounts is how many requests each engine has been sent so far.
 func (fc *fleetCase) sentCounts() map[string]int {
 	out := map[string]int{}
-	for _, e := range fc.srv.plan.Engines {
+	for _, e := range fc.srv.current().plan.Engines {
 		out[e.ID] = len(fc.sent.bodies(e.URL))
 	}
 	return out
@@ -145,7 +145,7 @@ func (fc *fleetCase) sentCounts() map[string]int {
 // before.
 func (fc *fleetCase) sentTo(t *testing.T, before map[string]int, roles ...plan.Role) string {
 	t.Helper()
-	for _, e := range fc.srv.plan.Engines {
+	for _, e := range fc.srv.current().plan.Engines {
 		if (len(roles) == 0 || slices.Contains(roles, e.Role)) && len(fc.sent.bodies(e.URL)) > before[e.ID] {
 			return e.ID
 		}

@@ -54,7 +54,7 @@ func BenchmarkPrepareChat(b *testing.B) {
 		{"qwen3/128k/cold", qwen, proseChat(b, 128<<10), true},
 		{"qwen3/749k", qwen, longChat(128 << 10), false},
 	} {
-		srv := tc.srv
+		srv := tc.srv.current()
 		b.Run(tc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(tc.body)))
 			b.ReportAllocs()

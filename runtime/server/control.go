@@ -12,12 +12,14 @@ import (
 	"github.com/routerkit/router/runtime/request"
 )
 
-// A generation is the control.Router of its own routes: the admin guard reads its plan's
-// admin_token; the changes act on the router as a whole.
-var _ control.Router = (*Server)(nil)
+// A generation is the control.Router of its own routes: explain reads its models and
+// policies; the router's methods it embeds (admin token, reload, membership, ...) act on
+// the router as a whole.
+var _ control.Router = (*generation)(nil)
 
-// AdminToken is this generation's admin_token.
-func (s *Server) AdminToken() string { return s.plan.AdminToken }
+// AdminToken is the current plan's admin_token: a reload that changes it applies to every
+// request from then on, those on an older generation included.
+func (s *Server) AdminToken() string { return s.current().plan.AdminToken }
 
 // LoopbackOnly is whether Serve's listener is reachable from this host alone; false until
 // Serve says so.
@@ -37,7 +39,7 @@ func (s *Server) CompileEngine(body []byte) (plan.Engine, bool, error) {
 }
 
 // Generation is the generation now serving.
-func (s *Server) Generation() uint64 { return s.current().generation }
+func (s *Server) Generation() uint64 { return s.current().number }
 
 // ReloadConfig compiles the configuration files again (Options.Reload) and reloads the
 // result; a configuration that does not compile is refused with the compiler's errors
@@ -74,10 +76,10 @@ func (s *Server) Inflight(id string) int64 {
 }
 
 // Models are this generation's models.
-func (s *Server) Models() *request.Models { return s.models }
+func (s *generation) Models() *request.Models { return s.models }
 
 // DryRun explains selection for m and facts with this generation's policies over the
 // router's live registry and load table.
-func (s *Server) DryRun(ctx context.Context, m *request.Model, facts *policy.Facts, peakErr error, tokens bool) *explain.Explanation {
+func (s *generation) DryRun(ctx context.Context, m *request.Model, facts *policy.Facts, peakErr error, tokens bool) *explain.Explanation {
 	return explain.Run(ctx, m.Model, facts, peakErr, s.deps, s.reg, s.table, time.Now(), tokens)
 }

@@ -135,7 +135,7 @@ func (r *recent) list() []Decision {
 }
 
 // finish records a finished request: metrics, the recent-decisions ring and one log line.
-func (s *Server) finish(rec *recorder, d *Decision) {
+func (s *generation) finish(rec *recorder, d *Decision) {
 	status := rec.status
 	if status == 0 {
 		status = answer.StatusClientClosed
@@ -164,7 +164,7 @@ func (s *Server) finish(rec *recorder, d *Decision) {
 // which a handler would format by reflection on every request. The record goes to the
 // handler directly: slog.Logger would also capture the caller's stack for a source
 // location the router never logs.
-func (s *Server) logRequest(d *Decision) {
+func (s *generation) logRequest(d *Decision) {
 	ctx := context.Background()
 	h := s.reqLog
 	if !h.Enabled(ctx, slog.LevelInfo) {

@@ -46,7 +46,7 @@ func unknownAsDiscovery(err error) error {
 // the engines found serve from the first request, then rounds in the background until
 // ctx ends or stopDNS. Engines of origin dns that the sources do not account for (a
 // reload removed or changed their source) are removed; the rest are taken over.
-func (c *core) startDNS(ctx context.Context, srcs []plan.DNSSource) {
+func (c *Server) startDNS(ctx context.Context, srcs []plan.DNSSource) {
 	r := &c.dns
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -70,7 +70,7 @@ func (c *core) startDNS(ctx context.Context, srcs []plan.DNSSource) {
 }
 
 // stopDNS stops discovery and waits for its rounds to end; the engines stay.
-func (c *core) stopDNS() {
+func (c *Server) stopDNS() {
 	r := &c.dns
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -83,7 +83,7 @@ func (c *core) stopDNS() {
 
 // followDNS restarts discovery with a reloaded plan's sources when they changed. Call
 // without the fleet lock: a round in progress may be waiting for it.
-func (c *core) followDNS(p *plan.Plan) {
+func (c *Server) followDNS(p *plan.Plan) {
 	r := &c.dns
 	r.mu.Lock()
 	ctx, same := r.ctx, reflect.DeepEqual(r.srcs, p.EnginesFromDNS)
@@ -101,7 +101,7 @@ func (c *core) followDNS(p *plan.Plan) {
 }
 
 // dnsStatus reports the sources, or nil without any.
-func (c *core) dnsStatus() []discovery.Status {
+func (c *Server) dnsStatus() []discovery.Status {
 	r := &c.dns
 	r.mu.Lock()
 	d := r.d
@@ -113,7 +113,7 @@ func (c *core) dnsStatus() []discovery.Status {
 }
 
 // dnsCollector exposes the running discovery's series.
-type dnsCollector struct{ c *core }
+type dnsCollector struct{ c *Server }
 
 func (dnsCollector) Describe(ch chan<- *prometheus.Desc) {
 	discovery.New(nil, nil, discovery.Options{}).Collector().Describe(ch)

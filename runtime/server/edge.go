@@ -54,19 +54,19 @@ func newEdge(p *plan.Plan) (edge, error) {
 // withEdge wraps a generation's routes in its gateway: the client keys, and, when /metrics
 // has a listener of its own, a 404 for /metrics on the serving one, so a public port
 // does not show the fleet.
-func (s *Server) withEdge(h http.Handler) http.Handler {
-	if s.plan.Metrics != nil {
+func (g *generation) withEdge(h http.Handler) http.Handler {
+	if g.plan.Metrics != nil {
 		routes := h
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/metrics" {
-				answer.Write(w, http.StatusNotFound, answer.CodeNotFound, "/metrics is served on metrics.listen ("+s.plan.Metrics.Listen+"), not on the serving address")
+				answer.Write(w, http.StatusNotFound, answer.CodeNotFound, "/metrics is served on metrics.listen ("+g.plan.Metrics.Listen+"), not on the serving address")
 				return
 			}
 			routes.ServeHTTP(w, r)
 		})
 	}
-	if s.edge.keys != nil {
-		h = apikey.Require(s.edge.keys, h)
+	if g.edge.keys != nil {
+		h = apikey.Require(g.edge.keys, h)
 	}
 	return h
 }
@@ -136,12 +136,12 @@ func configHash(p *plan.Plan) string {
 // gatewayCollector exports router_build_info, constant, and router_config_hash, the
 // hash of the configuration the current generation was built from.
 type gatewayCollector struct {
-	c     *core
+	c     *Server
 	build prometheus.Metric
 	hash  *prometheus.Desc
 }
 
-func newGatewayCollector(c *core) *gatewayCollector {
+func newGatewayCollector(c *Server) *gatewayCollector {
 	version, revision := "unknown", "unknown"
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		if bi.Main.Version != "" {

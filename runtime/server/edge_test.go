@@ -99,7 +99,7 @@ func TestReloadChangesClientKeys(t *testing.T) {
 	p := withKeys(plainPlan("E1"), "sk-old")
 	var next *plan.Plan
 	fc := startFleetWith(t, p, 0.01, Options{Reload: func() (*plan.Plan, error) { return next, nil }})
-	next = withKeys(clone(fc.srv.plan), "sk-new")
+	next = withKeys(clone(fc.srv.current().plan), "sk-new")
 	if err := askOpenAI(t, openaiClient(fc.url, "sk-old")); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestTLSCertificateReload(t *testing.T) {
 	p := plainPlan("E1")
 	var next *plan.Plan
 	tc := serveTLS(t, p, Options{Reload: func() (*plan.Plan, error) { return next, nil }}, false)
-	next = clone(tc.srv.plan)
+	next = clone(tc.srv.current().plan)
 	kept := tc.client(false)
 	if name, _ := tc.served(t, kept); name != "first" {
 		t.Fatalf("certificate %q, want first", name)
@@ -421,7 +421,7 @@ func TestMetricsListener(t *testing.T) {
 		t.Errorf("GET /v1/models on the metrics listener: %d, want 404", status)
 	}
 
-	next = clone(fc.srv.plan)
+	next = clone(fc.srv.current().plan)
 	next.Retries.MaxAttempts++
 	if _, err := fc.srv.ReloadConfig(); err != nil {
 		t.Fatal(err)

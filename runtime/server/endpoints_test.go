@@ -86,9 +86,9 @@ func TestGenerate(t *testing.T) {
 		t.Fatalf("generate: %d %s", status, body)
 	}
 	// The model field is the router's: the engine gets SGLang's request without it.
-	sent := fc.sent.bodies(fc.srv.plan.Engines[0].URL)
+	sent := fc.sent.bodies(fc.srv.current().plan.Engines[0].URL)
 	if len(sent) == 0 {
-		sent = fc.sent.bodies(fc.srv.plan.Engines[1].URL)
+		sent = fc.sent.bodies(fc.srv.current().plan.Engines[1].URL)
 	}
 	if len(sent) != 1 || strings.Contains(string(sent[0]), `"model"`) {
 		t.Errorf("engine got %q", sent)
@@ -99,7 +99,7 @@ func TestGenerate(t *testing.T) {
 	if err := json.Unmarshal(body, &batch); err != nil || status != http.StatusOK || len(batch) != 2 {
 		t.Fatalf("pd batch generate: %d %s", status, body)
 	}
-	pre := fc.sent.bodies(fc.srv.plan.Engines[2].URL)
+	pre := fc.sent.bodies(fc.srv.current().plan.Engines[2].URL)
 	var boot struct {
 		Hosts []string `json:"bootstrap_host"`
 		Ports []int    `json:"bootstrap_port"`
@@ -187,9 +187,9 @@ func TestGenerateInputIDsHitThePrefixOwner(t *testing.T) {
 	body := `{"input_ids": ` + string(raw) + `, "sampling_params": {"max_new_tokens": 2}}`
 	first := fc.engineOf(t, "/generate", body)
 	wait.For(t, "the engine's KV events indexed", func() bool {
-		return len(fc.srv.deps.KV.Lookup(ids, kv.DefaultBlockSize)) > 0
+		return len(fc.srv.current().deps.KV.Lookup(ids, kv.DefaultBlockSize)) > 0
 	})
-	if got := fc.srv.deps.KV.LookupHashes(token.BlockHashes(ids, kv.DefaultBlockSize), kv.DefaultBlockSize); len(got) == 0 || got[0].Engine != first {
+	if got := fc.srv.current().deps.KV.LookupHashes(token.BlockHashes(ids, kv.DefaultBlockSize), kv.DefaultBlockSize); len(got) == 0 || got[0].Engine != first {
 		t.Fatalf("index holds %+v, want %s", got, first)
 	}
 	for range 3 {
@@ -203,13 +203,13 @@ func TestGenerateInputIDsHitThePrefixOwner(t *testing.T) {
 func (fc *fleetCase) engineOf(t *testing.T, path, body string) string {
 	t.Helper()
 	before := map[string]int{}
-	for _, e := range fc.srv.plan.Engines {
+	for _, e := range fc.srv.current().plan.Engines {
 		before[e.ID] = len(fc.sent.bodies(e.URL))
 	}
 	if status, resp := fc.postJSON(t, path, body); status != http.StatusOK {
 		t.Fatalf("%s: %d %s", path, status, resp)
 	}
-	for _, e := range fc.srv.plan.Engines {
+	for _, e := range fc.srv.current().plan.Engines {
 		if len(fc.sent.bodies(e.URL)) > before[e.ID] {
 			return e.ID
 		}

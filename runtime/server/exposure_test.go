@@ -192,7 +192,7 @@ func TestGzipClientGetsAPlainAnswer(t *testing.T) {
 	if status != 200 || !strings.Contains(body, `"choices"`) {
 		t.Fatalf("%d %.200q", status, body)
 	}
-	if h := fc.sent.headersTo(fc.srv.plan.Engines[0].URL); len(h) != 1 || h[0]["Accept-Encoding"] == nil || h[0]["Accept-Encoding"][0] != "identity" || len(h[0]["Accept-Encoding"]) != 1 {
+	if h := fc.sent.headersTo(fc.srv.current().plan.Engines[0].URL); len(h) != 1 || h[0]["Accept-Encoding"] == nil || h[0]["Accept-Encoding"][0] != "identity" || len(h[0]["Accept-Encoding"]) != 1 {
 		t.Errorf("engine headers: %v", h)
 	}
 }

@@ -63,7 +63,7 @@ func TestTokenCacheMetrics(t *testing.T) {
 	hits0, misses0 := read()
 	for range 2 {
 		r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
-		if _, err := srv.prepare(httptest.NewRecorder(), r, srv.models.Chat); err != nil {
+		if _, err := srv.current().prepare(httptest.NewRecorder(), r, srv.current().models.Chat); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -185,7 +185,7 @@ func (fc *fleetCase) call(t *testing.T, method, path, body string, headers ...st
 func (fc *fleetCase) inflightZero(t *testing.T) {
 	t.Helper()
 	wait.For(t, "in-flight back to zero", func() bool {
-		for _, e := range fc.srv.plan.Engines {
+		for _, e := range fc.srv.current().plan.Engines {
 			if fc.srv.reg.Get(e.ID).Inflight() != 0 {
 				return false
 			}
@@ -283,7 +283,7 @@ func contextWithCancel(t *testing.T) (context.Context, context.CancelFunc) {
 // directly, until the router's index shows one of them.
 func (fc *fleetCase) warmKV(t *testing.T) {
 	t.Helper()
-	for i, e := range fc.srv.plan.Engines {
+	for i, e := range fc.srv.current().plan.Engines {
 		if e.KVEvents == nil {
 			continue
 		}
@@ -301,7 +301,7 @@ func (fc *fleetCase) warmKV(t *testing.T) {
 			resp.Body.Close()
 			indexed := false
 			for range 20 {
-				if len(fc.srv.deps.KV.Lookup(ids, kv.DefaultBlockSize)) > 0 {
+				if len(fc.srv.current().deps.KV.Lookup(ids, kv.DefaultBlockSize)) > 0 {
 					indexed = true
 					break
 				}

@@ -18,7 +18,7 @@ import (
 const maxInfoBytes = 1 << 20
 
 // getModel answers GET /v1/models/{id} in OpenAI's shape, so SDKs' models.retrieve works.
-func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
+func (s *generation) getModel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	m := s.models.Get(id)
 	if m == nil {
@@ -29,7 +29,7 @@ func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
 }
 
 // tokenizer serves POST /v1/tokenize or /v1/detokenize with the model's tokenizer.
-func (s *Server) tokenizer(reply func(r *http.Request, body []byte) (map[string]any, *request.Error)) http.HandlerFunc {
+func (s *generation) tokenizer(reply func(r *http.Request, body []byte) (map[string]any, *request.Error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, herr := s.ReadBody(w, r)
 		if herr != nil {
@@ -45,7 +45,7 @@ func (s *Server) tokenizer(reply func(r *http.Request, body []byte) (map[string]
 	}
 }
 
-func (s *Server) modelCard(m *plan.Model) map[string]any {
+func (s *generation) modelCard(m *plan.Model) map[string]any {
 	return map[string]any{"id": m.Name, "object": "model", "created": s.started.Unix(), "owned_by": "router"}
 }
 
@@ -53,7 +53,7 @@ func (s *Server) modelCard(m *plan.Model) map[string]any {
 // to a healthy engine of the model named by the query's model parameter, or of the only
 // model: the answer describes the engines, which the router does not know by itself.
 // /get_server_info loses the engine's addresses on the way (serverInfo).
-func (s *Server) engineInfo(w http.ResponseWriter, r *http.Request) {
+func (s *generation) engineInfo(w http.ResponseWriter, r *http.Request) {
 	m, herr := s.models.Named(r.URL.Query().Get("model"))
 	if herr != nil {
 		answer.WriteErr(w, herr)

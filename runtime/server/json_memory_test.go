@@ -39,9 +39,9 @@ func TestIgnoredNumberArrayCostsTheBody(t *testing.T) {
 		handle           func(http.ResponseWriter, *http.Request)
 		copies           int
 	}{
-		{"chat", "/v1/chat/completions", chat("m", "hi", `, "x": `+zeros), prepare(srv.models.Chat), 2},
-		{"completion", "/v1/completions", `{"model":"m","prompt":"hi","x":` + zeros + `}`, prepare(srv.models.Completion), 2},
-		{"explain", "/admin/explain", chat("m", "hi", `, "x": `+zeros), explainAt(srv), 3},
+		{"chat", "/v1/chat/completions", chat("m", "hi", `, "x": `+zeros), prepare(srv.current().models.Chat), 2},
+		{"completion", "/v1/completions", `{"model":"m","prompt":"hi","x":` + zeros + `}`, prepare(srv.current().models.Completion), 2},
+		{"explain", "/admin/explain", chat("m", "hi", `, "x": `+zeros), explainAt(srv.current()), 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body := []byte(tc.body)
@@ -62,7 +62,7 @@ func TestIgnoredNumberArrayCostsTheBody(t *testing.T) {
 }
 
 // explainAt is srv's POST /admin/explain, as a loopback-only router serves it.
-func explainAt(srv *Server) http.HandlerFunc {
+func explainAt(srv *generation) http.HandlerFunc {
 	srv.loopbackOnly.Store(true)
 	return srv.Handler().ServeHTTP
 }

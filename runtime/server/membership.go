@@ -99,12 +99,12 @@ func (f *fleet) engines() []plan.Engine {
 }
 
 // membershipCollector reports how many engines are members, by origin and state.
-type membershipCollector struct{ c *core }
+type membershipCollector struct{ c *Server }
 
 var descMembers = prometheus.NewDesc("router_engines",
 	"Member engines by origin (config, admin, dns) and state (serving, draining, leaving).", []string{"origin", "state"}, nil)
 
-func newMembershipCollector(c *core) prometheus.Collector { return membershipCollector{c} }
+func newMembershipCollector(c *Server) prometheus.Collector { return membershipCollector{c} }
 
 func (membershipCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descMembers }
 
@@ -125,9 +125,9 @@ func (mc membershipCollector) Collect(ch chan<- prometheus.Metric) {
 
 // bindingsCollector reports the current generation's binding stores, which a reload may
 // replace.
-type bindingsCollector struct{ c *core }
+type bindingsCollector struct{ c *Server }
 
-func newBindingsCollector(c *core) prometheus.Collector { return bindingsCollector{c} }
+func newBindingsCollector(c *Server) prometheus.Collector { return bindingsCollector{c} }
 
 func (b bindingsCollector) Describe(ch chan<- *prometheus.Desc) {
 	(&affinity.Stores{}).Describe(ch)
@@ -142,11 +142,11 @@ func (b bindingsCollector) Collect(ch chan<- prometheus.Metric) {
 // Membership returns the membership interface for changes of one origin (control.OriginAdmin,
 // control.OriginDNS): engines it adds are listed with that origin.
 func (s *Server) Membership(origin string) control.Membership {
-	return originMembership{s.core, origin}
+	return originMembership{s, origin}
 }
 
 type originMembership struct {
-	c      *core
+	c      *Server
 	origin string
 }
 
@@ -215,7 +215,7 @@ func joinRoles(roles []plan.Role) string {
 // join makes e a serving member: a fresh worker with its breaker, load slot, prefix
 // index entries and metrics. Call with f.mu held; publishing it to the registry is the
 // caller's.
-func (c *core) join(g *Server, e plan.Engine, origin string) *member {
+func (c *Server) join(g *generation, e plan.Engine, origin string) *member {
 	w := engine.New(e)
 	w.SetIndex(c.table.Add(e))
 	w.SetBreaker(newBreaker(g.plan.Breaker, c.opts.Clock))
@@ -243,7 +243,7 @@ func (c *core) join(g *Server, e plan.Engine, origin string) *member {
 // and the bindings dropped (their monitoring stops with the caller's publish or
 // SetEngines). Each is listed as leaving until the requests it serves finish, then
 // forgotten with its metric series. Call with f.mu held.
-func (c *core) leave(g *Server, ms []*member) {
+func (c *Server) leave(g *generation, ms []*member) {
 	if len(ms) == 0 {
 		return
 	}
@@ -278,7 +278,7 @@ func leavingKey(m *member) string { return fmt.Sprintf("%s (leaving %p)", m.engi
 
 // forgetWhenIdle waits for a leaving member's requests to finish (or the router to stop
 // hard), then forgets its listing and metric series.
-func (c *core) forgetWhenIdle(m *member) {
+func (c *Server) forgetWhenIdle(m *member) {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 wait:
@@ -303,12 +303,12 @@ wait:
 
 // publish swaps in a generation of the current one with the fleet's engines, after a
 // membership change. Call with f.mu held.
-func (c *core) publish() *Server {
+func (c *Server) publish() *generation {
 	g := c.current()
 	np := *g.plan
 	np.Engines = c.fleet.engines()
 	ng := *g
-	ng.plan, ng.generation = &np, g.generation+1
+	ng.plan, ng.number = &np, g.number+1
 	ng.models = g.models.Over(&np)
 	ng.routes = ng.buildRoutes()
 	c.monitor.SetEngines(np.Engines)
@@ -321,7 +321,7 @@ func (c *core) publish() *Server {
 // fleet, and each engine costs polling, a load slot and series.
 const maxMembers = 4096
 
-func (c *core) addEngine(e plan.Engine, origin string) error {
+func (c *Server) addEngine(e plan.Engine, origin string) error {
 	f := &c.fleet
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -340,7 +340,7 @@ func (c *core) addEngine(e plan.Engine, origin string) error {
 	}
 	ng := c.publish()
 	f.changes.WithLabelValues("added", origin).Inc()
-	c.log.Info("engine added", "engine", e.ID, "url", plan.RedactURL(e.URL), "model", e.Model, "role", e.Role, "origin", origin, "generation", ng.generation)
+	c.log.Info("engine added", "engine", e.ID, "url", plan.RedactURL(e.URL), "model", e.Model, "role", e.Role, "origin", origin, "generation", ng.number)
 	return nil
 }
 
@@ -360,7 +360,7 @@ func (f *fleet) memberOf(id string) (*member, error) {
 }
 
 // withMember runs change on the serving or draining member with the id, under f.mu.
-func (c *core) withMember(id string, change func(*member)) error {
+func (c *Server) withMember(id string, change func(*member)) error {
 	f := &c.fleet
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -372,7 +372,7 @@ func (c *core) withMember(id string, change func(*member)) error {
 	return err
 }
 
-func (c *core) drainEngine(id, origin string) error {
+func (c *Server) drainEngine(id, origin string) error {
 	return c.withMember(id, func(m *member) {
 		if m.worker.Draining() {
 			return
@@ -383,16 +383,16 @@ func (c *core) drainEngine(id, origin string) error {
 	})
 }
 
-func (c *core) removeEngine(id, origin string) error {
+func (c *Server) removeEngine(id, origin string) error {
 	return c.withMember(id, func(m *member) {
 		c.leave(c.current(), []*member{m})
 		ng := c.publish()
 		c.fleet.changes.WithLabelValues("removed", origin).Inc()
-		c.log.Info("engine removed", "engine", id, "inflight", m.worker.Inflight(), "origin", origin, "generation", ng.generation)
+		c.log.Info("engine removed", "engine", id, "inflight", m.worker.Inflight(), "origin", origin, "generation", ng.number)
 	})
 }
 
-func (c *core) logErrs(what string, errs []error) {
+func (c *Server) logErrs(what string, errs []error) {
 	for _, err := range errs {
 		c.log.Error(what, "error", err)
 	}
@@ -435,8 +435,7 @@ func restartOnly(old, new *plan.Plan) []string {
 // time (admin, dns) stay unless the plan configures the same id, which then takes over,
 // or no longer serves their model and role. A plan changing a setting only a restart
 // applies is refused with *control.ReloadError, as is one that cannot be built.
-func (s *Server) Reload(p *plan.Plan) (res control.ReloadResult, err error) {
-	c := s.core
+func (c *Server) Reload(p *plan.Plan) (res control.ReloadResult, err error) {
 	f := &c.fleet
 	// Discovery follows changed engines_from_dns once the fleet is unlocked: its rounds
 	// change the fleet too.
@@ -457,21 +456,21 @@ func (s *Server) Reload(p *plan.Plan) (res control.ReloadResult, err error) {
 	if err != nil {
 		return c.refuseReload("failed", fmt.Sprintf("building policy state: %v", err))
 	}
-	ng, err := c.generation(merged, deps, g.generation+1)
+	ng, err := c.newGeneration(merged, deps, g.number+1)
 	if err != nil {
 		return c.refuseReload("failed", err.Error())
 	}
 	ng.edge.configHash = configHash(p) // the plan as configured, without run-time engines
 	// Commit: nothing below fails.
 	res = c.changeMembers(g, ng, p, current)
-	res.Dropped, res.Generation = dropped, ng.generation
+	res.Dropped, res.Generation = dropped, ng.number
 	c.swapIn(g, ng)
 	c.countReload(res)
 	return res, nil
 }
 
 // refuseReload counts a refused or failed reload and says why; the running plan stays.
-func (c *core) refuseReload(result string, errs ...string) (control.ReloadResult, error) {
+func (c *Server) refuseReload(result string, errs ...string) (control.ReloadResult, error) {
 	c.fleet.reloads.WithLabelValues(result).Inc()
 	c.log.Error("reload refused; the running plan stays", "errors", strings.Join(errs, "; "))
 	return control.ReloadResult{}, &control.ReloadError{Errors: errs, Failed: result == "failed"}
@@ -500,7 +499,7 @@ func configuredIDs(p *plan.Plan) map[string]bool {
 // withRunTimeEngines returns p with the engines added at run time (admin, dns) that it
 // does not configure itself and still serves (their model and role), in fleet order,
 // and the ids of those it no longer serves.
-func (c *core) withRunTimeEngines(p *plan.Plan, current map[string]*member) (*plan.Plan, []string) {
+func (c *Server) withRunTimeEngines(p *plan.Plan, current map[string]*member) (*plan.Plan, []string) {
 	merged := *p
 	merged.Engines = slices.Clone(p.Engines)
 	configured := configuredIDs(p)
@@ -529,7 +528,7 @@ func (c *core) withRunTimeEngines(p *plan.Plan, current map[string]*member) (*pl
 // the new breaker settings; a changed one is replaced and a removed one leaves (see
 // leave); new ones join; the config takes over a run-time engine it now configures. The
 // fleet's order becomes ng's. Call with f.mu held.
-func (c *core) changeMembers(g, ng *Server, p *plan.Plan, current map[string]*member) (res control.ReloadResult) {
+func (c *Server) changeMembers(g, ng *generation, p *plan.Plan, current map[string]*member) (res control.ReloadResult) {
 	f := &c.fleet
 	configured := configuredIDs(p)
 	want := map[string]plan.Engine{}
@@ -591,7 +590,7 @@ func (c *core) changeMembers(g, ng *Server, p *plan.Plan, current map[string]*me
 // swapIn makes ng, built over the fleet's new members, the current generation in place
 // of g: KV-event subscriptions, the affinity sweeper, metrics and monitoring follow it.
 // Call with f.mu held.
-func (c *core) swapIn(g, ng *Server) {
+func (c *Server) swapIn(g, ng *generation) {
 	f := &c.fleet
 	if f.subs != nil {
 		c.logErrs("KV-event subscription", f.subs.Set(f.engines()))
@@ -614,7 +613,7 @@ func (c *core) swapIn(g, ng *Server) {
 }
 
 // countReload counts an applied reload and its membership changes, and logs it.
-func (c *core) countReload(res control.ReloadResult) {
+func (c *Server) countReload(res control.ReloadResult) {
 	f := &c.fleet
 	f.reloads.WithLabelValues("applied").Inc()
 	for range res.Added {
@@ -632,7 +631,7 @@ func (c *core) countReload(res control.ReloadResult) {
 
 // startFleet starts the background tasks that follow the membership: KV-event
 // subscriptions and the affinity sweeper. Serve calls it once; they stop with ctx.
-func (c *core) startFleet(ctx context.Context) error {
+func (c *Server) startFleet(ctx context.Context) error {
 	f := &c.fleet
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -647,7 +646,7 @@ func (c *core) startFleet(ctx context.Context) error {
 }
 
 // runAffinity runs the sweeper of st in place of the previous stores'. Call with f.mu held.
-func (c *core) runAffinity(st *affinity.Stores) {
+func (c *Server) runAffinity(st *affinity.Stores) {
 	f := &c.fleet
 	if f.bgCtx == nil {
 		return
@@ -661,7 +660,7 @@ func (c *core) runAffinity(st *affinity.Stores) {
 }
 
 // waitFleet waits for the background tasks after their context is done.
-func (c *core) waitFleet() {
+func (c *Server) waitFleet() {
 	c.fleet.bg.Wait()
 	c.fleet.mu.Lock()
 	subs := c.fleet.subs
@@ -689,4 +688,4 @@ func (f *fleet) republish() {
 }
 
 // memberList returns the members as last published; it must not be modified.
-func (c *core) memberList() []member { return *c.fleet.list.Load() }
+func (c *Server) memberList() []member { return *c.fleet.list.Load() }

@@ -34,7 +34,7 @@ func TestRequestBodyMemory(t *testing.T) {
 	var got []byte
 	read := allocated(func() {
 		r, _ := http.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
-		got, _ = srv.ReadBody(httptest.NewRecorder(), r)
+		got, _ = srv.current().ReadBody(httptest.NewRecorder(), r)
 	})
 	if !bytes.Equal(got, body) {
 		t.Fatal("the body read differs from the one sent")
@@ -46,7 +46,7 @@ func TestRequestBodyMemory(t *testing.T) {
 	lying := allocated(func() {
 		r, _ := http.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader("{}"))
 		r.ContentLength = 30 << 20
-		_, _ = srv.ReadBody(httptest.NewRecorder(), r)
+		_, _ = srv.current().ReadBody(httptest.NewRecorder(), r)
 	})
 	if lying > preallocMax+64<<10 {
 		t.Errorf("a declared but unsent 30 MiB body allocated %d bytes", lying)
@@ -65,7 +65,7 @@ func BenchmarkPrepareLargeBody(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		r, _ := http.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
-		if _, err := srv.prepare(httptest.NewRecorder(), r, srv.models.Chat); err != nil {
+		if _, err := srv.current().prepare(httptest.NewRecorder(), r, srv.current().models.Chat); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -110,7 +110,7 @@ func (m *metrics) setModels(models []string) {
 
 // registerEngine adds a member engine's gauges, read live from its worker and the load
 // table, and records them on the member so that forgetEngine can take them away.
-func (m *metrics) registerEngine(c *core, mb *member) {
+func (m *metrics) registerEngine(c *Server, mb *member) {
 	w := mb.worker
 	labels := prometheus.Labels{"engine": w.ID()}
 	mb.collectors = []prometheus.Collector{
@@ -264,7 +264,7 @@ func (c *seriesCache[T]) get(k seriesKey) T {
 }
 
 // reportAge is the age of the engine's usable load report, or -1s when it has none.
-func (c *core) reportAge(w *engine.Worker) time.Duration {
+func (c *Server) reportAge(w *engine.Worker) time.Duration {
 	if r := c.table.LoadAt(w, c.table.Now()); r != nil {
 		return time.Since(r.At)
 	}

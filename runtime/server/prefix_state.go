@@ -28,7 +28,7 @@ type PrefixIndexSize struct {
 // prefixSizes lists the engine's size in every local prefix index: the event-fed one when
 // the engine publishes KV events, its speculative entries when a source keeps them, then
 // each approximate index, largest capacity first.
-func (s *Server) prefixSizes(e plan.Engine) []PrefixIndexSize {
+func (s *generation) prefixSizes(e plan.Engine) []PrefixIndexSize {
 	var out []PrefixIndexSize
 	if e.KVEvents != nil {
 		n, bs := s.deps.KV.Blocks(e.ID), kv.BlockSize(e)

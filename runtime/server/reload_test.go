@@ -93,7 +93,7 @@ func TestReloadKeepsStateOfEnginesThatStay(t *testing.T) {
 	fc.warmKV(t)
 	w1, breaker1 := fc.srv.reg.Get("E1"), fc.srv.reg.Get("E1").Breaker()
 	wait.For(t, "E1's load report", func() bool { return fc.srv.table.LoadAt(w1, fc.srv.table.Now()) != nil })
-	blocks := fc.srv.deps.KV.Blocks("E1")
+	blocks := fc.srv.current().deps.KV.Blocks("E1")
 	if blocks == 0 {
 		t.Fatal("E1 holds no blocks in the index before the reload")
 	}
@@ -128,7 +128,7 @@ func TestReloadKeepsStateOfEnginesThatStay(t *testing.T) {
 	if fc.srv.table.LoadAt(w1, fc.srv.table.Now()) == nil {
 		t.Error("E1's load report was lost")
 	}
-	if n := fc.srv.deps.KV.Blocks("E1"); n < blocks {
+	if n := fc.srv.current().deps.KV.Blocks("E1"); n < blocks {
 		t.Errorf("E1 holds %d blocks after the reload, had %d", n, blocks)
 	}
 	if fc.srv.reg.Get("E2") != nil {
@@ -137,8 +137,8 @@ func TestReloadKeepsStateOfEnginesThatStay(t *testing.T) {
 	if ids := fc.srv.fleet.subs.Engines(); !slices.Equal(ids, []string{"E1"}) {
 		t.Errorf("KV-event subscriptions after the reload: %v, want E1's", ids)
 	}
-	if g := fc.srv.current(); g.plan.Retries.MaxAttempts != 3 || g.generation != 2 {
-		t.Errorf("the new plan is not current: max attempts %d, generation %d", g.plan.Retries.MaxAttempts, g.generation)
+	if g := fc.srv.current(); g.plan.Retries.MaxAttempts != 3 || g.number != 2 {
+		t.Errorf("the new plan is not current: max attempts %d, generation %d", g.plan.Retries.MaxAttempts, g.number)
 	}
 	before := fc.sentCountsOf(t, next)
 	for range 4 {
@@ -260,8 +260,8 @@ func TestBrokenReloadChangesNothing(t *testing.T) {
 		t.Fatalf("restart-only change: %d %s", status, body)
 	}
 
-	if g := fc.srv.current(); g.generation != 1 || fc.srv.reg.Get("E1") != w1 {
-		t.Errorf("a refused reload changed the router: generation %d", g.generation)
+	if g := fc.srv.current(); g.number != 1 || fc.srv.reg.Get("E1") != w1 {
+		t.Errorf("a refused reload changed the router: generation %d", g.number)
 	}
 	if status, _, body := fc.post(t, chat("m", "still served", `, "max_tokens": 2`)); status != 200 {
 		t.Errorf("after refused reloads: %d %s", status, body)
@@ -480,7 +480,7 @@ func TestReloadDropsARemovedEnginesIndex(t *testing.T) {
 	if _, err := fc.srv.ReloadConfig(); err != nil {
 		t.Fatal(err)
 	}
-	if n := fc.srv.deps.KV.Blocks("E1"); n != 0 {
+	if n := fc.srv.current().deps.KV.Blocks("E1"); n != 0 {
 		t.Errorf("the removed engine holds %d blocks", n)
 	}
 	if _, ok := fc.metricValue(t, `router_kv_blocks{engine="E1"}`); ok {

@@ -19,7 +19,7 @@ func TestRequestLogRecord(t *testing.T) {
 			return a
 		},
 	})
-	s := &Server{core: &core{log: slog.New(h), reqLog: h}}
+	s := &generation{Server: &Server{log: slog.New(h), reqLog: h}}
 	pd := &Decision{Model: "m", Bucket: "b", Status: 200, DurationMS: 1.5, InputTokens: 7, npicked: 2,
 		picked: [2]stagePick{{"prefill", "P1", "least loaded"}, {"decode", "D1", "only candidate"}}}
 	s.logRequest(pd)

@@ -29,15 +29,15 @@ import (
 // completions, generate, embeddings and the like): prepare once with the endpoint's
 // preparer, select bucket-first, then dispatch. Selection failures never reach an engine;
 // a dispatch failure never restarts selection.
-func (s *Server) routed(prepare request.Preparer) http.HandlerFunc {
+func (s *generation) routed(prepare request.Preparer) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) { s.serveRouted(w, r, prepare) }
 }
 
-func (s *Server) serveRouted(w http.ResponseWriter, r *http.Request, prepare request.Preparer) {
+func (s *generation) serveRouted(w http.ResponseWriter, r *http.Request, prepare request.Preparer) {
 	rec := &recorder{ResponseWriter: w, start: time.Now(), reqID: requestID(r), metrics: s.metrics}
 	h := w.Header()
 	h["X-Request-Id"], h["Date"] = []string{rec.reqID}, responseDate.at(rec.start)
-	d := &Decision{Time: rec.start, RequestID: rec.reqID, Generation: s.generation}
+	d := &Decision{Time: rec.start, RequestID: rec.reqID, Generation: s.number}
 	defer s.finish(rec, d)
 	if !s.active.enter() {
 		d.Error = answer.CodeOverCapacity
@@ -73,7 +73,7 @@ func (s *Server) serveRouted(w http.ResponseWriter, r *http.Request, prepare req
 
 // dispatch hands a selected request to the generation's dispatcher, retries on
 // another selection what it asks to, and answers its failure.
-func (s *Server) dispatch(rec *recorder, r *http.Request, p *request.Prepared, sel bucket.Selection, d *Decision) {
+func (s *generation) dispatch(rec *recorder, r *http.Request, p *request.Prepared, sel bucket.Selection, d *Decision) {
 	// Every way out has answered the client. A non-streamed answer is buffered whole
 	// (see package dispatch): it goes out now, in one write, before the request is logged
 	// and counted, and before shutdown, which waits for the active requests, may close
@@ -95,7 +95,7 @@ func (s *Server) dispatch(rec *recorder, r *http.Request, p *request.Prepared, s
 
 // writeFailure answers a failed dispatch (unless the response already started), logs
 // its details under the request id and counts it.
-func (s *Server) writeFailure(rec *recorder, err *dispatch.Error, d *Decision) {
+func (s *generation) writeFailure(rec *recorder, err *dispatch.Error, d *Decision) {
 	status, code, msg := answer.StatusOf(err)
 	s.metrics.observeFailure(err)
 	d.Error = code + ": " + err.Error()
@@ -106,7 +106,7 @@ func (s *Server) writeFailure(rec *recorder, err *dispatch.Error, d *Decision) {
 }
 
 // prepare reads the request's body and prepares it with the endpoint's preparer.
-func (s *Server) prepare(w http.ResponseWriter, r *http.Request, prepare request.Preparer) (*request.Prepared, error) {
+func (s *generation) prepare(w http.ResponseWriter, r *http.Request, prepare request.Preparer) (*request.Prepared, error) {
 	body, herr := s.ReadBody(w, r)
 	if herr != nil {
 		return nil, herr
@@ -115,7 +115,7 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request, prepare request
 }
 
 // route runs the selection pass and records it in metrics and the decision.
-func (s *Server) route(r *http.Request, p *request.Prepared, d *Decision) (bucket.Selection, error) {
+func (s *generation) route(r *http.Request, p *request.Prepared, d *Decision) (bucket.Selection, error) {
 	trace := decision.NewSummary()
 	p.Pass = policy.Pass{Trace: trace}
 	sel, err := p.Resolver.Route(r.Context(), &p.Facts, &p.Pass)
@@ -221,7 +221,7 @@ const preallocMax = 1 << 20
 // ReadBody reads a client's request body within limits.body_read_ms and the body size
 // cap, in one allocation when the client declares its length: the body is read once and
 // every later step (decoding, dispatch to both PD halves) works on these bytes.
-func (s *Server) ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, *answer.Error) {
+func (s *generation) ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, *answer.Error) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(s.timeouts.BodyRead))
 	timedOut := false

@@ -54,11 +54,12 @@ type Options struct {
 	CompileEngine func(running *plan.Plan, data []byte) (plan.Engine, error)
 }
 
-// core is the router's state that outlives a plan: the engines (registry, load table,
-// breakers, prefix indexes and bindings through the policy state, health monitor, KV-event
-// subscriptions), metrics, the recent decisions and the request limits. A reload or a
-// membership change keeps it and changes what it holds engine by engine.
-type core struct {
+// Server is the router: what New returns and what outlives a plan. It holds the engines
+// (registry, load table, breakers, prefix indexes and bindings through the policy state,
+// health monitor, KV-event subscriptions), metrics, the recent decisions and the request
+// limits, and the current generation. A reload or a membership change keeps it and
+// changes what it holds engine by engine; its methods act on the router as a whole.
+type Server struct {
 	reg      *engine.Registry
 	table    *load.Table
 	monitor  *monitor.Monitor
@@ -85,24 +86,27 @@ type core struct {
 	stopHard context.CancelCauseFunc
 
 	// gen is the generation new requests are served by; each request loads it once.
-	gen atomic.Pointer[Server]
+	gen atomic.Pointer[generation]
 	// fleet holds the engines' membership and serialises its changes and reloads.
 	fleet fleet
 	// dns runs the plan's engines_from_dns sources while the router serves.
 	dns dnsRunner
 }
 
-// Server is one generation of the router: the per-plan parts (models with their
-// resolvers, policies and tokenizers, timeouts, headers, retries) over the long-lived
-// core. A reload or membership change builds a new generation and swaps it in
-// atomically; a request runs on the generation it started with to its end. Methods on
-// any generation act on the router as a whole.
-type Server struct {
-	*core
-	plan       *plan.Plan
-	models     *request.Models
-	deps       policy.Deps
-	generation uint64
+// generation is one configuration generation of the router: the per-plan parts (models
+// with their resolvers, policies and tokenizers, timeouts, headers, retries, routes). A
+// reload or membership change builds a new generation and swaps it in atomically; a
+// request runs on the generation it started with to its end. It embeds the router it
+// belongs to, because a request's path reads both at every step (the registry and load
+// table beside its plan's models and timeouts): the embedded *Server is the one
+// router, shared by every generation, never a copy. The router's own methods reach a
+// generation through current().
+type generation struct {
+	*Server
+	plan   *plan.Plan
+	models *request.Models
+	deps   policy.Deps
+	number uint64
 	// routes are this generation's HTTP routes; Handler serves the current generation's.
 	routes     http.Handler
 	dispatcher *dispatch.Dispatcher
@@ -136,7 +140,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building worker registry: %w", err)
 	}
-	c := &core{
+	c := &Server{
 		reg: reg, table: load.NewTable(p.Engines, nil), log: opts.Logger, reqLog: opts.RequestLog.Handler(), opts: opts,
 		// An engine's redirect is an answer to report, never to follow.
 		client: &http.Client{Transport: opts.Transport, CheckRedirect: func(*http.Request, []*http.Request) error {
@@ -161,7 +165,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building policy state: %w", err)
 	}
-	s, err := c.generation(p, deps, 1)
+	g, err := c.newGeneration(p, deps, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -175,21 +179,21 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		c.metrics.registerEngine(c, c.fleet.members[e.ID])
 	}
 	c.metrics.zeroSeries(p)
-	c.metrics.reg.MustRegister(newBindingsCollector(c), &tokenCacheCollector{core: c}) // the binding store's health and the token caches
-	s.deps.Affinity.SetLogger(c.log)
-	if s.deps.KV != nil {
+	c.metrics.reg.MustRegister(newBindingsCollector(c), &tokenCacheCollector{router: c}) // the binding store's health and the token caches
+	g.deps.Affinity.SetLogger(c.log)
+	if g.deps.KV != nil {
 		// The prefix index counts what it could not use of the engines' KV events.
-		c.metrics.reg.MustRegister(s.deps.KV)
+		c.metrics.reg.MustRegister(g.deps.KV)
 	}
 	c.fleet.republish()
 	c.metrics.reg.MustRegister(c.fleet.reloads, c.fleet.changes, newMembershipCollector(c), dnsCollector{c}, newGatewayCollector(c))
-	c.gen.Store(s)
-	return s, nil
+	c.gen.Store(g)
+	return c, nil
 }
 
 // generation builds the per-plan parts of a router over c, changing nothing c holds, so
 // a generation that fails to build leaves the running one whole.
-func (c *core) generation(p *plan.Plan, deps policy.Deps, n uint64) (*Server, error) {
+func (c *Server) newGeneration(p *plan.Plan, deps policy.Deps, n uint64) (*generation, error) {
 	models, err := request.NewModels(p, c.reg, deps)
 	if err != nil {
 		return nil, err
@@ -198,8 +202,8 @@ func (c *core) generation(p *plan.Plan, deps policy.Deps, n uint64) (*Server, er
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{
-		core: c, plan: p, models: models, deps: deps, generation: n,
+	s := &generation{
+		Server: c, plan: p, models: models, deps: deps, number: n,
 		timeouts:   dispatch.TimeoutsOf(p.Timeouts),
 		dispatcher: dispatch.New(p, c.client, c.table, deps, c.log),
 		edge:       edge,
@@ -209,7 +213,7 @@ func (c *core) generation(p *plan.Plan, deps policy.Deps, n uint64) (*Server, er
 }
 
 // current returns the generation new requests are served by.
-func (c *core) current() *Server { return c.gen.Load() }
+func (c *Server) current() *generation { return c.gen.Load() }
 
 func planModels(p *plan.Plan) []string {
 	names := make([]string, len(p.Models))
@@ -221,8 +225,7 @@ func planModels(p *plan.Plan) []string {
 
 // Handler returns the router's HTTP routes. Each request is served by the generation
 // current when it arrives, to its end, whatever reloads happen meanwhile.
-func (s *Server) Handler() http.Handler {
-	c := s.core
+func (c *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A request with a Transfer-Encoding may also have carried a Content-Length, which
 		// net/http removes before the handler sees it: the peers in front of the router may
@@ -237,7 +240,7 @@ func (s *Server) Handler() http.Handler {
 	})
 }
 
-func (s *Server) buildRoutes() http.Handler {
+func (s *generation) buildRoutes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.routed(s.models.Chat))
 	mux.HandleFunc("POST /v1/completions", s.routed(s.models.Completion))
@@ -337,7 +340,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // ready answers 200 when every model can be served: not draining and, per model, at
 // least one healthy engine of each role its buckets need.
-func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
+func (s *generation) ready(w http.ResponseWriter, _ *http.Request) {
 	if s.draining.Load() {
 		http.Error(w, "draining", http.StatusServiceUnavailable)
 		return
@@ -400,7 +403,7 @@ var routeList = func() string {
 }()
 
 // noRoute answers any other method or path with an OpenAI-shaped 405 or 404.
-func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+func (s *generation) noRoute(w http.ResponseWriter, r *http.Request) {
 	if method, ok := routes[r.URL.Path]; ok {
 		w.Header().Set("Allow", method)
 		answer.Write(w, http.StatusMethodNotAllowed, answer.CodeMethod, fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, method))
@@ -409,7 +412,7 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	answer.Write(w, http.StatusNotFound, answer.CodeNotFound, fmt.Sprintf("no route %s %s: this router serves %s", r.Method, r.URL.Path, routeList))
 }
 
-func (s *Server) listModels(w http.ResponseWriter, _ *http.Request) {
+func (s *generation) listModels(w http.ResponseWriter, _ *http.Request) {
 	data := make([]map[string]any, 0, len(s.plan.Models))
 	for i := range s.plan.Models {
 		data = append(data, s.modelCard(&s.plan.Models[i]))

@@ -13,7 +13,7 @@ import (
 // stand-in's. Label values are configured tokenizer paths or "standin". It reads the
 // current generation's models at every scrape, so a reload's tokenizers show at once.
 type tokenCacheCollector struct {
-	core *core
+	router *Server
 }
 
 var (
@@ -49,7 +49,7 @@ func (c *tokenCacheCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *tokenCacheCollector) Collect(ch chan<- prometheus.Metric) {
-	gen := c.core.current()
+	gen := c.router.current()
 	if gen == nil {
 		return
 	}

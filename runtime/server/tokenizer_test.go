@@ -185,7 +185,7 @@ func TestRealTokenizerPrefixHits(t *testing.T) {
 
 	first := fc.engineOf(t, "/v1/chat/completions", chat)
 	wait.For(t, "the engine's KV events indexed", func() bool {
-		return len(fc.srv.deps.KV.Lookup(want, kv.DefaultBlockSize)) > 0
+		return len(fc.srv.current().deps.KV.Lookup(want, kv.DefaultBlockSize)) > 0
 	})
 	for range 3 {
 		if got := fc.engineOf(t, "/v1/chat/completions", chat); got != first {
