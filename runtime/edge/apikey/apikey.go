@@ -63,7 +63,7 @@ func Require(s *Set, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		key, ok := bearer(r.Header.Get("Authorization"))
+		key, ok := Bearer(r.Header.Get("Authorization"))
 		if ok && s.Allows(key) {
 			next.ServeHTTP(w, r)
 			return
@@ -78,9 +78,10 @@ func Require(s *Set, next http.Handler) http.Handler {
 	})
 }
 
-// bearer returns the credentials of a Bearer authorization; the scheme is
-// case-insensitive (RFC 9110 §11.1) and may be followed by several spaces.
-func bearer(h string) (string, bool) {
+// Bearer returns the credentials of a Bearer authorization, client keys' and
+// admin_token's alike; the scheme is case-insensitive (RFC 9110 §11.1) and may be
+// followed by several spaces. Empty credentials are none.
+func Bearer(h string) (string, bool) {
 	scheme, cred, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return "", false
