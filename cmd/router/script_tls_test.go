@@ -16,7 +16,8 @@ import (
 
 // setupTLS writes a test CA, a server certificate for 127.0.0.1 and a client certificate
 // into the script's work directory, and names them in $TLS_CA, $TLS_CERT, $TLS_KEY,
-// $TLS_CLIENT_CERT and $TLS_CLIENT_KEY, for scripts serving TLS. No certificate is
+// $TLS_CLIENT_CERT and $TLS_CLIENT_KEY, for scripts serving TLS (the client pair for an
+// engine_tls client certificate). No certificate is
 // committed: each script run makes its own.
 func setupTLS(env *testscript.Env) error {
 	dir := filepath.Join(env.WorkDir, "tls")
@@ -36,8 +37,7 @@ func setupTLS(env *testscript.Env) error {
 }
 
 // scriptClient is the client of the http and waitfor commands for url. An https URL
-// gets a client that trusts $TLS_CA and, when the script sets HTTP_CLIENT_CERT=1,
-// presents $TLS_CLIENT_CERT; a plain one gets http.DefaultTransport, whose kept-alive
+// gets a client that trusts $TLS_CA; a plain one gets http.DefaultTransport, whose kept-alive
 // connection makes a script's requests follow each other on the router's side too.
 func scriptClient(ts *testscript.TestScript, url string) *http.Client {
 	if !strings.HasPrefix(url, "https://") {
@@ -49,11 +49,6 @@ func scriptClient(ts *testscript.TestScript, url string) *http.Client {
 		ts.Check(err)
 		conf.RootCAs = x509.NewCertPool()
 		conf.RootCAs.AppendCertsFromPEM(pem)
-	}
-	if ts.Getenv("HTTP_CLIENT_CERT") == "1" {
-		cert, err := tls.LoadX509KeyPair(ts.Getenv("TLS_CLIENT_CERT"), ts.Getenv("TLS_CLIENT_KEY"))
-		ts.Check(err)
-		conf.Certificates = []tls.Certificate{cert}
 	}
 	return &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: conf, DisableKeepAlives: true}}
 }
