@@ -110,6 +110,7 @@ func CompileSources(srcs []Source) (p *plan.Plan, err error) {
 	}
 	p = f.plan()
 	check(p, user, &errs)
+	(&checker{p: p, user: user, errs: &errs}).checkGateway(f.Auth)
 	if err := errs.result(); err != nil {
 		return nil, err
 	}
@@ -140,6 +141,10 @@ type file struct {
 	Tracing           *plan.Tracing         `json:"tracing"`
 	RequestID         plan.RequestID        `json:"request_id"`
 	Debug             plan.Debug            `json:"debug"`
+	Auth              *authKeys             `json:"auth"`
+	TLS               *plan.TLS             `json:"tls"`
+	EngineTLS         *plan.EngineTLS       `json:"engine_tls"`
+	Metrics           *plan.MetricsListener `json:"metrics"`
 }
 
 func (f *file) plan() *plan.Plan {
@@ -148,7 +153,8 @@ func (f *file) plan() *plan.Plan {
 		Timeouts: f.Timeouts, Limits: f.Limits, Breaker: f.Breaker, Retries: f.Retries,
 		Headers: f.Headers, State: f.State, Bindings: f.Bindings, EngineTransport: f.EngineTransport,
 		Tracing: f.Tracing, RequestID: f.RequestID, Debug: f.Debug,
-		Queue: f.Queue, RateLimit: f.RateLimit}
+		Queue: f.Queue, RateLimit: f.RateLimit,
+		Auth: f.Auth.plan(), TLS: f.TLS, EngineTLS: f.EngineTLS, Metrics: f.Metrics}
 	if p.RateLimit != nil && p.RateLimit.Burst == 0 {
 		p.RateLimit.Burst = p.Limits.MaxConcurrentRequests
 	}

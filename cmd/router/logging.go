@@ -43,11 +43,15 @@ func durationsAsStrings(_ []string, a slog.Attr) slog.Attr {
 // every other line, so a log collector parses the whole stream; as text it is the plain
 // line on stdout that scripts wait for.
 func announce(c *cli.Context, log *slog.Logger, addr net.Addr, p *plan.Plan) {
+	scheme := "http"
+	if p.TLS != nil {
+		scheme = "https"
+	}
 	if c.String("log-format") == "json" {
-		log.Info("router listening", "url", "http://"+addr.String(), "models", modelNames(p))
+		log.Info("router listening", "url", scheme+"://"+addr.String(), "models", modelNames(p))
 		return
 	}
-	fmt.Fprintf(c.App.Writer, "router listening on http://%s, models: %s\n", addr, modelNames(p))
+	fmt.Fprintf(c.App.Writer, "router listening on %s://%s, models: %s\n", scheme, addr, modelNames(p))
 }
 
 // asDefault makes l the process's default logger, which also routes the standard log

@@ -61,7 +61,9 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 //
 //	http POST http://127.0.0.1:$PORT/v1/chat/completions body.json [Header:value...]
 //	http GET http://127.0.0.1:$PORT/admin/state
+//	http GET https://127.0.0.1:$PORT/healthz
 //
+// An https URL is verified against $TLS_CA (see setupTLS).
 // The body argument names a file in the script's work directory.
 func cmdHTTP(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {
@@ -79,8 +81,7 @@ func cmdHTTP(ts *testscript.TestScript, neg bool, args []string) {
 		k, v, _ := strings.Cut(h, ":")
 		req.Header.Set(k, v)
 	}
-	client := &http.Client{Timeout: 20 * time.Second}
-	resp, err := client.Do(req)
+	resp, err := scriptClient(ts, args[1]).Do(req)
 	ts.Check(err)
 	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)

@@ -68,11 +68,12 @@ func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitForLimit)
 	defer cancel()
+	client := scriptClient(ts, args[0])
 	var last error
 	for ctx.Err() == nil {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, args[0], nil)
 		ts.Check(err)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode/100 == 2 {

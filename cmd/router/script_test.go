@@ -37,7 +37,7 @@ func TestScripts(t *testing.T) {
 			// A race-enabled binary sleeps a second at exit by default; scripts run the
 			// router dozens of times.
 			env.Setenv("GORACE", "atexit_sleep_ms=0")
-			return nil
+			return setupTLS(env)
 		},
 	})
 }

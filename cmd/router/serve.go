@@ -35,6 +35,8 @@ func serveCommand() *cli.Command {
 runs an embedded config against simulated engines started in-process. SIGINT or SIGTERM
 stops accepting, drains in-flight requests within shutdown_grace_secs, and exits 0.
 --demo --print-config prints the demo config instead, a starting point for your own.
+The config's auth block requires client keys, tls serves HTTPS, and metrics.listen
+moves /metrics to an address of its own (docs/serve.md).
 Every flag can also be set in the environment: ROUTER_CONFIG (files separated by
 commas), ROUTER_LISTEN, ROUTER_DEMO, ROUTER_PRINT_CONFIG, ROUTER_LOG_FORMAT,
 ROUTER_LOG_LEVEL, ROUTER_LOG_FLUSH, ROUTER_WATCH and ROUTER_WATCH_INTERVAL; a flag on
@@ -137,8 +139,37 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w (set listen in the config or --listen)", p.Listen, err)
 	}
+	stopMetrics, err := serveMetrics(ctx, srv, p, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopMetrics()
 	announce(c, log, ln.Addr(), p)
 	return srv.Serve(ctx, ln)
+}
+
+// serveMetrics serves /metrics on metrics.listen when the plan has one, until the
+// returned stop is called: after the serving listener's drain, so the drain itself can
+// be watched.
+func serveMetrics(ctx context.Context, srv *server.Server, p *plan.Plan, log *slog.Logger) (stop func(), err error) {
+	if p.Metrics == nil {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", p.Metrics.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w (set metrics.listen in the config to a free address)", p.Metrics.Listen, err)
+	}
+	mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.ServeMetrics(mctx, ln); err != nil {
+			log.Error("the metrics listener stopped", "error", err)
+		}
+	}()
+	log.Info("metrics listening", "url", "http://"+ln.Addr().String()+"/metrics")
+	return func() { cancel(); <-done }, nil
 }
 
 // compileEngine validates an engine posted to POST /admin/engines as JSON.

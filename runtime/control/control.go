@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/routerkit/router/runtime/answer"
+	"github.com/routerkit/router/runtime/edge/apikey"
 	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
@@ -157,7 +158,7 @@ func Guard(r Router, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, req *http.Request) {
 		switch tok := r.AdminToken(); {
 		case tok != "":
-			got, ok := bearer(req.Header.Get("Authorization"))
+			got, ok := apikey.Bearer(req.Header.Get("Authorization"))
 			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
 				answer.Write(w, http.StatusUnauthorized, answer.CodeUnauthorized, "admin endpoints need Authorization: Bearer <admin_token>")
 				return
@@ -183,16 +184,6 @@ func LoopbackOnly(addr net.Addr) bool {
 		return true
 	}
 	return false
-}
-
-// bearer returns the credentials of a Bearer authorization; the scheme is
-// case-insensitive (RFC 9110 §11.1) and may be followed by several spaces.
-func bearer(h string) (string, bool) {
-	scheme, cred, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	return strings.TrimLeft(cred, " "), true
 }
 
 // reloadHandler answers POST /admin/reload with what changed, or a 422 carrying every

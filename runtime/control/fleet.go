@@ -109,6 +109,17 @@ func RestartOnly(old, new *plan.Plan) []string {
 	if !reflect.DeepEqual(old.Tracing, new.Tracing) {
 		out = append(out, "tracing")
 	}
+	// The serving listener is plain or TLS from the start (its certificates do reload);
+	// the metrics listener and the engine transports' TLS are set up once.
+	if (old.TLS == nil) != (new.TLS == nil) {
+		out = append(out, "tls (turned on or off)")
+	}
+	if !reflect.DeepEqual(old.Metrics, new.Metrics) {
+		out = append(out, "metrics.listen")
+	}
+	if !reflect.DeepEqual(old.EngineTLS, new.EngineTLS) {
+		out = append(out, "engine_tls")
+	}
 	return out
 }
 

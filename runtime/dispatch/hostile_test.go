@@ -50,7 +50,7 @@ func (r *recorder) Status() int {
 // newTestDispatcher is a dispatcher with the production transport and default deadlines.
 func newTestDispatcher() *Dispatcher {
 	p := &plan.Plan{}
-	return New(p, &http.Client{Transport: NewTransport(TimeoutsOf(p.Timeouts), p.EngineTransport)}, nil, policy.Deps{}, slog.New(slog.DiscardHandler))
+	return New(p, &http.Client{Transport: NewTransport(TimeoutsOf(p.Timeouts), p.EngineTransport, nil)}, nil, policy.Deps{}, slog.New(slog.DiscardHandler))
 }
 
 // engineAt is a worker for the engine server srv, with a breaker that opens after

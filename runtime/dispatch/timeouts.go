@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -43,10 +44,15 @@ func TimeoutsOf(t plan.Timeouts) Timeouts {
 // plain-HTTP engines are spoken to by upstream.Transport in the dispatching goroutine, on
 // pooled keep-alive connections (up to 256 idle per engine), and https or proxied engines
 // by a net/http Transport pooled the same way; with plan.TransportNetHTTP that net/http
-// Transport takes every engine. Both dial with the configured connect timeout.
-func NewTransport(t Timeouts, kind plan.EngineTransport) http.RoundTripper {
+// Transport takes every engine. Both dial with the configured connect timeout. https
+// engines are always spoken to by the net/http Transport, with tlsConf (engine_tls: CAs,
+// client certificate) when not nil: upstream.Transport speaks plain HTTP only.
+func NewTransport(t Timeouts, kind plan.EngineTransport, tlsConf *tls.Config) http.RoundTripper {
 	dial := (&net.Dialer{Timeout: t.Connect, KeepAlive: 30 * time.Second}).DialContext
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if tlsConf != nil {
+		tr.TLSClientConfig = tlsConf.Clone()
+	}
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 256
 	tr.DialContext = dial
 	// The engine's response headers are bounded as upstream.Transport bounds them.

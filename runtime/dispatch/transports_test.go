@@ -168,7 +168,7 @@ func TestEngineTransportsAgree(t *testing.T) {
 	for _, kind := range []plan.EngineTransport{plan.TransportRouter, plan.TransportNetHTTP} {
 		for _, tc := range cases {
 			t.Run(string(kind)+"/"+tc.name, func(t *testing.T) {
-				tc.run(t, NewTransport(TimeoutsOf(plan.Timeouts{}), kind))
+				tc.run(t, NewTransport(TimeoutsOf(plan.Timeouts{}), kind, nil))
 			})
 		}
 	}
@@ -176,10 +176,10 @@ func TestEngineTransportsAgree(t *testing.T) {
 
 // The switch picks the transport: net_http is Go's own.
 func TestEngineTransportSwitch(t *testing.T) {
-	if _, ok := NewTransport(TimeoutsOf(plan.Timeouts{}), plan.TransportNetHTTP).(*http.Transport); !ok {
+	if _, ok := NewTransport(TimeoutsOf(plan.Timeouts{}), plan.TransportNetHTTP, nil).(*http.Transport); !ok {
 		t.Error("engine_transport net_http is not net/http's Transport")
 	}
-	if _, ok := NewTransport(TimeoutsOf(plan.Timeouts{}), plan.TransportRouter).(*http.Transport); ok {
+	if _, ok := NewTransport(TimeoutsOf(plan.Timeouts{}), plan.TransportRouter, nil).(*http.Transport); ok {
 		t.Error("engine_transport router is net/http's Transport")
 	}
 }

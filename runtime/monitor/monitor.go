@@ -6,6 +6,7 @@ package monitor
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -32,9 +33,12 @@ type Status struct {
 // Monitor polls engines. Build it with New, start it with Run, and change the set of
 // engines it polls with SetEngines.
 type Monitor struct {
-	health plan.Health
-	reg    *engine.Registry
-	table  *load.Table
+	// EngineTLS is the TLS client configuration of https engines (engine_tls); nil is
+	// Go's defaults. Set it before Run or CheckAll.
+	EngineTLS *tls.Config
+	health    plan.Health
+	reg       *engine.Registry
+	table     *load.Table
 	// client carries every poll when set (tests inject one); nil polls plain-HTTP
 	// engines over connections of their own loops and the rest through fallback.
 	client         *http.Client
@@ -317,7 +321,7 @@ func (m *Monitor) checkHealth(ctx context.Context, f fetcher) error {
 
 // fallback is the client of engines a connection of their own cannot reach.
 func (m *Monitor) fallback() *http.Client {
-	m.fallbackOnce.Do(func() { m.fallbackClient = newClient(m.connectTimeout) })
+	m.fallbackOnce.Do(func() { m.fallbackClient = newClient(m.connectTimeout, m.EngineTLS) })
 	return m.fallbackClient
 }
 

@@ -71,6 +71,12 @@ type Plan struct {
 	Tracing   *Tracing  `json:"tracing,omitempty"`
 	RequestID RequestID `json:"request_id"`
 	Debug     Debug     `json:"debug"`
+	// The gateway in front of serving (gateway.go): client keys, TLS termination, TLS
+	// to https engines, and a listener of its own for /metrics; nil is off.
+	Auth      *Auth            `json:"auth,omitempty"`
+	TLS       *TLS             `json:"tls,omitempty"`
+	EngineTLS *EngineTLS       `json:"engine_tls,omitempty"`
+	Metrics   *MetricsListener `json:"metrics,omitempty"`
 }
 
 // EngineTransport names the HTTP client of engine requests.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"container/list"
+	"crypto/tls"
 	"net"
 	"net/http"
 	"sync"
@@ -101,6 +102,9 @@ func (l *clientListener) admit(c net.Conn, addr string) *clientConn {
 // joins the back of the reaping order, and leaves it when a request starts on it or it
 // closes.
 func (l *clientListener) ConnState(c net.Conn, state http.ConnState) {
+	if tc, ok := c.(*tls.Conn); ok { // a TLS listener wraps the accepted connection
+		c = tc.NetConn()
+	}
 	cc, ok := c.(*clientConn)
 	if !ok {
 		return

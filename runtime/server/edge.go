@@ -2,147 +2,196 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
-	"strings"
+	"runtime"
+	"runtime/debug"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/net/netutil"
 
-	"github.com/routerkit/router/runtime/bucket"
-	"github.com/routerkit/router/runtime/decision"
-	"github.com/routerkit/router/runtime/engine"
+	"github.com/routerkit/router/runtime/answer"
+	"github.com/routerkit/router/runtime/control"
+	"github.com/routerkit/router/runtime/edge/apikey"
+	"github.com/routerkit/router/runtime/edge/certs"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/reqid"
-	"github.com/routerkit/router/runtime/tracing"
 )
 
-// edge is what a generation's plan says about the HTTP edge of routed requests: where
-// their ids come from and whether responses name their engines.
+// edge is a generation's gateway, built from its plan when the generation is: the client
+// keys, the serving listener's TLS configuration, where routed requests' ids come from
+// and whether responses name their engines. A reload reads the key file and the
+// certificate files again; files that no longer load fail the reload, and the running
+// generation, with its keys and certificate, stays.
 type edge struct {
+	keys *apikey.Set // nil: no client authentication
+	tls  *tls.Config // nil: plain HTTP
+	// configHash is router_config_hash's label: a short digest of the plan as configured.
+	configHash   string
 	ids          *reqid.Reader
 	engineHeader bool
 }
 
-func newEdge(p *plan.Plan) edge {
-	return edge{ids: reqid.NewReader(p.RequestID.Headers), engineHeader: p.Debug.EngineHeader}
-}
-
-// newTracer starts the plan's span export, nil when tracing is off.
-func newTracer(p *plan.Plan, c *Server) (*tracing.Tracer, error) {
-	if p.Tracing == nil {
-		return nil, nil
+func newEdge(p *plan.Plan) (edge, error) {
+	e := edge{configHash: configHash(p), ids: reqid.NewReader(p.RequestID.Headers), engineHeader: p.Debug.EngineHeader}
+	if p.Auth != nil {
+		e.keys = apikey.New(p.Auth)
 	}
-	return tracing.New(*p.Tracing, c.log)
-}
-
-// tracingShutdownGrace bounds the flush of queued spans when the router stops: a
-// collector that is away must not hold the exit up.
-const tracingShutdownGrace = 5 * time.Second
-
-// stopTracing flushes the spans still queued, once serving has stopped.
-func (c *Server) stopTracing() {
-	ctx, cancel := context.WithTimeout(context.Background(), tracingShutdownGrace)
-	defer cancel()
-	if err := c.tracer.Shutdown(ctx); err != nil {
-		c.log.Warn("tracing: spans still queued at shutdown were not exported", "error", err)
-	}
-}
-
-// outbound is dispatch's Outbound hook when tracing is on: each engine request gets
-// its span and the traceparent naming it.
-func (c *Server) outbound() func(*http.Request, *engine.Worker) *http.Request {
-	if c.tracer == nil {
-		return nil
-	}
-	return func(req *http.Request, w *engine.Worker) *http.Request {
-		return c.tracer.StartEngine(req, w.ID(), string(w.Role()))
-	}
-}
-
-// startSpan starts the routed request's span, which continues the client's
-// traceparent, and records its trace id in the decision; r is returned with the span in
-// its context, so the engine requests' spans are its children.
-func (s *generation) startSpan(r *http.Request, rec *recorder, d *Decision) *http.Request {
-	if s.tracer == nil {
-		return r
-	}
-	r, rec.span = s.tracer.Start(r)
-	if sc := rec.span.SpanContext(); sc.IsValid() {
-		d.TraceID = sc.TraceID().String()
-	}
-	rec.span.SetAttributes(attribute.String("router.request_id", rec.reqID))
-	return r
-}
-
-// endSpan ends a routed request's span with what its decision recorded: the model,
-// bucket, each stage's engine, policy and reason, the cached prefix the pick was made
-// for, the bucket attempts and dispatch retries, and the outcome. A 5xx (or a stream
-// that failed after its 200) is an error span.
-func endSpan(span trace.Span, d *Decision) {
-	if span == nil {
-		return
-	}
-	if span.IsRecording() {
-		attrs := make([]attribute.KeyValue, 0, 10+3*d.npicked)
-		attrs = append(attrs, attribute.String("router.model", d.Model), attribute.Int64("router.input_tokens", d.InputTokens),
-			attribute.Int("router.bucket_attempts", d.Fallthroughs+1), attribute.Int("router.retries", d.Retries),
-			attribute.Int("http.response.status_code", d.Status), attribute.Int64("router.generation", int64(d.Generation)))
-		if d.Bucket != "" {
-			attrs = append(attrs, attribute.String("router.bucket", d.Bucket))
+	if p.TLS != nil {
+		c, err := certs.Server(p.TLS)
+		if err != nil {
+			return edge{}, fmt.Errorf("tls: %w", err)
 		}
-		for _, p := range d.picks() {
-			attrs = append(attrs, attribute.String("router.engine."+p.stage, p.engine),
-				attribute.String("router.policy."+p.stage, p.policy), attribute.String("router.reason."+p.stage, p.reason))
-			if p.policy == string(plan.CacheAware) {
-				attrs = append(attrs, attribute.Int64("router.prefix_match_tokens", p.prefixTokens))
+		e.tls = c
+	}
+	return e, nil
+}
+
+// withEdge wraps a generation's routes in its gateway: the client keys, and, when /metrics
+// has a listener of its own, a 404 for /metrics on the serving one, so a public port
+// does not show the fleet.
+func (g *generation) withEdge(h http.Handler) http.Handler {
+	if g.plan.Metrics != nil {
+		routes := h
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/metrics" {
+				answer.Write(w, http.StatusNotFound, answer.CodeNotFound, "/metrics is served on metrics.listen ("+g.plan.Metrics.Listen+"), not on the serving address")
+				return
+			}
+			routes.ServeHTTP(w, r)
+		})
+	}
+	if g.edge.keys != nil {
+		h = apikey.Require(g.edge.keys, h)
+	}
+	return h
+}
+
+// tlsListener is ln with TLS when the plan terminates it. Each handshake takes the
+// certificate of the generation current at that moment, so a reload changes it for new
+// connections and drops none. It wraps the capped listener: a handshake holds a
+// connection slot, and http.Server bounds it by ReadHeaderTimeout.
+func (s *Server) tlsListener(ln net.Listener) net.Listener {
+	if s.current().edge.tls == nil {
+		return ln
+	}
+	return tls.NewListener(ln, certs.Listener(func() *tls.Config { return s.current().edge.tls }))
+}
+
+// warnOpen warns when the router serves beyond loopback with no client keys: whoever
+// reaches the port can use the engines.
+func (s *Server) warnOpen(ln net.Listener) {
+	if !control.LoopbackOnly(ln.Addr()) && s.current().plan.Auth == nil {
+		s.log.Warn("no client authentication: the router listens beyond loopback without auth, so whoever reaches it can use the engines; set auth.api_keys_file, or listen on 127.0.0.1 behind a proxy that authenticates",
+			"listen", ln.Addr().String())
+	}
+}
+
+// configHash is a short SHA-256 of p's canonical JSON (encoding/json: fields in
+// declaration order, maps sorted) without its secrets: the admin token and engine URL
+// credentials are redacted, and client keys are in the plan as their redacted digests
+// already. Replicas serving the same configuration show the same hash.
+func configHash(p *plan.Plan) string {
+	q := *p
+	if q.AdminToken != "" {
+		q.AdminToken = "(redacted)"
+	}
+	q.Engines = make([]plan.Engine, len(p.Engines))
+	for i, e := range p.Engines {
+		e.URL = plan.RedactURL(e.URL)
+		q.Engines[i] = e
+	}
+	data, err := json.Marshal(&q)
+	if err != nil {
+		return "unknown" // a plan is plain data: it always encodes
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:6])
+}
+
+// gatewayCollector exports router_build_info, constant, and router_config_hash, the
+// hash of the configuration the current generation was built from.
+type gatewayCollector struct {
+	c     *Server
+	build prometheus.Metric
+	hash  *prometheus.Desc
+}
+
+func newGatewayCollector(c *Server) *gatewayCollector {
+	version, revision := "unknown", "unknown"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			version = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				revision = s.Value
 			}
 		}
-		if d.Error != "" {
-			attrs = append(attrs, attribute.String("router.error", d.Error))
-		}
-		span.SetAttributes(attrs...)
-		if d.Status >= 500 || (d.Status == http.StatusOK && d.Error != "") {
-			span.SetStatus(codes.Error, d.Error)
-		}
 	}
-	span.End()
+	return &gatewayCollector{c: c,
+		build: prometheus.MustNewConstMetric(prometheus.NewDesc("router_build_info",
+			"1, labelled with the router's module version, VCS revision and Go version.",
+			[]string{"version", "revision", "goversion"}, nil), prometheus.GaugeValue, 1, version, revision, runtime.Version()),
+		hash: prometheus.NewDesc("router_config_hash",
+			"1, labelled with a short SHA-256 of the running configuration (secrets excluded); replicas whose hashes differ run different configurations.",
+			[]string{"hash"}, nil),
+	}
 }
 
-// policyOf is the policy the last bucket attempt of t used for stage.
-func policyOf(t *decision.Trace, stage plan.Role) string {
-	if len(t.Attempts) == 0 {
-		return ""
-	}
-	for _, g := range t.Attempts[len(t.Attempts)-1].Groups {
-		if g.Stage == stage {
-			return string(g.Policy)
-		}
-	}
-	return ""
+func (g *gatewayCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- g.build.Desc()
+	ch <- g.hash
 }
 
-// setEngineHeader names the selection's engines in X-Router-Engine, when the plan asks
-// for it (debug.engine_header): "E1" for a plain engine, "prefill=P1,decode=D1" for a
-// pair. A retry on another selection names the engines of the retry.
-func (s *generation) setEngineHeader(h http.Header, sel bucket.Selection) {
-	if !s.edge.engineHeader {
-		return
+func (g *gatewayCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- g.build
+	ch <- prometheus.MustNewConstMetric(g.hash, prometheus.GaugeValue, 1, g.c.current().edge.configHash)
+}
+
+// Limits of the metrics listener: it answers scrapers, a few connections that send one
+// small GET each.
+const (
+	metricsMaxConns       = 64
+	metricsMaxHeaderBytes = 16 << 10
+	metricsTimeout        = 10 * time.Second
+)
+
+// ServeMetrics serves GET /metrics alone on ln (metrics.listen) until ctx is done. It
+// has no admin or client-key guard: put it on an address scrapers alone reach.
+func (s *Server) ServeMetrics(ctx context.Context, ln net.Listener) error {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.metrics.handler())
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		answer.Write(w, http.StatusNotFound, answer.CodeNotFound, "this listener serves GET /metrics only")
+	})
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: metricsTimeout,
+		ReadTimeout:       metricsTimeout,
+		WriteTimeout:      metricsTimeout,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    metricsMaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	picks, n := selectionPicks(sel)
-	var b strings.Builder
-	for i, p := range picks[:n] {
-		if p.pick.Engine == nil {
-			continue
-		}
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		if sel.Bucket.PD() {
-			b.WriteString(string(p.stage) + "=")
-		}
-		b.WriteString(p.pick.Engine.ID())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(netutil.LimitListener(ln, metricsMaxConns)) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving metrics: %w", err)
+	case <-ctx.Done():
 	}
-	h["X-Router-Engine"] = []string{b.String()}
+	_ = srv.Close()
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving metrics: %w", err)
+	}
+	return nil
 }

@@ -48,7 +48,13 @@ func hostileEngine(t *testing.T) string {
 
 // startRouter serves a router for p on 127.0.0.1 and returns its URL.
 func startRouter(t *testing.T, p *plan.Plan) (*Server, string) {
-	srv, err := New(p, Options{Logger: slog.New(slog.DiscardHandler)})
+	return startRouterWith(t, p, Options{})
+}
+
+// startRouterWith is startRouter with opts (its logger discards).
+func startRouterWith(t *testing.T, p *plan.Plan, opts Options) (*Server, string) {
+	opts.Logger = slog.New(slog.DiscardHandler)
+	srv, err := New(p, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,16 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
+	"context"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 )
 
 // FuzzExplainRequest feeds POST /admin/explain (control's decoder, on a loopback-only
@@ -66,4 +72,53 @@ func TestTokenCacheMetrics(t *testing.T) {
 	if hits-hits0 < turns || misses-misses0 < turns {
 		t.Fatalf("token cache series moved by %v hits and %v misses, want at least %d each", hits-hits0, misses-misses0, turns)
 	}
+}
+
+// FuzzMetricsListener writes arbitrary bytes to the metrics listener (metrics.listen) over
+// a real connection: whatever they are, the answer, if any, is an HTTP response that is
+// 200 only for GET or HEAD /metrics, and the listener keeps serving.
+func FuzzMetricsListener(f *testing.F) {
+	for _, s := range []string{"GET /metrics HTTP/1.1\r\nHost: m\r\n\r\n", "POST /metrics HTTP/1.1\r\nHost: m\r\nContent-Length: 5\r\n\r\nhello",
+		"GET /admin/state HTTP/1.1\r\nHost: m\r\n\r\n", "GET /metrics HTTP/1.1\r\nHost: m\r\nX: " + strings.Repeat("a", 20000) + "\r\n\r\n",
+		"\x16\x03\x01\x00", "GET /../metrics HTTP/1.0\r\n\r\n"} {
+		f.Add([]byte(s))
+	}
+	srv, err := New(plainPlan("E1"), Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeMetrics(ctx, ln) }()
+	f.Cleanup(func() { cancel(); <-done })
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+		go func() { _, _ = c.Write(data); _ = c.(*net.TCPConn).CloseWrite() }()
+		req, reqErr := http.ReadRequest(bufio.NewReader(bytes.NewReader(data)))
+		resp, err := http.ReadResponse(bufio.NewReader(c), req)
+		if err != nil {
+			return // closed without an answer: acceptable for bytes that are no request
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK && (reqErr != nil || req.URL.Path != "/metrics" || (req.Method != http.MethodGet && req.Method != http.MethodHead)) {
+			t.Fatalf("200 for %q", data)
+		}
+		resp, err = http.Get("http://" + ln.Addr().String() + "/metrics")
+		if err != nil {
+			t.Fatalf("the listener stopped serving: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /metrics after %q: %d", data, resp.StatusCode)
+		}
+	})
 }

@@ -98,7 +98,7 @@ func startSimsWith(t testing.TB, p *plan.Plan, cfg sim.Config) *sim.Fleet {
 // is ready.
 func serveRouter(t testing.TB, p *plan.Plan, opts Options) *fleetCase {
 	t.Helper()
-	rec := &recordingTransport{next: dispatch.NewTransport(dispatch.TimeoutsOf(p.Timeouts), p.EngineTransport)}
+	rec := &recordingTransport{next: dispatch.NewTransport(dispatch.TimeoutsOf(p.Timeouts), p.EngineTransport, nil)}
 	opts.Transport = rec
 	return serveWith(t, p, opts, rec)
 }

@@ -340,6 +340,7 @@ func (c *Server) Reload(p *plan.Plan) (res control.ReloadResult, err error) {
 	if err != nil {
 		return c.refuseReload("failed", err.Error())
 	}
+	ng.edge.configHash = configHash(p) // the plan as configured, without run-time engines
 	// Commit: nothing below fails.
 	res = c.changeMembers(g, ng, p, current)
 	res.Dropped, res.Generation = dropped, ng.number

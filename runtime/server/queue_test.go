@@ -26,7 +26,7 @@ type gate struct {
 }
 
 func newGate(p *plan.Plan) *gate {
-	g := &gate{next: dispatch.NewTransport(dispatch.TimeoutsOf(p.Timeouts), p.EngineTransport),
+	g := &gate{next: dispatch.NewTransport(dispatch.TimeoutsOf(p.Timeouts), p.EngineTransport, nil),
 		held: map[string]int{}, open: map[string]chan struct{}{}}
 	return g
 }

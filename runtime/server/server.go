@@ -21,6 +21,7 @@ import (
 	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/control"
 	"github.com/routerkit/router/runtime/dispatch"
+	"github.com/routerkit/router/runtime/edge/certs"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/monitor"
 	"github.com/routerkit/router/runtime/plan"
@@ -128,8 +129,12 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 	// Polling has connections of its own (monitor.New with a nil client) unless a
 	// test injects the transport, which then carries polls too.
 	injected := opts.Transport != nil
+	engineTLS, err := certs.Engine(p.EngineTLS)
+	if err != nil {
+		return nil, fmt.Errorf("engine_tls: %w", err)
+	}
 	if !injected {
-		opts.Transport = dispatch.NewTransport(tos, p.EngineTransport)
+		opts.Transport = dispatch.NewTransport(tos, p.EngineTransport, engineTLS)
 	}
 	if opts.RecentDecisions <= 0 {
 		opts.RecentDecisions = 64
@@ -178,6 +183,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		pollClient = c.client
 	}
 	c.monitor = monitor.New(p, reg, c.table, pollClient, c.log)
+	c.monitor.EngineTLS = engineTLS
 	for _, e := range p.Engines {
 		c.metrics.registerEngine(c, c.fleet.members[e.ID])
 	}
@@ -189,7 +195,7 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 		c.metrics.reg.MustRegister(g.deps.KV)
 	}
 	c.fleet.republish()
-	c.metrics.reg.MustRegister(c.fleet.metrics, dnsCollector{c})
+	c.metrics.reg.MustRegister(c.fleet.metrics, dnsCollector{c}, newGatewayCollector(c))
 	c.metrics.reg.MustRegister(c.active.metrics.collectors()...)
 	c.monitor.OnChange(c.capacityChanged)
 	c.gen.Store(g)
@@ -203,14 +209,18 @@ func (c *Server) newGeneration(p *plan.Plan, deps policy.Deps, n uint64) (*gener
 	if err != nil {
 		return nil, err
 	}
+	edge, err := newEdge(p)
+	if err != nil {
+		return nil, err
+	}
 	s := &generation{
 		Server: c, plan: p, models: models, deps: deps, number: n,
 		timeouts:   dispatch.TimeoutsOf(p.Timeouts),
 		dispatcher: dispatch.New(p, c.client, c.table, deps, c.log),
-		edge:       newEdge(p),
+		edge:       edge,
 	}
 	s.dispatcher.Outbound = c.outbound()
-	s.routes = s.buildRoutes()
+	s.routes = s.withEdge(s.buildRoutes())
 	return s, nil
 }
 
@@ -289,6 +299,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			"listen", ln.Addr().String())
 	}
 	defer s.stopTracing() // last: after the drain, so the last requests' spans go too
+	s.warnOpen(ln)
 	monCtx, stopMonitor := context.WithCancel(context.Background())
 	defer stopMonitor()
 	s.monitor.CheckAll(ctx)
@@ -318,7 +329,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	cl := newClientListener(ln, limits.MaxConnections, limits.MaxConnectionsPerClient)
 	srv.ConnState = cl.ConnState
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(cl) }()
+	go func() { errc <- srv.Serve(s.tlsListener(cl)) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serving: %w", err)
