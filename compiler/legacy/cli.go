@@ -67,6 +67,7 @@ type cli struct {
 	chatTemplate       *string
 	requestTimeoutSecs *int64
 	streamIdleSecs     *int64 // era 4's --stream-idle-timeout-secs
+	shutdownDrainSecs  *int64 // --shutdown-drain-secs
 	disableRetries     bool
 	cbFailures         *int64
 	cbOpenSecs         *int64
@@ -175,7 +176,7 @@ func (c *cli) experimentalTable() []flagSpec {
 		// Server, timeouts and logging.
 		{name: "--host", arity: oneValue, set: text(&c.host)},
 		{name: "--port", arity: oneValue, set: portNumber(&c.port)},
-		{name: "--shutdown-drain-secs", arity: oneValue, unsupported: "the pre-shutdown drain that keeps serving with /readyz 503 (shutdown_grace_secs is a different setting: how long in-flight requests may finish)"},
+		{name: "--shutdown-drain-secs", arity: oneValue, set: count(&c.shutdownDrainSecs)},
 		{name: "--termination-grace-secs", arity: oneValue, unsupported: "the startup check of the pod's termination grace period"},
 		{name: "--request-timeout-secs", arity: oneValue, set: count(&c.requestTimeoutSecs)},
 		{name: "--stream-idle-timeout-secs", arity: oneValue, set: count(&c.streamIdleSecs)},

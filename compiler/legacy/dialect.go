@@ -348,6 +348,10 @@ func (t *translator) hardening(root *node) {
 	if n := c.streamIdleSecs; n != nil {
 		root.child("timeouts").set("stream_idle_ms", *n*1000, "--stream-idle-timeout-secs")
 	}
+	if n := c.shutdownDrainSecs; n != nil {
+		// Both keep serving with /readyz answering 503 before the drain starts.
+		root.set("shutdown_delay_secs", *n, "--shutdown-drain-secs")
+	}
 	if c.disableRetries {
 		root.child("retries").set("max_attempts", int64(1), "--disable-retries")
 	}
@@ -401,6 +405,9 @@ func (c *cli) hardeningRules(p *Errors) {
 		}
 	}
 	p.check(c.cbCoolDownSecs == nil || c.cbThreshold != nil, "--cb-cool-down-secs requires --cb-threshold")
+	if n := c.shutdownDrainSecs; n != nil {
+		p.check(*n >= 0 && *n <= 600, "--shutdown-drain-secs %d cannot be migrated: shutdown_delay_secs holds 0 to 600 s", *n)
+	}
 	if n := c.streamIdleSecs; n != nil {
 		p.check(*n >= 1 && *n <= 86400, "--stream-idle-timeout-secs %d cannot be migrated: timeouts.stream_idle_ms holds 1 s to a day (86400 s)", *n)
 	}

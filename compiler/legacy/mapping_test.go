@@ -311,3 +311,12 @@ func TestCapacityCapsOfBucketFile(t *testing.T) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 }
+
+// TestShutdownDrainIsTheDelay: sgl-router's --shutdown-drain-secs kept serving with
+// /readyz answering 503 before its drain, which is what shutdown_delay_secs does.
+func TestShutdownDrainIsTheDelay(t *testing.T) {
+	p := migrate(t, plainFleet, "--shutdown-drain-secs", "15")
+	if p.ShutdownDelaySecs != 15 {
+		t.Fatalf("shutdown_delay_secs %d, want 15", p.ShutdownDelaySecs)
+	}
+}

@@ -165,7 +165,7 @@ func TestInexpressibleSettings(t *testing.T) {
 		{"input ids forwarding", with(plainFleet, "--disable-input-ids-forwarding"), "--disable-input-ids-forwarding cannot be migrated"},
 		{"sampling overrides", with(plainFleet, "--override-sampling-params", `{"temperature": 1}`), "--override-sampling-params cannot be migrated"},
 		{"sampling conflict", with(plainFleet, "--sampling-param-conflict", "allow"), "--sampling-param-conflict cannot be migrated"},
-		{"shutdown drain", with(plainFleet, "--shutdown-drain-secs", "30"), "--shutdown-drain-secs cannot be migrated"},
+		{"shutdown drain out of range", with(plainFleet, "--shutdown-drain-secs", "601"), "--shutdown-drain-secs 601 cannot be migrated"},
 		{"termination grace", with(plainFleet, "--termination-grace-secs", "60"), "--termination-grace-secs cannot be migrated"},
 		{"request timeout above a day", with(plainFleet, "--request-timeout-secs", "90000"), "--request-timeout-secs 90000 cannot be migrated"},
 		{"stale request timeout", with(plainFleet, "--stale-request-timeout-secs", "600"), "--stale-request-timeout-secs cannot be migrated"},
