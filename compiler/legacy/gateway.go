@@ -166,7 +166,7 @@ func gatewayNotes(c *cli) []string {
 	g := &c.gateway
 	var out []string
 	if g.apiKey != nil {
-		out = append(out, "SMG also sent --api-key to its workers as their bearer key; the router sends engines no key, so engines that require one must accept the router without it.")
+		out = append(out, "SMG also sent --api-key to its workers as their bearer key; the router forwards the client's Authorization header, which carries that same key, so engines started with --api-key keep working (list authorization in headers.deny to stop it).")
 	}
 	if g.promHost == nil && g.promPort == nil && c.dialect == DialectClassic {
 		out = append(out, "SMG served Prometheus metrics on a separate listener, 0.0.0.0:29000 by default; the router serves /metrics on its listen address unless metrics.listen is set: add metrics: {listen: \"0.0.0.0:29000\"} to keep scraping that port.")
