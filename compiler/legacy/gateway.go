@@ -130,17 +130,8 @@ func (t *translator) gateway(root *node) {
 	}
 	if g.limited() {
 		root.child("limits").set("max_concurrent_requests", *g.maxConcurrent, "--max-concurrent-requests")
-		q := root.child("queue")
-		size, sizeFrom := int64(smgQueueSize), "SMG's default --queue-size 100 with --max-concurrent-requests"
-		if g.queueSize != nil {
-			size, sizeFrom = *g.queueSize, "--queue-size"
-		}
-		q.set("size", size, sizeFrom)
-		secs, secsFrom := int64(smgQueueTimeoutSecs), "SMG's default --queue-timeout-secs 60"
-		if g.queueTimeoutSecs != nil {
-			secs, secsFrom = *g.queueTimeoutSecs, "--queue-timeout-secs"
-		}
-		q.set("timeout_ms", secs*1000, secsFrom)
+		setQueue(root, g.queueSize, "--queue-size", "SMG's default --queue-size 100 with --max-concurrent-requests",
+			g.queueTimeoutSecs, "--queue-timeout-secs", "SMG's default --queue-timeout-secs 60")
 		if g.rateLimit != nil && *g.rateLimit > 0 {
 			r := root.child("rate_limit")
 			r.set("requests_per_second", *g.rateLimit, "--rate-limit-tokens-per-second")
@@ -203,4 +194,20 @@ func portNumber(p **int64) setter {
 		*p = &v
 		return nil
 	}
+}
+
+// setQueue writes the queue block of SMG's queue flags (the global queue's or the prefill
+// queue's), naming SMG's default where a flag is absent.
+func setQueue(root *node, size *int64, sizeFlag, sizeDefault string, secs *int64, secsFlag, secsDefault string) {
+	q := root.child("queue")
+	n, from := int64(smgQueueSize), sizeDefault
+	if size != nil {
+		n, from = *size, sizeFlag
+	}
+	q.set("size", n, from)
+	t, from := int64(smgQueueTimeoutSecs), secsDefault
+	if secs != nil {
+		t, from = *secs, secsFlag
+	}
+	q.set("timeout_ms", t*1000, from)
 }

@@ -278,17 +278,8 @@ func (t *translator) prefillAdmission(root *node) {
 	if s.prefillMaxInflight == nil || *s.prefillMaxInflight <= 0 {
 		return
 	}
-	q := root.child("queue")
-	size, sizeFrom := int64(smgQueueSize), "SMG's default --prefill-queue-size 100 with --prefill-max-inflight-requests-per-worker"
-	if s.prefillQueueSize != nil {
-		size, sizeFrom = *s.prefillQueueSize, "--prefill-queue-size"
-	}
-	q.set("size", size, sizeFrom)
-	secs, secsFrom := int64(smgQueueTimeoutSecs), "SMG's default --prefill-queue-timeout-secs 60"
-	if s.prefillQueueSecs != nil {
-		secs, secsFrom = *s.prefillQueueSecs, "--prefill-queue-timeout-secs"
-	}
-	q.set("timeout_ms", secs*1000, secsFrom)
+	setQueue(root, s.prefillQueueSize, "--prefill-queue-size", "SMG's default --prefill-queue-size 100 with --prefill-max-inflight-requests-per-worker",
+		s.prefillQueueSecs, "--prefill-queue-timeout-secs", "SMG's default --prefill-queue-timeout-secs 60")
 }
 
 // smgCaps are the admission caps SMG's flags put on a group of role ("plain", "prefill" or
