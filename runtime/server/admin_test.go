@@ -10,6 +10,7 @@ import (
 
 	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/answer"
+	"github.com/routerkit/router/runtime/control"
 	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/sim"
@@ -79,36 +80,39 @@ func TestAdminTokenAndExplain(t *testing.T) {
 	}
 }
 
-func (fc *fleetCase) state(t *testing.T) *State {
+// snapshot is a decoded /admin/state with lookups by bucket and engine.
+type snapshot struct{ control.State }
+
+func (fc *fleetCase) state(t *testing.T) *snapshot {
 	t.Helper()
 	resp, err := http.Get(fc.url + "/admin/state")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var st State
+	var st snapshot
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		t.Fatal(err)
 	}
 	return &st
 }
 
-func (s *State) bucket(model, id string) BucketState {
+func (s *snapshot) bucket(model, id string) control.BucketState {
 	for _, b := range s.Buckets {
 		if b.Model == model && b.ID == id {
 			return b
 		}
 	}
-	return BucketState{}
+	return control.BucketState{}
 }
 
-func (s *State) engine(id string) EngineState {
+func (s *snapshot) engine(id string) control.EngineState {
 	for _, e := range s.Engines {
 		if e.ID == id {
 			return e
 		}
 	}
-	return EngineState{}
+	return control.EngineState{}
 }
 
 // TestExplainFactsTakeTheOnlyModel: explain facts without a model are the only model's on
