@@ -178,7 +178,7 @@ type StateSource interface {
 // StateHandler answers GET /admin/state with src's snapshot. Register it behind Guard.
 func StateHandler(src StateSource) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
-		st, err := Snapshot(src, time.Now())
+		st, err := snapshotOf(src, time.Now())
 		if err != nil {
 			answer.Write(w, http.StatusInternalServerError, answer.CodeInternal, "gathering metrics: "+err.Error())
 			return
@@ -187,8 +187,8 @@ func StateHandler(src StateSource) http.HandlerFunc {
 	}
 }
 
-// Snapshot assembles the state of src at now; the error is the metrics registry's.
-func Snapshot(src StateSource, now time.Time) (State, error) {
+// snapshotOf assembles the state of src at now; the error is the metrics registry's.
+func snapshotOf(src StateSource, now time.Time) (State, error) {
 	fams, err := src.Registry().Gather()
 	if err != nil {
 		return State{}, err
