@@ -127,7 +127,7 @@ func TestEngineURLCredentialsNeverShow(t *testing.T) {
 		}
 		seen.WriteString(body)
 	}
-	var st *State
+	var st *snapshot
 	wait.For(t, "E2's health error", func() bool { st = fc.state(t); return st.engine("E2").HealthError != "" })
 	if got, want := st.engine("E1").URL, "http://ops:xxxxx@"+strings.TrimPrefix(fleet.Engine("E1").URL(), "http://"); got != want {
 		t.Errorf("state url %q, want %q", got, want)

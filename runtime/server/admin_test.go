@@ -5,11 +5,13 @@ import (
 
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/answer"
+	"github.com/routerkit/router/runtime/control"
 	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/sim"
@@ -79,36 +81,39 @@ func TestAdminTokenAndExplain(t *testing.T) {
 	}
 }
 
-func (fc *fleetCase) state(t *testing.T) *State {
+// snapshot is a decoded /admin/state with lookups by bucket and engine.
+type snapshot struct{ control.State }
+
+func (fc *fleetCase) state(t *testing.T) *snapshot {
 	t.Helper()
 	resp, err := http.Get(fc.url + "/admin/state")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var st State
+	var st snapshot
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		t.Fatal(err)
 	}
 	return &st
 }
 
-func (s *State) bucket(model, id string) BucketState {
+func (s *snapshot) bucket(model, id string) control.BucketState {
 	for _, b := range s.Buckets {
 		if b.Model == model && b.ID == id {
 			return b
 		}
 	}
-	return BucketState{}
+	return control.BucketState{}
 }
 
-func (s *State) engine(id string) EngineState {
+func (s *snapshot) engine(id string) control.EngineState {
 	for _, e := range s.Engines {
 		if e.ID == id {
 			return e
 		}
 	}
-	return EngineState{}
+	return control.EngineState{}
 }
 
 // TestExplainFactsTakeTheOnlyModel: explain facts without a model are the only model's on
@@ -123,5 +128,31 @@ func TestExplainFactsTakeTheOnlyModel(t *testing.T) {
 	fc = startFleet(t, fallPlan())
 	if status, body := fc.postJSON(t, "/admin/explain", `{"input_tokens": 5}`); status != http.StatusNotFound {
 		t.Errorf("several models: %d %s, want 404", status, body)
+	}
+}
+
+// The state snapshot names each engine's groups from the plan (a group with worker_ids
+// takes those engines only; an empty list takes none), carries its load report with the
+// report's age, and lists the queue's waiting requests for every served model.
+func TestStateGroupsLoadAndQueue(t *testing.T) {
+	p := fallPlan()
+	fc := startFleet(t, p)
+	var st *snapshot
+	wait.For(t, "E1's load report", func() bool { st = fc.state(t); return st.engine("E1").Load != nil })
+	want := map[string][]string{"E1": {"short/plain"}, "E2": {"long/plain"}, "E3": {"t/plain"}, "E4": nil}
+	for id, groups := range want {
+		if got := st.engine(id).Groups; !slices.Equal(got, groups) {
+			t.Errorf("%s groups %q, want %q", id, got, groups)
+		}
+	}
+	if e := st.engine("E1"); e.ReportAgeMS < 0 || e.Breaker != "closed" || !e.Healthy {
+		t.Errorf("E1 with a load report: age %v ms, breaker %q, healthy %v", e.ReportAgeMS, e.Breaker, e.Healthy)
+	}
+	q := st.Queue
+	if q == nil || len(q.Waiting) != 3 || q.Waiting["m"] != 0 || q.MaxConcurrent != p.Limits.MaxConcurrentRequests || q.Running != 0 {
+		t.Errorf("queue: %+v", q)
+	}
+	if st.Generation != 1 || len(st.Buckets) != 4 || st.bucket("tiny", "t").ByStatus == nil {
+		t.Errorf("generation %d, buckets %+v", st.Generation, st.Buckets)
 	}
 }

@@ -91,13 +91,22 @@ func (s *Server) Members() []control.Member {
 	list := s.memberList()
 	out := make([]control.Member, len(list))
 	for i, m := range list {
-		out[i] = control.Member{Engine: m.engine, Origin: m.origin, State: m.state(), Healthy: m.worker.Healthy(), Inflight: m.worker.Inflight()}
-		if r := s.table.LoadAt(m.worker, s.table.Now()); r != nil {
-			sample := r.Sample
-			out[i].Load = &sample
-		}
+		out[i], _ = s.asMember(m)
 	}
 	return out
+}
+
+// asMember is m as the control plane reports it, and when its load report was taken
+// (zero without one).
+func (s *Server) asMember(m member) (control.Member, time.Time) {
+	cm := control.Member{Engine: m.engine, Origin: m.origin, State: m.state(), Healthy: m.worker.Healthy(), Inflight: m.worker.Inflight()}
+	r := s.table.LoadAt(m.worker, s.table.Now())
+	if r == nil {
+		return cm, time.Time{}
+	}
+	sample := r.Sample
+	cm.Load = &sample
+	return cm, r.At
 }
 
 // EngineClient is the client requests reach engines with.

@@ -9,37 +9,19 @@ import (
 
 	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/bucket"
+	"github.com/routerkit/router/runtime/control"
 	"github.com/routerkit/router/runtime/decision"
 	"github.com/routerkit/router/runtime/logline"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
 )
 
-// Decision is one request's routing outcome, as /admin/state lists it.
-type Decision struct {
-	Time      time.Time `json:"time"`
-	RequestID string    `json:"request_id,omitempty"`
-	// TraceID is the request's trace (W3C, hex) when tracing is on.
-	TraceID      string            `json:"trace_id,omitempty"`
-	Model        string            `json:"model"`
-	InputTokens  int64             `json:"input_tokens"`
-	ExpectedPeak int64             `json:"expected_peak,omitempty"`
-	Bucket       string            `json:"bucket,omitempty"`
-	Engines      map[string]string `json:"engines,omitempty"`
-	Reasons      map[string]string `json:"reasons,omitempty"`
-	Fallthroughs int               `json:"fallthroughs,omitempty"`
-	Retries      int               `json:"retries,omitempty"`
-	// QueuedMS is how long the request waited in its model's queue.
-	QueuedMS   float64 `json:"queued_ms,omitempty"`
-	Status     int     `json:"status"`
-	Error      string  `json:"error,omitempty"`
-	DurationMS float64 `json:"duration_ms"`
-	// Generation is the plan the request ran on (see State.Generation).
-	Generation uint64 `json:"generation,omitempty"`
-
-	// picked holds the selection's picks. Engines and Reasons are built from it only when
-	// /admin/state lists the decision, so a request does not pay for two maps nobody may
-	// read.
+// record is one request's routing outcome as the request path records it: the decision
+// /admin/state lists (control.Decision) and the selection's picks. Engines and Reasons
+// are built from the picks only when /admin/state lists the decision, so a request does
+// not pay for two maps nobody may read.
+type record struct {
+	control.Decision
 	picked  [2]stagePick
 	npicked int
 }
@@ -51,9 +33,9 @@ type stagePick struct {
 	prefixTokens                  int64
 }
 
-func (d *Decision) picks() []stagePick { return d.picked[:d.npicked] }
+func (d *record) picks() []stagePick { return d.picked[:d.npicked] }
 
-func (d *Decision) fromSelection(t *decision.Trace, sel bucket.Selection, err error) {
+func (d *record) fromSelection(t *decision.Trace, sel bucket.Selection, err error) {
 	// Route passes a request on only after a failed attempt, so every attempt but the
 	// last was a fall-through.
 	d.Fallthroughs = max(len(t.Attempts)-1, 0)
@@ -74,7 +56,7 @@ func (d *Decision) fromSelection(t *decision.Trace, sel bucket.Selection, err er
 }
 
 // expand fills Engines and Reasons from the picks, for a decision about to be listed.
-func (d *Decision) expand() {
+func (d *record) expand() {
 	if d.npicked == 0 {
 		return
 	}
@@ -109,14 +91,14 @@ func selectionPicks(sel bucket.Selection) (out [2]stageSelection, n int) {
 // recent is a ring of the last decisions.
 type recent struct {
 	mu   sync.Mutex
-	buf  []Decision
+	buf  []record
 	next int
 	full bool
 }
 
-func newRecent(n int) *recent { return &recent{buf: make([]Decision, n)} }
+func newRecent(n int) *recent { return &recent{buf: make([]record, n)} }
 
-func (r *recent) add(d *Decision) {
+func (r *recent) add(d *record) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.buf[r.next] = *d
@@ -125,24 +107,25 @@ func (r *recent) add(d *Decision) {
 }
 
 // list returns the decisions newest first, with their engines and reasons.
-func (r *recent) list() []Decision {
+func (r *recent) list() []control.Decision {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := r.next
 	if r.full {
 		n = len(r.buf)
 	}
-	out := make([]Decision, 0, n)
+	out := make([]control.Decision, 0, n)
 	for i := 1; i <= n; i++ {
-		out = append(out, r.buf[(r.next-i+len(r.buf))%len(r.buf)])
-		out[len(out)-1].expand()
+		d := r.buf[(r.next-i+len(r.buf))%len(r.buf)]
+		d.expand()
+		out = append(out, d.Decision)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.After(out[j].Time) })
 	return out
 }
 
 // finish records a finished request: metrics, the recent-decisions ring and one log line.
-func (s *generation) finish(rec *recorder, d *Decision) {
+func (s *generation) finish(rec *recorder, d *record) {
 	status := rec.status
 	if status == 0 {
 		status = answer.StatusClientClosed
@@ -175,7 +158,7 @@ func (s *generation) finish(rec *recorder, d *Decision) {
 //
 // Every line carries the request id, so a client's report can be found by grepping it;
 // replaced says the client's id was refused (never written: it may be hostile).
-func (s *generation) logRequest(d *Decision, replaced bool) {
+func (s *generation) logRequest(d *record, replaced bool) {
 	ctx := context.Background()
 	h := s.reqLog
 	if !h.Enabled(ctx, slog.LevelInfo) {

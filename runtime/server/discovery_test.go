@@ -76,10 +76,10 @@ func (df *dnsFleet) id(n int) string { return "pods:127.0.0.1:" + strconv.Itoa(i
 func (df *dnsFleet) url(n int) string { return "http://127.0.0.1:" + strconv.Itoa(int(df.ports[n])) }
 
 // engineStates maps engine id to its state in /admin/state.
-func (df *dnsFleet) engineStates(t *testing.T) (map[string]EngineState, *State) {
+func (df *dnsFleet) engineStates(t *testing.T) (map[string]control.EngineState, *snapshot) {
 	t.Helper()
 	st := df.state(t)
-	out := map[string]EngineState{}
+	out := map[string]control.EngineState{}
 	for _, e := range st.Engines {
 		out[e.ID] = e
 	}

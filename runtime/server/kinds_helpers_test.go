@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/routerkit/router/internal/wait"
+	"github.com/routerkit/router/runtime/control"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/server"
 	"github.com/routerkit/router/runtime/sim"
@@ -172,18 +173,18 @@ func prompt(tag string) string {
 }
 
 // state reads the router's /admin/state engines by id.
-func (kf *kindsFleet) state(t *testing.T) map[string]server.EngineState {
+func (kf *kindsFleet) state(t *testing.T) map[string]control.EngineState {
 	t.Helper()
 	resp, err := http.Get(kf.url + "/admin/state")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var st server.State
+	var st control.State
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]server.EngineState{}
+	out := map[string]control.EngineState{}
 	for _, e := range st.Engines {
 		out[e.ID] = e
 	}

@@ -195,7 +195,7 @@ func (m *metrics) observeSelection(model string, t *decision.Trace, sel bucket.S
 }
 
 // observeRequest counts a finished request and its latency, elapsed since it arrived.
-func (m *metrics) observeRequest(d *Decision, rec *recorder, elapsed time.Duration) {
+func (m *metrics) observeRequest(d *record, rec *recorder, elapsed time.Duration) {
 	bucketLabel := d.Bucket
 	if bucketLabel == "" {
 		bucketLabel = "none"

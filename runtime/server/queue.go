@@ -95,7 +95,7 @@ func (a *activeSet) changed(p *plan.Plan) {
 // line, and runs selection; when selection finds only admission rejections and requests
 // may wait, it waits for its model's capacity to change and runs selection again from
 // the start. The returned leave gives the slot back when the request is done.
-func (s *generation) admit(r *http.Request, p *request.Prepared, d *Decision) (bucket.Selection, func(), error) {
+func (s *generation) admit(r *http.Request, p *request.Prepared, d *record) (bucket.Selection, func(), error) {
 	q := s.active.queue
 	t, err := q.Enter(r.Context(), p.Model.Name)
 	if err != nil {
@@ -121,7 +121,7 @@ func (s *generation) admit(r *http.Request, p *request.Prepared, d *Decision) (b
 }
 
 // refuseArrival answers a request that found every place in the router taken.
-func (s *generation) refuseArrival(rec *recorder, d *Decision) {
+func (s *generation) refuseArrival(rec *recorder, d *record) {
 	err := s.active.full()
 	d.Error = err.Error()
 	answer.WriteErr(rec, err)
@@ -183,30 +183,6 @@ func (m *queueMetrics) Rejected(model string, r queue.Reason) {
 }
 
 func (m *queueMetrics) RateLimited(model string) { m.limited.WithLabelValues(model).Inc() }
-
-// QueueState is the queue in /admin/state.
-type QueueState struct {
-	// Size and TimeoutMS are queue.size and queue.timeout_ms.
-	Size      int `json:"size"`
-	TimeoutMS int `json:"timeout_ms"`
-	// Running is the requests holding a slot of MaxConcurrent.
-	Running       int `json:"running"`
-	MaxConcurrent int `json:"max_concurrent_requests"`
-	// RateLimit is rate_limit's requests_per_second and burst, when set.
-	RateLimit *plan.RateLimit `json:"rate_limit,omitempty"`
-	// Waiting is the requests waiting per model.
-	Waiting map[string]int `json:"waiting"`
-}
-
-func (s *generation) queueState() *QueueState {
-	q := s.active.queue
-	st := &QueueState{Size: q.Size(), TimeoutMS: s.plan.Queue.TimeoutMS, Running: q.Running(),
-		MaxConcurrent: s.plan.Limits.MaxConcurrentRequests, RateLimit: s.plan.RateLimit, Waiting: map[string]int{}}
-	for _, m := range s.plan.Models {
-		st.Waiting[m.Name] = q.Waiting(m.Name)
-	}
-	return st
-}
 
 // capacityChanged tells the queue that an engine's load report arrived or that it
 // recovered: its model's head of line runs selection again.

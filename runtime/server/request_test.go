@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/routerkit/router/runtime/control"
 )
 
 // The request log line names the engines as a group in stage order and the error only
@@ -20,10 +22,10 @@ func TestRequestLogRecord(t *testing.T) {
 		},
 	})
 	s := &generation{Server: &Server{log: slog.New(h), reqLog: h}}
-	pd := &Decision{RequestID: "r-1", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Model: "m", Bucket: "b", Status: 200, DurationMS: 1.5, InputTokens: 7, npicked: 2,
+	pd := &record{Decision: control.Decision{RequestID: "r-1", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Model: "m", Bucket: "b", Status: 200, DurationMS: 1.5, InputTokens: 7}, npicked: 2,
 		picked: [2]stagePick{{stage: "prefill", engine: "P1", reason: "least loaded"}, {stage: "decode", engine: "D1", reason: "only candidate"}}}
 	s.logRequest(pd, false)
-	failed := &Decision{RequestID: "chatcmpl-x", Model: "m", Status: 503, Error: "admission_rejected: full"}
+	failed := &record{Decision: control.Decision{RequestID: "chatcmpl-x", Model: "m", Status: 503, Error: "admission_rejected: full"}}
 	s.logRequest(failed, true)
 	want := `level=INFO msg=request model=m bucket=b engines.decode=D1 engines.prefill=P1 status=200 duration_ms=1.5 input_tokens=7 request_id=r-1 trace_id=4bf92f3577b34da6a3ce929d0e0e4736
 level=INFO msg=request model=m bucket="" status=503 duration_ms=0 input_tokens=0 error="admission_rejected: full" request_id=chatcmpl-x request_id_replaced=true

@@ -14,6 +14,7 @@ import (
 
 	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/bucket"
+	"github.com/routerkit/router/runtime/control"
 	"github.com/routerkit/router/runtime/decision"
 	"github.com/routerkit/router/runtime/dispatch"
 	"github.com/routerkit/router/runtime/logline"
@@ -36,7 +37,7 @@ func (s *generation) serveRouted(w http.ResponseWriter, r *http.Request, prepare
 	rec.reqID, rec.idReplaced = s.edge.ids.From(r)
 	h := w.Header()
 	h["X-Request-Id"], h["Date"] = []string{rec.reqID}, responseDate.at(rec.start)
-	d := &Decision{Time: rec.start, RequestID: rec.reqID, Generation: s.number}
+	d := &record{Decision: control.Decision{Time: rec.start, RequestID: rec.reqID, Generation: s.number}}
 	r = s.startSpan(r, rec, d)
 	defer s.finish(rec, d)
 	if !s.active.enter() {
@@ -74,7 +75,7 @@ func (s *generation) serveRouted(w http.ResponseWriter, r *http.Request, prepare
 
 // dispatch hands a selected request to the generation's dispatcher, retries on
 // another selection what it asks to, and answers its failure.
-func (s *generation) dispatch(rec *recorder, r *http.Request, p *request.Prepared, sel bucket.Selection, d *Decision) {
+func (s *generation) dispatch(rec *recorder, r *http.Request, p *request.Prepared, sel bucket.Selection, d *record) {
 	// Every way out has answered the client. A non-streamed answer is buffered whole
 	// (see package dispatch): it goes out now, in one write, before the request is logged
 	// and counted, and before shutdown, which waits for the active requests, may close
@@ -97,7 +98,7 @@ func (s *generation) dispatch(rec *recorder, r *http.Request, p *request.Prepare
 
 // writeFailure answers a failed dispatch (unless the response already started), logs
 // its details under the request id and counts it.
-func (s *generation) writeFailure(rec *recorder, err *dispatch.Error, d *Decision) {
+func (s *generation) writeFailure(rec *recorder, err *dispatch.Error, d *record) {
 	status, code, msg := answer.StatusOf(err)
 	s.metrics.observeFailure(err)
 	d.Error = code + ": " + err.Error()
@@ -117,7 +118,7 @@ func (s *generation) prepare(w http.ResponseWriter, r *http.Request, prepare req
 }
 
 // route runs the selection pass and records it in metrics and the decision.
-func (s *generation) route(r *http.Request, p *request.Prepared, d *Decision) (bucket.Selection, error) {
+func (s *generation) route(r *http.Request, p *request.Prepared, d *record) (bucket.Selection, error) {
 	trace := decision.NewSummary()
 	p.Pass = policy.Pass{Trace: trace}
 	sel, err := p.Resolver.Route(r.Context(), &p.Facts, &p.Pass)

@@ -282,7 +282,7 @@ func (s *generation) buildRoutes() http.Handler {
 	mux.HandleFunc("GET /readyz", s.ready)
 	mux.HandleFunc("GET /readiness", s.ready)
 	mux.Handle("GET /metrics", s.metrics.handler())
-	mux.HandleFunc("GET /admin/state", control.Guard(s, s.state))
+	mux.HandleFunc("GET /admin/state", control.Guard(s, control.StateHandler(s)))
 	control.Routes(mux, s)
 	control.SMGRoutes(mux, s)
 	mux.HandleFunc("/", s.noRoute)

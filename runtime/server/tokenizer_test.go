@@ -12,6 +12,7 @@ import (
 
 	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/answer"
+	"github.com/routerkit/router/runtime/control"
 	"github.com/routerkit/router/runtime/explain"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/state/kv"
@@ -210,7 +211,7 @@ func TestUnpredictablePromptIsServed(t *testing.T) {
 	}
 	// The decision is recorded as the handler returns, which may be after the client
 	// has read the answer.
-	var d []Decision
+	var d []control.Decision
 	wait.For(t, "the request's decision", func() bool { d = fc.srv.recent.list(); return len(d) > 0 })
 	if last := d[len(d)-1]; last.InputTokens <= 0 || last.Status != http.StatusOK {
 		t.Errorf("decision: %+v", last)

@@ -52,7 +52,7 @@ func (c *Server) outbound() func(*http.Request, *engine.Worker) *http.Request {
 // startSpan starts the routed request's span, which continues the client's
 // traceparent, and records its trace id in the decision; r is returned with the span in
 // its context, so the engine requests' spans are its children.
-func (s *generation) startSpan(r *http.Request, rec *recorder, d *Decision) *http.Request {
+func (s *generation) startSpan(r *http.Request, rec *recorder, d *record) *http.Request {
 	if s.tracer == nil {
 		return r
 	}
@@ -68,7 +68,7 @@ func (s *generation) startSpan(r *http.Request, rec *recorder, d *Decision) *htt
 // bucket, each stage's engine, policy and reason, the cached prefix the pick was made
 // for, the bucket attempts and dispatch retries, and the outcome. A 5xx (or a stream
 // that failed after its 200) is an error span.
-func endSpan(span trace.Span, d *Decision) {
+func endSpan(span trace.Span, d *record) {
 	if span == nil {
 		return
 	}
