@@ -195,3 +195,16 @@ func (s *generation) logRequest(d *record, replaced bool) {
 	r.AddAttrs(attrs[:na]...)
 	_ = h.Handle(ctx, r)
 }
+
+// policyOf is the policy the last bucket attempt of t used for stage.
+func policyOf(t *decision.Trace, stage plan.Role) string {
+	if len(t.Attempts) == 0 {
+		return ""
+	}
+	for _, g := range t.Attempts[len(t.Attempts)-1].Groups {
+		if g.Stage == stage {
+			return string(g.Policy)
+		}
+	}
+	return ""
+}

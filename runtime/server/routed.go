@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -297,3 +298,27 @@ func (r *recorder) flush() {
 
 // Unwrap lets http.ResponseController reach the connection, so streams flush at once.
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// setEngineHeader names the selection's engines in X-Router-Engine, when the plan asks
+// for it (debug.engine_header): "E1" for a plain engine, "prefill=P1,decode=D1" for a
+// pair. A retry on another selection names the engines of the retry.
+func (s *generation) setEngineHeader(h http.Header, sel bucket.Selection) {
+	if !s.edge.engineHeader {
+		return
+	}
+	picks, n := selectionPicks(sel)
+	var b strings.Builder
+	for i, p := range picks[:n] {
+		if p.pick.Engine == nil {
+			continue
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if sel.Bucket.PD() {
+			b.WriteString(string(p.stage) + "=")
+		}
+		b.WriteString(p.pick.Engine.ID())
+	}
+	h["X-Router-Engine"] = []string{b.String()}
+}

@@ -3,15 +3,12 @@ package server
 import (
 	"context"
 	"net/http"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/routerkit/router/runtime/bucket"
-	"github.com/routerkit/router/runtime/decision"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/tracing"
@@ -96,41 +93,4 @@ func endSpan(span trace.Span, d *record) {
 		}
 	}
 	span.End()
-}
-
-// policyOf is the policy the last bucket attempt of t used for stage.
-func policyOf(t *decision.Trace, stage plan.Role) string {
-	if len(t.Attempts) == 0 {
-		return ""
-	}
-	for _, g := range t.Attempts[len(t.Attempts)-1].Groups {
-		if g.Stage == stage {
-			return string(g.Policy)
-		}
-	}
-	return ""
-}
-
-// setEngineHeader names the selection's engines in X-Router-Engine, when the plan asks
-// for it (debug.engine_header): "E1" for a plain engine, "prefill=P1,decode=D1" for a
-// pair. A retry on another selection names the engines of the retry.
-func (s *generation) setEngineHeader(h http.Header, sel bucket.Selection) {
-	if !s.edge.engineHeader {
-		return
-	}
-	picks, n := selectionPicks(sel)
-	var b strings.Builder
-	for i, p := range picks[:n] {
-		if p.pick.Engine == nil {
-			continue
-		}
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		if sel.Bucket.PD() {
-			b.WriteString(string(p.stage) + "=")
-		}
-		b.WriteString(p.pick.Engine.ID())
-	}
-	h["X-Router-Engine"] = []string{b.String()}
 }
