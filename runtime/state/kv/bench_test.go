@@ -93,3 +93,113 @@ func heapInUse() int64 {
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
 }
+
+// eventBatches is a publisher's traffic in steady state, pre-encoded: batch i stores one
+// sequence of blocks (its own tokens and engine hashes, chained from no parent) and
+// evicted[i] removes the blocks batch i stored, one event per block as both engines
+// publish evictions. SGLang publishes a store event per page; vLLM one event per
+// request's new blocks, with the block hashes of its seeded digest.
+type eventBatches struct {
+	stored, evicted [][][]byte // frames of each message
+	events          int        // events in one stored and one evicted message together
+}
+
+const (
+	benchBatches        = 64 // distinct sequences, reused in a ring
+	benchBlocksPerBatch = 32 // blocks of one sequence, 512 tokens
+)
+
+func newEventBatches(b *testing.B, vllm bool) eventBatches {
+	var out eventBatches
+	for i := range benchBatches {
+		hashes := make([]any, benchBlocksPerBatch)
+		toks := make([]any, benchBlocksPerBatch*DefaultBlockSize)
+		for j := range hashes {
+			hashes[j] = uint64(i)<<40 | uint64(j)*0x9e3779b97f4a7c15>>24
+		}
+		for j := range toks {
+			toks[j] = uint32(i*len(toks)+j) % 151_000 // a Qwen-sized vocabulary
+		}
+		var stores, removals []any
+		if vllm {
+			extra := make([]any, benchBlocksPerBatch)
+			stores = append(stores, map[string]any{"type": "BlockStored", "block_hashes": hashes, "parent_block_hash": nil,
+				"token_ids": toks, "block_size": DefaultBlockSize, "lora_id": nil, "medium": "GPU", "lora_name": nil,
+				"extra_keys": extra, "group_idx": 0, "kv_cache_spec_kind": "full_attention"})
+		} else {
+			for j, h := range hashes {
+				var parent any
+				if j > 0 {
+					parent = hashes[j-1]
+				}
+				stores = append(stores, []any{"BlockStored", []any{h}, parent, toks[j*DefaultBlockSize : (j+1)*DefaultBlockSize], DefaultBlockSize, nil, "GPU"})
+			}
+		}
+		for _, h := range hashes {
+			if vllm {
+				removals = append(removals, map[string]any{"type": "BlockRemoved", "block_hashes": []any{h}, "medium": "GPU", "group_idx": 0})
+			} else {
+				removals = append(removals, []any{"BlockRemoved", []any{h}, "GPU"})
+			}
+		}
+		batch := func(events []any) [][]byte {
+			if vllm {
+				return frames(uint64(i), encode(b, map[string]any{"ts": 1.5, "events": events, "data_parallel_rank": 0}))
+			}
+			return frames(uint64(i), encode(b, []any{1.5, events, 0}))
+		}
+		out.stored = append(out.stored, batch(stores))
+		out.evicted = append(out.evicted, batch(removals))
+		out.events = len(stores) + len(removals)
+	}
+	return out
+}
+
+// BenchmarkKVEvents is what the KV-event indexing costs the router in steady state: one
+// op decodes and applies a message storing a sequence of 32 blocks and one removing the
+// 32 blocks stored half a ring ago, so the rank holds about 1000 blocks throughout.
+// block/op is the cost per stored block including its later removal, which is the cost
+// of an engine storing blocks at a given rate; event/op the cost per event. "decode" is
+// the messages' decoding alone; the index's share is the difference.
+func BenchmarkKVEvents(b *testing.B) {
+	for _, engine := range []string{"sglang", "vllm"} {
+		batches := newEventBatches(b, engine == "vllm")
+		b.Run(engine+"/decode+apply", func(b *testing.B) {
+			ix := NewIndex(&plan.Plan{Engines: []plan.Engine{{ID: "E1", Model: "m", KVEvents: &plan.KVEvents{Endpoint: "tcp://127.0.0.1:1"}}}})
+			i := 0
+			for b.Loop() {
+				for _, fr := range [][][]byte{batches.stored[i%benchBatches], batches.evicted[(i+benchBatches/2)%benchBatches]} {
+					m, err := decodeMessage(fr)
+					if err != nil {
+						b.Fatal(err)
+					}
+					ix.Apply("E1", 0, m.events...)
+				}
+				i++
+			}
+			if n := ix.Blocks("E1"); n != benchBatches/2*benchBlocksPerBatch {
+				b.Fatalf("rank holds %d blocks, want %d: the events were not applied as stores and removals", n, benchBatches/2*benchBlocksPerBatch)
+			}
+			reportPer(b, batches.events)
+		})
+		b.Run(engine+"/decode", func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				for _, fr := range [][][]byte{batches.stored[i%benchBatches], batches.evicted[i%benchBatches]} {
+					if _, err := decodeMessage(fr); err != nil {
+						b.Fatal(err)
+					}
+				}
+				i++
+			}
+			reportPer(b, batches.events)
+		})
+	}
+}
+
+// reportPer reports the time of an op per stored block and per event.
+func reportPer(b *testing.B, events int) {
+	perOp := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	b.ReportMetric(perOp/benchBlocksPerBatch, "ns/block")
+	b.ReportMetric(perOp/float64(events), "ns/event")
+}
