@@ -43,6 +43,9 @@ type Monitor struct {
 	// engines over connections of their own loops and the rest through fallback.
 	client         *http.Client
 	connectTimeout time.Duration
+	// netHTTP polls every engine through fallback (engine_transport: net_http, the
+	// switch back from the router's own HTTP reading to net/http's).
+	netHTTP        bool
 	fallbackOnce   sync.Once
 	fallbackClient *http.Client
 	now            func() time.Time
@@ -100,7 +103,8 @@ func New(p *plan.Plan, reg *engine.Registry, table *load.Table, client *http.Cli
 	}
 	m := &Monitor{
 		engines: p.Engines, health: p.Health, reg: reg, table: table, client: client, connectTimeout: connect,
-		now: time.Now, rnd: rand.Float64, log: log, pollers: map[string]*poller{}, status: map[string]*Status{},
+		netHTTP: p.EngineTransport == plan.TransportNetHTTP,
+		now:     time.Now, rnd: rand.Float64, log: log, pollers: map[string]*poller{}, status: map[string]*Status{},
 	}
 	for _, e := range p.Engines {
 		m.status[e.ID] = &Status{Healthy: true}
