@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin/router
 
-.PHONY: build run test lint fuzz bench bench-quality bench-proxy bench-long bench-polling conformance update tidy redis python3-zmq
+.PHONY: build run test lint fuzz bench bench-quality bench-proxy bench-long bench-polling bench-kv conformance update tidy redis python3-zmq
 
 build:
 	$(GO) build -o $(BIN) ./cmd/router
@@ -54,6 +54,7 @@ fuzz:
 	$(GO) test ./runtime/dispatch -run '^$$' -fuzz '^FuzzBootstrap$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzExplainRequest$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/monitor -run '^$$' -fuzz '^FuzzLoadReports$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/monitor -run '^$$' -fuzz '^FuzzReadHead$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/state/kv/zmtp -run '^$$' -fuzz '^FuzzConn$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/state/kv -run '^$$' -fuzz '^FuzzDecodeMessage$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime $(FUZZTIME)
@@ -90,6 +91,13 @@ bench-long: build
 # engines, as CPU of its process (bench/cmd/polling).
 bench-polling: build
 	$(GO) run ./bench/cmd/polling -router $(BIN)
+
+# What indexing KV events costs an idle cache_aware router, as CPU of its process over 4
+# simulated engines whose events bench/cmd/kvevents publishes through ZMQ at 1 000, 10 000
+# and 50 000 stored blocks/s, beside the same fleet publishing nothing (docs/benchmarks.md,
+# "KV-event indexing cost"). KV_FLAGS='-encoding vllm' publishes vLLM's encoding.
+bench-kv: build
+	$(GO) run ./bench/cmd/kvevents -router $(BIN) $(KV_FLAGS)
 
 # The router against an engine nobody here wrote (bench/conformance, docs/benchmarks.md
 # "Conformance"): llm-d-inference-sim SIM_VERSION, downloaded from the Go module proxy as a
