@@ -40,7 +40,7 @@ type head struct {
 func readHead(br *bufio.Reader) (head, error) {
 	h := head{length: -1}
 	budget := maxHeadBytes
-	line, err := headLine(br, &budget)
+	line, err := headLine(br, &budget, false)
 	if err != nil {
 		return h, err
 	}
@@ -59,7 +59,7 @@ func readHead(br *bufio.Reader) (head, error) {
 	}
 	closes, keepAlive, encoded := false, false, false
 	for {
-		line, err := headLine(br, &budget)
+		line, err := headLine(br, &budget, false)
 		if err != nil {
 			return h, err
 		}
@@ -123,13 +123,14 @@ func (h head) body(br *bufio.Reader) io.Reader {
 
 // trailer reads what follows a chunked body's last chunk, up to the blank line that
 // ends the response, so the next response on the connection starts where it should.
+// Its lines end in CRLF.
 func (h head) trailer(br *bufio.Reader) error {
 	if !h.chunked {
 		return nil
 	}
 	budget := maxHeadBytes
 	for {
-		line, err := headLine(br, &budget)
+		line, err := headLine(br, &budget, true)
 		if err != nil {
 			return fmt.Errorf("reading the trailer: %w", err)
 		}
@@ -165,8 +166,8 @@ func (e *exactReader) Read(p []byte) (int, error) {
 }
 
 // headLine returns the next line of a head without its line ending, charging it to
-// budget. The slice is valid until the next read of br.
-func headLine(br *bufio.Reader, budget *int) ([]byte, error) {
+// budget. With crlf, a line must end in CRLF, as net/http requires of a trailer. The slice is valid until the next read of br.
+func headLine(br *bufio.Reader, budget *int, crlf bool) ([]byte, error) {
 	line, err := br.ReadSlice('\n')
 	*budget -= len(line)
 	if *budget < 0 || errors.Is(err, bufio.ErrBufferFull) {
@@ -181,6 +182,8 @@ func headLine(br *bufio.Reader, budget *int) ([]byte, error) {
 	line = line[:len(line)-1]
 	if n := len(line); n > 0 && line[n-1] == '\r' {
 		line = line[:n-1]
+	} else if crlf {
+		return nil, fmt.Errorf("line %q does not end in CRLF", line)
 	}
 	if len(line) > 0 && (line[0] == ' ' || line[0] == '\t') {
 		return nil, fmt.Errorf("malformed MIME header: obsolete line folding %q", line)

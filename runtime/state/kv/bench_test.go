@@ -109,7 +109,7 @@ const (
 	benchBlocksPerBatch = 32 // blocks of one sequence, 512 tokens
 )
 
-func newEventBatches(b *testing.B, vllm bool) eventBatches {
+func newEventBatches(b testing.TB, vllm bool) eventBatches {
 	var out eventBatches
 	for i := range benchBatches {
 		hashes := make([]any, benchBlocksPerBatch)

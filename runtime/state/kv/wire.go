@@ -54,8 +54,18 @@ func decodeMessage(frames [][]byte) (message, error) {
 	if err := checkPayload(frames[2]); err != nil {
 		return message{}, fmt.Errorf("decoding payload: %w", err)
 	}
+	if events, skipped, ok := scanBatch(frames[2]); ok {
+		m.events, m.skipped = events, skipped
+		return m, nil
+	}
+	return decodeGeneric(m, frames[2])
+}
+
+// decodeGeneric decodes a payload through msgpack's generic values, for what scanBatch
+// does not read.
+func decodeGeneric(m message, payload []byte) (message, error) {
 	var batch any
-	if err := msgpack.Unmarshal(frames[2], &batch); err != nil {
+	if err := msgpack.Unmarshal(payload, &batch); err != nil {
 		return message{}, fmt.Errorf("decoding payload: %w", err)
 	}
 	var events any

@@ -2,6 +2,8 @@ package kv
 
 import (
 	"encoding/binary"
+	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/routerkit/router/runtime/plan"
@@ -29,4 +31,61 @@ func FuzzDecodeMessage(f *testing.F) {
 		}
 		ix.Lookup([]uint32{1, 2, 3, 4, 5, 6, 7, 8}, 4)
 	})
+}
+
+// FuzzScanMatchesGeneric holds scanBatch to the generic decoder it stands in front of:
+// on every payload it reads, msgpack's generic values give no error and the same events.
+func FuzzScanMatchesGeneric(f *testing.F) {
+	for _, name := range []string{"sglang_batch.hex", "vllm_array_batch.hex", "vllm_map_batch.hex", "vllm_struct_batch.hex"} {
+		f.Add(golden(f, name))
+	}
+	for _, vllm := range []bool{false, true} {
+		batches := newEventBatches(f, vllm)
+		f.Add(batches.stored[0][2])
+		f.Add(batches.evicted[0][2])
+	}
+	f.Add(encode(f, []any{1.5, []any{[]any{"BlockStored", []any{[]byte("12345678")}, int64(0), []any{1, 2}, "x", 7, "CPU", nil, []any{nil, "salt"}, 3, "extra"}}, nil}))
+	f.Add(encode(f, map[string]any{"events": []any{map[string]any{"type": "BlockRemoved", "block_hashes": []any{1}, "token_ids": "ignored", "group_idx": -1}}}))
+	f.Add(encode(f, []any{1.5, []any{[]any{"Unknown", 1}, []any{"AllBlocksCleared", 2}, []any{"BlockStored", []any{1}, nil, []any{[]any{1, 2}, []any{2, 3}}}}}))
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		if checkPayload(payload) != nil {
+			return
+		}
+		events, skipped, ok := scanBatch(payload)
+		if !ok {
+			return
+		}
+		want, err := decodeGeneric(message{}, payload)
+		if err != nil {
+			t.Fatalf("scanBatch read %+v where the generic decoder refuses: %v", events, err)
+		}
+		if !reflect.DeepEqual(events, want.events) || skipped != want.skipped {
+			t.Fatalf("scanBatch %+v (%d skipped), generic %+v (%d skipped)", events, skipped, want.events, want.skipped)
+		}
+	})
+}
+
+// TestScanReadsThePublishersBatches: the batches SGLang and vLLM publish (the goldens and
+// the benchmark's) take the scanner's path, not the generic fallback, and read the same.
+func TestScanReadsThePublishersBatches(t *testing.T) {
+	payloads := map[string][]byte{}
+	for _, name := range []string{"sglang_batch.hex", "vllm_array_batch.hex", "vllm_map_batch.hex", "vllm_struct_batch.hex"} {
+		payloads[name] = golden(t, name)
+	}
+	for _, vllm := range []bool{false, true} {
+		batches := newEventBatches(t, vllm)
+		payloads[fmt.Sprintf("stored, vllm %v", vllm)] = batches.stored[0][2]
+		payloads[fmt.Sprintf("evicted, vllm %v", vllm)] = batches.evicted[0][2]
+	}
+	for name, p := range payloads {
+		events, skipped, ok := scanBatch(p)
+		if !ok {
+			t.Errorf("%s: the scanner gave up", name)
+			continue
+		}
+		want, err := decodeGeneric(message{}, p)
+		if err != nil || !reflect.DeepEqual(events, want.events) || skipped != want.skipped {
+			t.Errorf("%s: scanner %+v (%d skipped), generic %+v (%d skipped), %v", name, events, skipped, want.events, want.skipped, err)
+		}
+	}
 }
