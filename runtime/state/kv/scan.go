@@ -33,7 +33,7 @@ func scanBatch(b []byte) (events []Event, skipped int, ok bool) {
 			switch {
 			case !isStr:
 				return nil, 0, false
-			case key == "events":
+			case string(key) == "events":
 				if found {
 					return nil, 0, false
 				}
@@ -94,9 +94,9 @@ const (
 )
 
 // fieldOf maps a positional index, by kind, and a map key to a field bit.
-func fieldOf(kind string, pos int, name string, positional bool) int {
+func fieldOf(kind []byte, pos int, name []byte, positional bool) int {
 	if positional {
-		switch kind {
+		switch string(kind) {
 		case "BlockStored":
 			if pos >= 1 && pos <= 9 {
 				return 1 << (pos - 1)
@@ -113,8 +113,8 @@ func fieldOf(kind string, pos int, name string, positional bool) int {
 		}
 		return 0
 	}
-	if kind == "BlockRemoved" {
-		switch name {
+	if string(kind) == "BlockRemoved" {
+		switch string(name) {
 		case fieldHashes:
 			return fHashes
 		case fieldMedium:
@@ -126,7 +126,7 @@ func fieldOf(kind string, pos int, name string, positional bool) int {
 		}
 		return 0
 	}
-	switch name {
+	switch string(name) {
 	case fieldHashes:
 		return fHashes
 	case fieldParent:
@@ -158,7 +158,7 @@ func (s *scanner) event() (e Event, known, ok bool) {
 	if !positional && !s.mapHeader(&n) {
 		return Event{}, false, false
 	}
-	var kind string
+	var kind []byte
 	start := 0
 	if positional {
 		var isStr bool
@@ -176,7 +176,7 @@ func (s *scanner) event() (e Event, known, ok bool) {
 			return Event{}, false, false
 		}
 	}
-	switch kind {
+	switch string(kind) {
 	case "BlockStored":
 		e = Event{Kind: BlockStored, Medium: MediumGPU}
 	case "BlockRemoved":
@@ -189,7 +189,7 @@ func (s *scanner) event() (e Event, known, ok bool) {
 	var seen int
 	hasParent := false
 	for i := start; i < n; i++ {
-		name := ""
+		var name []byte
 		if !positional {
 			var isStr bool
 			if name, isStr = s.str(); !isStr {
@@ -239,13 +239,13 @@ func (s *scanner) event() (e Event, known, ok bool) {
 				good = true
 				break
 			}
-			var m string
+			var m []byte
 			if m, good = s.str(); good {
 				absent := MediumGPU
 				if e.Kind == BlockRemoved {
 					absent = allMedia
 				}
-				e.Medium = parseMedium(m, absent)
+				e.Medium = parseMedium(string(m), absent)
 			}
 		case fGroup:
 			if s.null() {
@@ -280,29 +280,30 @@ func (s *scanner) event() (e Event, known, ok bool) {
 }
 
 // mapTag finds the "type" string among the next n key-value pairs without consuming them.
-func (s *scanner) mapTag(n int) (string, bool) {
+func (s *scanner) mapTag(n int) ([]byte, bool) {
 	peek := scanner{b: s.b}
-	tag, found := "", false
+	var tag []byte
+	found := false
 	for range n {
 		key, isStr := peek.str()
 		if !isStr {
-			return "", false
+			return nil, false
 		}
-		if key == fieldType {
+		if string(key) == fieldType {
 			if found {
-				return "", false
+				return nil, false
 			}
 			if tag, isStr = peek.str(); !isStr {
-				return "", false
+				return nil, false
 			}
 			found = true
 			continue
 		}
 		if !peek.skip() {
-			return "", false
+			return nil, false
 		}
 	}
-	return tag, found && tag != ""
+	return tag, found && len(tag) > 0
 }
 
 // hashes reads block_hashes: an array of hashes, at most maxHashesPerEvent.
@@ -432,10 +433,11 @@ func (s *scanner) length(size int, n *int) bool {
 	return true
 }
 
-// str consumes a string.
-func (s *scanner) str() (string, bool) {
+// str consumes a string; the slice aliases the payload, so comparing it allocates
+// nothing.
+func (s *scanner) str() ([]byte, bool) {
 	if len(s.b) == 0 {
-		return "", false
+		return nil, false
 	}
 	var n int
 	switch c := s.b[0]; {
@@ -443,24 +445,24 @@ func (s *scanner) str() (string, bool) {
 		n, s.b = int(c&0x1f), s.b[1:]
 	case c == 0xd9:
 		if len(s.b) < 2 {
-			return "", false
+			return nil, false
 		}
 		n, s.b = int(s.b[1]), s.b[2:]
 	case c == 0xda:
 		if !s.length(2, &n) {
-			return "", false
+			return nil, false
 		}
 	case c == 0xdb:
 		if !s.length(4, &n) {
-			return "", false
+			return nil, false
 		}
 	default:
-		return "", false
+		return nil, false
 	}
 	if n > len(s.b) {
-		return "", false
+		return nil, false
 	}
-	v := string(s.b[:n])
+	v := s.b[:n]
 	s.b = s.b[n:]
 	return v, true
 }
