@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
@@ -45,6 +46,9 @@ const (
 	liveBlocks = 4096
 	tick       = 10 * time.Millisecond // one batch per engine per tick, as a scheduler step publishes
 	vocabulary = 151_000               // a Qwen-sized vocabulary
+	// maxBatch bounds the blocks of one batch, well under the router's 4 MiB message
+	// bound, for a publisher catching up after it was starved.
+	maxBatch = 2000
 )
 
 func run() error {
@@ -59,13 +63,13 @@ func run() error {
 	}
 	fmt.Printf("encoding %s, %d engines, %d-token blocks in sequences of %d, %d live blocks per engine, a batch per engine every %v\n\n",
 		*encoding, *engines, blockSize, seqBlocks, liveBlocks, tick)
-	fmt.Println("| blocks/s | router CPU, % of one core | above idle, % of one core | per block, µs | blocks held at the end | gaps, orphans |")
-	fmt.Println("|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| blocks/s asked | published | router CPU, % of one core | above idle, % of one core | per block, µs | blocks held at the end | gaps, orphans |")
+	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|")
 	idle, err := measure(*routerBin, *engines, *encoding, 0, *window)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("| 0 | %.2f | | | %d | %d |\n", idle.pct, idle.held, idle.lost)
+	fmt.Printf("| 0 | 0 | %.2f | | | %d | %d |\n", idle.pct, idle.held, idle.lost)
 	for _, s := range strings.Split(*rates, ",") {
 		rate, err := strconv.Atoi(s)
 		if err != nil || rate <= 0 {
@@ -76,16 +80,18 @@ func run() error {
 			return err
 		}
 		above := r.pct - idle.pct
-		fmt.Printf("| %d | %.2f | %.2f | %.2f | %d | %d |\n", rate, r.pct, above, above/100*1e6/float64(rate), r.held, r.lost)
+		fmt.Printf("| %d | %.0f | %.2f | %.2f | %.2f | %d | %d |\n", rate, r.published, r.pct, above, above/100*1e6/r.published, r.held, r.lost)
 	}
 	return nil
 }
 
-// result is one rate's measurement: the router's CPU in % of a core, the blocks its
-// index holds at the end, and the gaps and orphan blocks it counted (events it lost).
+// result is one rate's measurement: the router's CPU in % of a core, the blocks stored
+// per second the publishers achieved over the window (a starved publisher falls short
+// of the rate asked), the blocks the router's index holds at the end, and the gaps and
+// orphan blocks it counted (events it lost).
 type result struct {
-	pct        float64
-	held, lost int
+	pct, published float64
+	held, lost     int
 }
 
 // measure starts the engines, their publishers and a router over them, publishes at rate
@@ -133,7 +139,7 @@ func measure(routerBin string, n int, encoding string, rate int, window time.Dur
 	var wg sync.WaitGroup
 	var pubErr error
 	var errOnce sync.Once
-	perEngine := float64(rate) / float64(n) * tick.Seconds() // blocks per tick, fractional
+	perEngine := float64(rate) / float64(n)
 	for _, p := range pubs {
 		wg.Go(func() {
 			if err := p.run(ctx, perEngine); err != nil {
@@ -147,16 +153,22 @@ func measure(routerBin string, n int, encoding string, rate int, window time.Dur
 		warm = max(warm, min(30*time.Second, time.Duration(float64(liveBlocks*n)/float64(rate)*float64(time.Second))))
 	}
 	time.Sleep(warm)
+	published := func() (n int64) {
+		for _, p := range pubs {
+			n += p.stored.Load()
+		}
+		return n
+	}
 	c0, err := proxy.ProcessCPU(t.PID())
 	if err != nil {
 		stop()
 		wg.Wait()
 		return result{}, err
 	}
-	start := time.Now()
+	start, p0 := time.Now(), published()
 	time.Sleep(window)
 	c1, err := proxy.ProcessCPU(t.PID())
-	elapsed := time.Since(start)
+	elapsed, p1 := time.Since(start), published()
 	stop()
 	wg.Wait()
 	if err != nil {
@@ -167,7 +179,7 @@ func measure(routerBin string, n int, encoding string, rate int, window time.Dur
 	}
 	time.Sleep(200 * time.Millisecond) // the last batches reach the index
 	held, lost, err := indexState(t.URL)
-	return result{pct: 100 * float64(c1-c0) / float64(elapsed), held: held, lost: lost}, err
+	return result{pct: 100 * float64(c1-c0) / float64(elapsed), published: float64(p1-p0) / elapsed.Seconds(), held: held, lost: lost}, err
 }
 
 // indexState sums, over the router's engines, the blocks its index holds and the event
@@ -209,7 +221,7 @@ type publisher struct {
 	token    uint32  // the next block's first token
 	inSeq    int     // blocks of the current sequence so far
 	live     []int64 // held blocks, oldest first
-	due      float64 // blocks owed to the rate
+	stored   atomic.Int64
 }
 
 func newPublisher(engine int, vllm bool) (*publisher, error) {
@@ -222,20 +234,20 @@ func newPublisher(engine int, vllm bool) (*publisher, error) {
 		vllm: vllm, next: int64(engine+1) << 40, token: uint32(engine * 7919)}, nil
 }
 
-// run publishes a batch every tick, perTick blocks each on average, until ctx ends.
-func (p *publisher) run(ctx context.Context, perTick float64) error {
+// run publishes a batch every tick until ctx ends, with the blocks owed to rate (blocks
+// per second) since it started, so a late tick is made up by the next.
+func (p *publisher) run(ctx context.Context, rate float64) error {
 	tk := time.NewTicker(tick)
 	defer tk.Stop()
+	start := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tk.C:
 		}
-		p.due += perTick
-		n := int(p.due)
-		p.due -= float64(n)
-		if n == 0 {
+		n := min(int(rate*time.Since(start).Seconds())-int(p.stored.Load()), maxBatch)
+		if n <= 0 {
 			continue
 		}
 		payload, err := p.batch(n)
@@ -247,6 +259,7 @@ func (p *publisher) run(ctx context.Context, perTick float64) error {
 		if err := p.sock.Send(msg); err != nil {
 			return fmt.Errorf("publishing: %w", err)
 		}
+		p.stored.Add(int64(n))
 	}
 }
 

@@ -53,8 +53,14 @@ func scanBatch(b []byte) (events []Event, skipped int, ok bool) {
 	return events, skipped, true
 }
 
-// scanner reads msgpack values off the front of b.
-type scanner struct{ b []byte }
+// scanner reads msgpack values off the front of b. The hashes and token ids of a batch's
+// events share two backing arrays, grown as they are read (never to a declared length):
+// the index reads them while it applies the batch and keeps none.
+type scanner struct {
+	b        []byte
+	hashBuf  []int64
+	tokenBuf []uint32
+}
 
 // events reads the batch's events: nil or an array of events.
 func (s *scanner) events() (out []Event, skipped int, ok bool) {
@@ -312,15 +318,18 @@ func (s *scanner) hashes() ([]int64, bool) {
 	if !s.array(&n) || n > maxHashesPerEvent {
 		return nil, false
 	}
-	out := make([]int64, n)
-	for i := range out {
+	if n == 0 {
+		return []int64{}, true
+	}
+	start := len(s.hashBuf)
+	for range n {
 		h, ok := s.hash()
 		if !ok {
 			return nil, false
 		}
-		out[i] = h
+		s.hashBuf = append(s.hashBuf, h)
 	}
-	return out, true
+	return s.hashBuf[start:len(s.hashBuf):len(s.hashBuf)], true
 }
 
 // hash reads a block hash as decodeHash does: an integer, or bytes of which the first 8.
@@ -345,15 +354,18 @@ func (s *scanner) tokens() ([]uint32, bool) {
 	if !s.array(&n) || n > maxTokensPerEvent {
 		return nil, false
 	}
-	out := make([]uint32, n)
-	for i := range out {
+	if n == 0 {
+		return []uint32{}, true
+	}
+	start := len(s.tokenBuf)
+	for range n {
 		v, ok := s.integer()
 		if !ok || v < 0 || v > math.MaxUint32 {
 			return nil, false
 		}
-		out[i] = uint32(v)
+		s.tokenBuf = append(s.tokenBuf, uint32(v))
 	}
-	return out, true
+	return s.tokenBuf[start:len(s.tokenBuf):len(s.tokenBuf)], true
 }
 
 // extraKeys reads vLLM's extra_keys as anyExtraKey does: whether anything is named.
