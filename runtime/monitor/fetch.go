@@ -90,12 +90,7 @@ type connFetcher struct {
 	dialer  net.Dialer
 	conn    net.Conn
 	br      *bufio.Reader
-	raw     syscall.RawConn    // conn's descriptor, for sending without reading (send)
-	sendFn  func(uintptr) bool // what send passes raw.Read
-	out     []byte             // the request being sent
-	sent    bool               // sendFn has written out
-	sendErr error              // sendFn's write error
-	stopCtx func() bool        // ends the context watch of conn
+	stopCtx func() bool // ends the context watch of conn
 	reqs    map[string][]byte
 	buf     bytes.Buffer
 	gz      *gzip.Reader
@@ -149,12 +144,6 @@ func (f *connFetcher) roundTrip(ctx context.Context, path string, timeout time.D
 			return nil, err
 		}
 		f.conn, f.br = conn, bufio.NewReaderSize(conn, 4096)
-		if sc, ok := conn.(syscall.Conn); ok {
-			if f.raw, err = sc.SyscallConn(); err != nil {
-				conn.Close()
-				return nil, err
-			}
-		}
 		// A context ended (the monitor stopping, the engine removed) interrupts a poll
 		// in flight by moving the deadline to the past.
 		f.stopCtx = context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
@@ -169,7 +158,7 @@ func (f *connFetcher) roundTrip(ctx context.Context, path string, timeout time.D
 		req = []byte("GET " + path + " HTTP/1.1\r\nHost: " + f.host + "\r\nUser-Agent: router-monitor\r\nAccept: */*\r\nAccept-Encoding: gzip\r\n\r\n")
 		f.reqs[path] = req
 	}
-	if err := f.send(req); err != nil {
+	if _, err := f.conn.Write(req); err != nil {
 		return nil, err
 	}
 	h, err := readHead(f.br)
@@ -207,51 +196,11 @@ func (f *connFetcher) gunzip(body io.Reader) (io.Reader, error) {
 	return f.gz, nil
 }
 
-// send writes req and waits, without reading, until the answer's first bytes arrive
-// or the deadline passes. Writing and then reading, as a bufio.Reader on a net.Conn
-// does, costs a read system call that finds nothing (the engine has not answered a
-// request just written) before the goroutine parks; at 2048 engines that call was a
-// twentieth of polling. The write is made inside the connection's raw read, after the
-// poller was armed for it, so an answer arriving at once is not missed. A write that does
-// not go out whole at once (a full socket buffer) finishes through conn.Write.
-func (f *connFetcher) send(req []byte) error {
-	if f.raw == nil || f.br.Buffered() > 0 {
-		_, err := f.conn.Write(req)
-		return err
-	}
-	if f.sendFn == nil {
-		f.sendFn = func(fd uintptr) bool {
-			if f.sent {
-				return true // readable
-			}
-			f.sent = true
-			n, err := syscall.Write(int(fd), f.out)
-			if err == syscall.EAGAIN || err == syscall.EINTR {
-				err, n = nil, 0
-			}
-			f.out, f.sendErr = f.out[max(n, 0):], err
-			return err != nil || len(f.out) > 0 // wait only once the request is out
-		}
-	}
-	f.out, f.sent, f.sendErr = req, false, nil
-	if err := f.raw.Read(f.sendFn); err != nil {
-		return err
-	}
-	if f.sendErr != nil {
-		return f.sendErr
-	}
-	if len(f.out) > 0 {
-		_, err := f.conn.Write(f.out)
-		return err
-	}
-	return nil
-}
-
 func (f *connFetcher) close() {
 	if f.conn != nil {
 		f.stopCtx()
 		f.conn.Close()
-		f.conn, f.br, f.raw = nil, nil, nil
+		f.conn, f.br = nil, nil
 	}
 }
 
