@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"strconv"
 	"testing"
 )
 
@@ -98,6 +99,46 @@ func FuzzReadHead(f *testing.F) {
 		}
 		if ours != std {
 			t.Fatalf("\nreadHead      %+v\nReadResponse  %+v", ours, std)
+		}
+	})
+}
+
+// BenchmarkReadAnswer reads the simulator's answer to /v1/loads (as Go's net/http server
+// frames it) with readHead and with http.ReadResponse, body included, side by side.
+func BenchmarkReadAnswer(b *testing.B) {
+	body := `{"loads":[{"dp_rank":0,"timestamp":1796339876.5076938,"num_running_reqs":0,"num_waiting_reqs":0,"num_waiting_uncached_tokens":0,"num_used_tokens":0,"num_total_tokens":0,"max_total_num_tokens":131072,"max_running_requests":32}]}`
+	answer := []byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: Thu, 03 Dec 2026 23:17:56 GMT\r\nContent-Length: " +
+		strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+	var src bytes.Reader
+	br := bufio.NewReaderSize(&src, 4096)
+	var buf bytes.Buffer
+	b.Run("readHead", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			src.Reset(answer)
+			br.Reset(&src)
+			h, err := readHead(br)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if out, err := readBody(&buf, "", h.status, h.reason, h.length, h.body(br)); err != nil || len(out) != len(body) {
+				b.Fatalf("body %q, %v", out, err)
+			}
+		}
+	})
+	b.Run("ReadResponse", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			src.Reset(answer)
+			br.Reset(&src)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if out, err := readBody(&buf, "", resp.StatusCode, "", resp.ContentLength, resp.Body); err != nil || len(out) != len(body) {
+				b.Fatalf("body %q, %v", out, err)
+			}
+			resp.Body.Close()
 		}
 	})
 }
