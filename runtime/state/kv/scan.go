@@ -398,34 +398,24 @@ func (s *scanner) null() bool {
 }
 
 // array consumes an array header.
-func (s *scanner) array(n *int) bool {
-	if len(s.b) == 0 {
-		return false
-	}
-	switch c := s.b[0]; {
-	case c >= 0x90 && c <= 0x9f:
-		*n, s.b = int(c&0x0f), s.b[1:]
-		return true
-	case c == 0xdc:
-		return s.length(2, n)
-	case c == 0xdd:
-		return s.length(4, n)
-	}
-	return false
-}
+func (s *scanner) array(n *int) bool { return s.container(0x90, 0xdc, 0xdd, n) }
 
 // mapHeader consumes a map header; n is its number of pairs.
-func (s *scanner) mapHeader(n *int) bool {
+func (s *scanner) mapHeader(n *int) bool { return s.container(0x80, 0xde, 0xdf, n) }
+
+// container consumes the header of an array or a map, whose fixed form is fix plus up
+// to 15 elements and whose longer forms have the codes with 16- and 32-bit lengths.
+func (s *scanner) container(fix, code16, code32 byte, n *int) bool {
 	if len(s.b) == 0 {
 		return false
 	}
 	switch c := s.b[0]; {
-	case c >= 0x80 && c <= 0x8f:
+	case c >= fix && c <= fix|0x0f:
 		*n, s.b = int(c&0x0f), s.b[1:]
 		return true
-	case c == 0xde:
+	case c == code16:
 		return s.length(2, n)
-	case c == 0xdf:
+	case c == code32:
 		return s.length(4, n)
 	}
 	return false
