@@ -29,6 +29,10 @@ import (
 	"github.com/routerkit/router/runtime/sim"
 )
 
+// tick is the time between an engine's batches (-tick): the router's cost has a part per
+// message (waking the subscriber) and a part per block.
+var tick time.Duration
+
 func main() {
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-kv:", err)
@@ -44,7 +48,6 @@ const (
 	blockSize  = 16
 	seqBlocks  = 32
 	liveBlocks = 4096
-	tick       = 10 * time.Millisecond // one batch per engine per tick, as a scheduler step publishes
 	vocabulary = 151_000               // a Qwen-sized vocabulary
 	// maxBatch bounds the blocks of one batch, well under the router's 4 MiB message
 	// bound, for a publisher catching up after it was starved.
@@ -57,6 +60,7 @@ func run() error {
 	engines := flag.Int("engines", 4, "engines publishing, the rate split among them")
 	encoding := flag.String("encoding", "sglang", "sglang: an event per block; vllm: vLLM's map encoding, an event per run of blocks")
 	window := flag.Duration("window", 15*time.Second, "time measured per rate")
+	flag.DurationVar(&tick, "tick", 10*time.Millisecond, "time between an engine's batches, as its scheduler steps publish them")
 	flag.Parse()
 	if *encoding != "sglang" && *encoding != "vllm" {
 		return fmt.Errorf("unknown encoding %q", *encoding)
