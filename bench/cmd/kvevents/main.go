@@ -48,7 +48,7 @@ const (
 	blockSize  = 16
 	seqBlocks  = 32
 	liveBlocks = 4096
-	vocabulary = 151_000               // a Qwen-sized vocabulary
+	vocabulary = 151_000 // a Qwen-sized vocabulary
 	// maxBatch bounds the blocks of one batch, well under the router's 4 MiB message
 	// bound, for a publisher catching up after it was starved.
 	maxBatch = 2000
