@@ -150,8 +150,8 @@ func TestConnFetcherStops(t *testing.T) {
 	}
 }
 
-// TestFetcherChoice: plain HTTP gets a connection of its own; https (and a client
-// injected by tests) go through an http.Client.
+// TestFetcherChoice: plain HTTP gets a connection of its own; https, engine_transport
+// net_http and a client injected by tests go through an http.Client.
 func TestFetcherChoice(t *testing.T) {
 	m := New(&plan.Plan{}, nil, nil, nil, slog.New(slog.DiscardHandler))
 	if _, ok := m.newFetcher("http://127.0.0.1:8000").(*connFetcher); !ok {
@@ -159,6 +159,10 @@ func TestFetcherChoice(t *testing.T) {
 	}
 	if _, ok := m.newFetcher("https://engine:8000").(*clientFetcher); !ok {
 		t.Error("https: want the client")
+	}
+	m = New(&plan.Plan{EngineTransport: plan.TransportNetHTTP}, nil, nil, nil, slog.New(slog.DiscardHandler))
+	if _, ok := m.newFetcher("http://127.0.0.1:8000").(*clientFetcher); !ok {
+		t.Error("engine_transport net_http: want the client (the switch back)")
 	}
 	m = New(&plan.Plan{}, nil, nil, http.DefaultClient, slog.New(slog.DiscardHandler))
 	if _, ok := m.newFetcher("http://127.0.0.1:8000").(*clientFetcher); !ok {
