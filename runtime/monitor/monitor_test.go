@@ -159,6 +159,9 @@ func TestFrozenReportBecomesUnknown(t *testing.T) {
 func TestLoadPollsCountAsHealthChecks(t *testing.T) {
 	f, url := newFake(t, 200)
 	e := pollEvery5ms("E1", url)
+	// A load poll's timeout is its interval: at 5 ms one timed out under -race on a
+	// loaded machine, which rightly brings a probe forward. 50 ms keeps the test's point.
+	e.Load.IntervalMS = 50
 	// The first probe comes at once (rnd 0) and the next not for five hours.
 	h := plan.Health{IntervalMS: 3_600_000, TimeoutMS: 1000, FailureThreshold: 3, SuccessThreshold: 3}
 	reg, m := newSetMonitor(t, h, []plan.Engine{e}, []plan.Engine{e})
