@@ -29,7 +29,8 @@ func uncached(t *Tokenizer) *Tokenizer {
 //   - "cold": a tokenizer whose pre-token and segment caches are empty;
 //   - "new": text never seen, by a tokenizer whose pre-token cache is full of other
 //     text's pre-tokens (otherText), so that each of the text's misses also evicts;
-//   - "off": no caches at all, the pre-tokenizer and merging alone;
+//   - "off": no pre-token or segment cache: the pre-tokenizer, the table of whole
+//     tokens (wholeTable) and merging alone;
 //   - "heap": as off, with the merge order of the tokenizers crate, one heap of every
 //     candidate (mergeHeap), as before mergeRanks.
 //

@@ -34,9 +34,8 @@ type model struct {
 	ranks  int // merge ranks are below it
 	// monotone says that every merge ranks after every merge that makes one of its
 	// parts, as BPE training produces them: see mergeRanks.
-	monotone     bool
-	ignoreMerges bool
-	vocab        map[string]uint32 // bytes -> id; only filled for ignoreMerges
+	monotone bool
+	whole    *wholeTable // the pre-tokens that are one token
 }
 
 func (m *model) pair(a, b uint32) uint64 { return m.merges.get(a, b) }
