@@ -5,24 +5,26 @@ import (
 	"testing"
 )
 
-// TestWholeTable checks every vocabulary entry against scanMerge, the textbook statement
-// of BPE: an entry the table holds must merge into its id alone, and one it leaves out
-// (within maxWhole bytes) must not. Every entry of Qwen's merges into itself; the GPT-2
-// fixture has one that does not (Ġxy).
+// TestWholeTable checks vocabulary entries against scanMerge, the textbook statement of
+// BPE: an entry the table holds must merge into its id alone, and one it leaves out
+// (within maxWhole bytes) must not. Every entry of Qwen's merges into itself, and every
+// fifth is checked (all of them take scanMerge 15 s under -race); the GPT-2 fixture has
+// one that does not (Ġxy), and all of its are checked.
 func TestWholeTable(t *testing.T) {
-	if held := checkWhole(t, loadQwen(t)); held != 151643 {
-		t.Errorf("Qwen: the table holds %d entries, want all 151643", held)
+	if held := checkWhole(t, loadQwen(t), 5); held != 151643/5+1 {
+		t.Errorf("Qwen: the table holds %d of the entries checked, want all %d", held, 151643/5+1)
 	}
-	if held := checkWhole(t, gpt2Like(t)); held != 258 {
+	if held := checkWhole(t, gpt2Like(t), 1); held != 258 {
 		t.Errorf("GPT-2 fixture: the table holds %d entries, want 258 (all but Ġxy)", held)
 	}
 }
 
-// checkWhole checks tok's table against scanMerge and returns how many entries it holds.
-func checkWhole(t *testing.T, tok *Tokenizer) int {
+// checkWhole checks the entries of tok's table whose ids are multiples of every against
+// scanMerge, and returns how many of those the table holds.
+func checkWhole(t *testing.T, tok *Tokenizer, every uint32) int {
 	m := tok.model
 	held := 0
-	for id := range uint32(len(tok.dec.spans)) {
+	for id := uint32(0); id < uint32(len(tok.dec.spans)); id += every {
 		if !tok.dec.has(id) {
 			continue
 		}
