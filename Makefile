@@ -63,6 +63,7 @@ fuzz:
 	$(GO) test ./runtime/logline -run '^$$' -fuzz '^FuzzMatchesStandardHandlers$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzMerge$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzWholeTable$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzFastLoad$$' -fuzztime $(FUZZTIME)
 
 bench:

@@ -1,13 +1,20 @@
 package hf
 
 import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/routerkit/router/runtime/token"
 )
 
-// uncached returns a copy of t without the pre-token cache, for the cold figures.
+// uncached returns a copy of t without the pre-token and segment caches.
 func uncached(t *Tokenizer) *Tokenizer {
 	return &Tokenizer{added: t.added, normAdded: t.normAdded, nfc: t.nfc, pre: t.pre, model: t.model,
 		prefix: t.prefix, suffix: t.suffix, dec: t.dec}
@@ -16,15 +23,29 @@ func uncached(t *Tokenizer) *Tokenizer {
 // BenchmarkEncode measures Encode on the documents of testdata/text (English prose, Go
 // and Python source, Chinese/Japanese/Korean text) and on two of 1 MiB of whitespace,
 // each one pre-token: "spaces" is one run of spaces (mergeRuns), "lines" lines of 4095
-// spaces (mergeRanks). "warm" has the caches warm, "off" none, and "heap" none and the
-// merge order of the tokenizers crate, one heap of every candidate (mergeHeap), as
-// before mergeRanks.
+// spaces (mergeRanks). The cases say what the tokenizer has seen:
+//
+//   - "seen": the text was encoded before, and its ids come from the segment cache;
+//   - "cold": a tokenizer whose pre-token and segment caches are empty;
+//   - "new": text never seen, by a tokenizer whose pre-token cache is full of other
+//     text's pre-tokens (otherText), so that each of the text's misses also evicts;
+//   - "off": no pre-token or segment cache: the pre-tokenizer, the table of whole
+//     tokens (wholeTable) and merging alone;
+//   - "heap": as off, with the merge order of the tokenizers crate, one heap of every
+//     candidate (mergeHeap), as before mergeRanks.
+//
+// Cold and new set their caches' state before each iteration with the timer stopped, so
+// their figures include what encoding spends filling the caches.
 func BenchmarkEncode(b *testing.B) {
 	tok := loadQwen(b)
 	heap := uncached(tok)
 	model := *tok.model
 	model.monotone = false
 	heap.model = &model
+	warm := withCaches(tok)
+	warm.encodeAll(otherText(), false)
+	fresh := withCaches(tok)
+	fresh.cache.seed = warm.cache.seed
 	for _, doc := range []string{"prose", "code", "cjk", "spaces", "lines"} {
 		var text string
 		switch doc {
@@ -33,36 +54,132 @@ func BenchmarkEncode(b *testing.B) {
 		case "lines":
 			text = strings.Repeat(strings.Repeat(" ", 4095)+"\n", 256)
 		default:
-			data, err := os.ReadFile("testdata/text/" + doc + ".txt")
-			if err != nil {
-				b.Fatal(err)
-			}
-			text = string(data)
+			text = readText(b, doc)
 		}
-		b.Run(doc+"/warm", func(b *testing.B) {
+		b.Run(doc+"/seen", func(b *testing.B) {
 			tok.encodeAll(text, false)
-			benchEncode(b, tok, text)
+			benchEncode(b, tok, text, nil)
 		})
+		if doc == "prose" || doc == "code" || doc == "cjk" {
+			b.Run(doc+"/cold", func(b *testing.B) {
+				benchEncode(b, fresh, text, func() { setCaches(fresh, nil) })
+			})
+			b.Run(doc+"/new", func(b *testing.B) {
+				benchEncode(b, fresh, text, func() { setCaches(fresh, warm) })
+			})
+		}
 		b.Run(doc+"/off", func(b *testing.B) {
-			benchEncode(b, uncached(tok), text)
+			benchEncode(b, uncached(tok), text, nil)
 		})
 		b.Run(doc+"/heap", func(b *testing.B) {
-			benchEncode(b, heap, text)
+			benchEncode(b, heap, text, nil)
 		})
 	}
 }
 
-// benchEncode encodes s b.N times and reports allocations per KB of text besides the
-// usual per-op figures.
-func benchEncode(b *testing.B, tok *Tokenizer, s string) {
+// BenchmarkEncodeConversation measures Encode, cold, on a ChatML prompt of 620 kB of
+// English prose as the chat template renders a long conversation (proseChat's in
+// runtime/server): 146 turns of the prose document, each opened by a mark of its own.
+// Within the prompt, turns after the first find their pre-tokens in the cache, as a
+// conversation's words recur; no segment is found in the segment cache.
+func BenchmarkEncodeConversation(b *testing.B) {
+	tok := loadQwen(b)
+	prose := readText(b, "prose")
+	var sb strings.Builder
+	for i := 0; sb.Len() < 620_000; i++ {
+		role := [2]string{"user", "assistant"}[i%2]
+		fmt.Fprintf(&sb, "<|im_start|>%s\nturn%08d %s<|im_end|>\n", role, i, prose)
+	}
+	sb.WriteString("<|im_start|>assistant\n")
+	fresh := withCaches(tok)
+	benchEncode(b, fresh, sb.String(), func() { setCaches(fresh, nil) })
+}
+
+func readText(b *testing.B, doc string) string {
+	data, err := os.ReadFile("testdata/text/" + doc + ".txt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return string(data)
+}
+
+// withCaches returns a copy of t with empty pre-token and segment caches.
+func withCaches(t *Tokenizer) *Tokenizer {
+	c := uncached(t)
+	c.cache, c.segments = newCache(), token.NewSegmentCache(token.DefaultSegmentBytes)
+	return c
+}
+
+// setCaches gives t an empty segment cache and a pre-token cache that holds what from's
+// holds, or nothing when from is nil. It reuses t's maps and slots: garbage of the
+// benchmark's own would be collected while the timer runs. The two must share a seed.
+func setCaches(t, from *Tokenizer) {
+	t.segments = token.NewSegmentCache(token.DefaultSegmentBytes)
+	for i := range t.cache.shards {
+		s := &t.cache.shards[i]
+		clear(s.index)
+		s.slots, s.hand = s.slots[:0], 0
+		if from != nil {
+			f := &from.cache.shards[i]
+			maps.Copy(s.index, f.index)
+			s.slots, s.hand = append(s.slots, f.slots...), f.hand
+		}
+	}
+}
+
+// otherText is text that shares no pre-token with the documents: made-up words of
+// consonants, more of them than the pre-token cache holds (cacheShards*shardEntries).
+func otherText() string {
+	r := rand.New(rand.NewPCG(1, 2))
+	var sb strings.Builder
+	for range cacheShards * shardEntries * 3 / 2 {
+		sb.WriteByte(' ')
+		for n := 5 + r.IntN(6); n > 0; n-- {
+			sb.WriteByte("bcdfghjklmnpqrstvwxz"[r.IntN(20)])
+		}
+	}
+	return sb.String()
+}
+
+// benchEncode encodes s b.N times with tok, calling reset, when not nil, before each
+// with the timer stopped. Besides the usual per-op figures it reports allocations per KB
+// of text (with reset, they count reset's too: -benchmem's allocs/op, taken with the
+// timer running, are the encoding's alone) and cpu-MB/s, text per second of the
+// process's CPU time while the timer runs, which on a machine shared with other jobs is
+// steadier than MB/s of wall time.
+func benchEncode(b *testing.B, tok *Tokenizer, s string, reset func()) {
 	b.SetBytes(int64(len(s)))
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
+	var cpu time.Duration
+	cpu0 := processCPU(b)
 	for b.Loop() {
+		if reset != nil {
+			b.StopTimer()
+			reset()
+			b.StartTimer()
+			cpu0 = processCPU(b)
+		}
 		tok.encodeAll(s, false)
+		if reset != nil {
+			cpu += processCPU(b) - cpu0
+		}
+	}
+	if reset == nil {
+		cpu = processCPU(b) - cpu0
 	}
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(b.N)/(float64(len(s))/1024), "allocs/KB")
+	b.ReportMetric(float64(len(s))*float64(b.N)/cpu.Seconds()/1e6, "cpu-MB/s")
+}
+
+// processCPU is the process's user and system CPU time.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func BenchmarkDecode(b *testing.B) {

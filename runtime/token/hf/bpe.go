@@ -12,8 +12,10 @@ const noMerge = math.MaxUint64
 
 // heapMin is the pre-token length from which merge uses mergeRanks or mergeHeap: below
 // it, rescanning the pairs for the lowest rank is faster; above it, rescanning would be
-// quadratic.
-const heapMin = 64
+// quadratic. Most pre-tokens that short are one token, which the table of whole tokens
+// answers without merging; of the others, a run of Chinese or Japanese letters (one
+// pre-token) gained a fifth from mergeHeap at 16 bytes rather than 64.
+const heapMin = 16
 
 // ranksMin is the pre-token length from which merge uses mergeRanks rather than
 // mergeHeap: below it the heap stays in the processor's cache, and mergeRanks' table of
@@ -34,9 +36,8 @@ type model struct {
 	ranks  int // merge ranks are below it
 	// monotone says that every merge ranks after every merge that makes one of its
 	// parts, as BPE training produces them: see mergeRanks.
-	monotone     bool
-	ignoreMerges bool
-	vocab        map[string]uint32 // bytes -> id; only filled for ignoreMerges
+	monotone bool
+	whole    *wholeTable // the pre-tokens that are one token
 }
 
 func (m *model) pair(a, b uint32) uint64 { return m.merges.get(a, b) }

@@ -105,7 +105,7 @@ func TestEncodeInvalidUTF8(t *testing.T) {
 func TestCacheBounds(t *testing.T) {
 	c := newCache()
 	for i := range cacheShards * shardEntries * 3 {
-		key := strings.Repeat("k", i%7+1) + string(rune('a'+i%26)) + strings.Repeat("x", i/26)
+		key := strings.Repeat("k", i%7+minCachedKey) + string(rune('a'+i%26)) + strings.Repeat("x", i/26)
 		if len(key) > maxCachedKey {
 			key = key[:maxCachedKey]
 		}
@@ -127,9 +127,15 @@ func TestCacheBounds(t *testing.T) {
 	if _, ok := c.get(nil, long); ok {
 		t.Error("a key longer than maxCachedKey was cached")
 	}
-	c.put("short", []uint32{1, 2, 3, 4})
-	if got, ok := c.get([]uint32{9}, "short"); !ok || !slices.Equal(got, []uint32{9, 1, 2, 3, 4}) {
-		t.Errorf("get(short) = %v, %v, want [9 1 2 3 4], true", got, ok)
+	short := strings.Repeat("s", minCachedKey-1)
+	c.put(short, []uint32{7})
+	if _, ok := c.get(nil, short); ok {
+		t.Error("a key shorter than minCachedKey was cached")
+	}
+	kept := strings.Repeat("k", minCachedKey)
+	c.put(kept, []uint32{1, 2, 3, 4})
+	if got, ok := c.get([]uint32{9}, kept); !ok || !slices.Equal(got, []uint32{9, 1, 2, 3, 4}) {
+		t.Errorf("get(%q) = %v, %v, want [9 1 2 3 4], true", kept, got, ok)
 	}
 }
 

@@ -11,10 +11,14 @@ import (
 // bytes: keys longer than maxCachedKey are never cached (such pre-tokens are rare, and a
 // pre-token has at most one id per byte), which caps the memory at about
 // cacheShards*shardEntries*(maxCachedKey+4*maxCachedKey) bytes, 20 MB, and is typically
-// a tenth of that.
+// a tenth of that. Keys shorter than minCachedKey are not cached either: merging them
+// costs about what a miss does (a lookup, a copy of the key, an eviction), most
+// pre-tokens that short are in the table of whole tokens anyway, and keeping them would
+// halve the speed on text never seen before (BenchmarkEncode's "new").
 const (
 	cacheShards  = 32
 	shardEntries = 1024
+	minCachedKey = 12
 	maxCachedKey = 128
 )
 
@@ -64,7 +68,7 @@ func (c *cache) shard(key string) *shard {
 
 // get appends the cached ids of key to dst and reports whether there were any.
 func (c *cache) get(dst []uint32, key string) ([]uint32, bool) {
-	if len(key) > maxCachedKey {
+	if len(key) < minCachedKey || len(key) > maxCachedKey {
 		return dst, false
 	}
 	s := c.shard(key)
@@ -80,7 +84,7 @@ func (c *cache) get(dst []uint32, key string) ([]uint32, bool) {
 
 // put caches copies of key and ids.
 func (c *cache) put(key string, ids []uint32) {
-	if len(key) > maxCachedKey {
+	if len(key) < minCachedKey || len(key) > maxCachedKey {
 		return
 	}
 	e := slot{key: strings.Clone(key), n: int32(len(ids))}

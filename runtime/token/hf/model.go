@@ -60,7 +60,7 @@ func parseModel(raw json.RawMessage) (*modelJSON, map[string]uint32, error) {
 // symbol of every byte, and each merge's parts and result must be in it (tokenizers
 // refuses such files too).
 func newModel(mj *modelJSON, vocab map[string]uint32) (*model, error) {
-	m := &model{ignoreMerges: mj.IgnoreMerges}
+	m := new(model)
 	for b, r := range byteRune {
 		id, ok := vocab[string(r)]
 		if !ok {
@@ -84,15 +84,37 @@ func newModel(mj *modelJSON, vocab map[string]uint32) (*model, error) {
 		m.merges.put(uint64(a)<<32|uint64(b), uint64(rank)<<32|uint64(c))
 	}
 	m.ranks, m.monotone = len(merges), m.merges.isMonotone()
-	if m.ignoreMerges {
-		m.vocab = make(map[string]uint32, len(vocab))
-		for tok, id := range vocab {
-			if b, ok := unByteLevel(tok); ok {
-				m.vocab[string(b)] = id
+	if err := m.setWhole(vocab, mj.IgnoreMerges); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// setWhole fills m.whole: with every entry under ignore_merges, otherwise with those
+// that merge into themselves. Merging each of Qwen's 151k entries is most of what this
+// adds to Load.
+func (m *model) setWhole(vocab map[string]uint32, ignoreMerges bool) error {
+	m.whole = newWholeTable(len(vocab))
+	var buf bpeBuf
+	var ids []uint32
+	for tok, id := range vocab {
+		b, ok := unByteLevel(tok)
+		switch {
+		case !ok || len(b) == 0:
+			continue
+		case ignoreMerges:
+			if !m.whole.put(b, id) {
+				return unsupported("BPE with ignore_merges and a vocabulary entry of %d bytes, or more than %d bytes of entries", len(b), maxWholeBlob)
+			}
+		case len(b) <= maxWhole:
+			// Longer entries are merged like any other pre-token. No meter: an entry
+			// is at most maxWhole bytes.
+			if ids, _ = m.merge(ids[:0], string(b), &buf, nil); len(ids) == 1 && ids[0] == id {
+				m.whole.put(b, id)
 			}
 		}
 	}
-	return m, nil
+	return nil
 }
 
 // parseMerges accepts both forms of "merges": ["a b", ...] and [["a", "b"], ...].

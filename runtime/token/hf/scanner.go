@@ -49,7 +49,7 @@ func classAt(s string, i int) (uint8, int) {
 	}
 	r, n := utf8.DecodeRuneInString(s[i:])
 	switch {
-	case unicode.IsLetter(r):
+	case isCJKLetter(r) || unicode.IsLetter(r):
 		return cLetter, n
 	case unicode.IsNumber(r):
 		return cNumber, n
@@ -57,6 +57,14 @@ func classAt(s string, i int) (uint8, int) {
 		return cSpace, n
 	}
 	return cOther, n
+}
+
+// isCJKLetter reports whether r is a CJK unified ideograph (U+4E00–U+9FFF) or a Hangul
+// syllable (U+AC00–U+D7A3), every one of which is a letter: the ranges save Chinese and
+// Korean text unicode.IsLetter's search of the letter table. TestCJKLetters holds them
+// to it.
+func isCJKLetter(r rune) bool {
+	return r >= 0x4E00 && r <= 0x9FFF || r >= 0xAC00 && r <= 0xD7A3
 }
 
 // scanner splits text as the Qwen, Llama 3 or GPT-2 pattern does under a backtracking

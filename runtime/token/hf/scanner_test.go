@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2/v2"
@@ -150,6 +151,14 @@ func TestScannerMatchesOniguruma(t *testing.T) {
 		}
 		if got := (scanner{gpt2: true}).split(nil, c.Text); !slices.Equal(got, c.GPT2) {
 			t.Errorf("gpt2 split(%+q)\n got %+q\nwant %+q", c.Text, got, c.GPT2)
+		}
+	}
+}
+
+func TestCJKLetters(t *testing.T) {
+	for r := rune(0); r <= 0xFFFF; r++ {
+		if isCJKLetter(r) && !unicode.IsLetter(r) {
+			t.Fatalf("isCJKLetter(%U) is true, but it is not a letter", r)
 		}
 	}
 }

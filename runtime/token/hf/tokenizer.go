@@ -225,10 +225,8 @@ func (t *Tokenizer) encodePiece(ids []uint32, s *scratch, p string, meter *token
 	if len(p) == 1 {
 		return append(ids, m.byteID[p[0]]), nil
 	}
-	if m.ignoreMerges {
-		if id, ok := m.vocab[p]; ok {
-			return append(ids, id), nil
-		}
+	if id, ok := m.whole.get(p); ok {
+		return append(ids, id), nil
 	}
 	if t.cache == nil {
 		return m.merge(ids, p, &s.bpe, meter)
