@@ -58,6 +58,8 @@ fuzz:
 	$(GO) test ./runtime/state/kv -run '^$$' -fuzz '^FuzzDecodeMessage$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzSegmentCache$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/token -run '^$$' -fuzz '^FuzzChainCache$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/token/chattemplate -run '^$$' -fuzz '^FuzzNativeQwen3$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/logline -run '^$$' -fuzz '^FuzzMatchesStandardHandlers$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzMerge$$' -fuzztime $(FUZZTIME)
