@@ -57,13 +57,7 @@ func BenchmarkPrepareChat(b *testing.B) {
 	} {
 		srv := tc.srv.current()
 		b.Run(tc.name, func(b *testing.B) {
-			b.SetBytes(int64(len(tc.body)))
-			b.ReportAllocs()
-			cpu0 := processCPU(b)
-			n := 0
-			defer func() { b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(n), "cpu-µs/op") }()
-			for b.Loop() {
-				n++
+			for loop := loopCPU(b, len(tc.body)); loop(); {
 				if tc.cold {
 					unseen(tc.body)
 				}
@@ -76,6 +70,22 @@ func BenchmarkPrepareChat(b *testing.B) {
 				token.Recycle(p.Facts.TokenIDs) // as serveRouted does when the request is over
 			}
 		})
+	}
+}
+
+// loopCPU is b.Loop for a benchmark of requests of size bytes that reports allocations
+// and, when the loop ends, the process's CPU per operation (cpu-µs/op) since the call.
+func loopCPU(b *testing.B, size int) func() bool {
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	cpu0, n := processCPU(b), 0
+	return func() bool {
+		if b.Loop() {
+			n++
+			return true
+		}
+		b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(n), "cpu-µs/op")
+		return false
 	}
 }
 
@@ -219,13 +229,7 @@ func BenchmarkGrowTurn(b *testing.B) {
 			g := srv.current()
 			grow := newGrower(tc.body, words)
 			seenHistory(b, g, tc.body)
-			b.SetBytes(int64(len(tc.body)))
-			b.ReportAllocs()
-			cpu0 := processCPU(b)
-			n := 0
-			defer func() { b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(n), "cpu-µs/op") }()
-			for b.Loop() {
-				n++
+			for loop := loopCPU(b, len(tc.body)); loop(); {
 				body := grow.next()
 				r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
 				prepared, err := g.prepare(httptest.NewRecorder(), r, g.models.Chat)
