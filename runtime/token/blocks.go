@@ -147,6 +147,9 @@ func (c *chainCache) hashes(ids []uint32, blockSize int) []int64 {
 	if prev != nil {
 		shared = sharedBlocks(ids, prev.ids, blockSize)
 	}
+	if shared == n && len(prev.ids) == len(ids) && prev.key == keys[len(keys)-1] {
+		return slices.Clone(prev.hashes) // the same prompt again: nothing to remember
+	}
 	next := &chain{key: keys[len(keys)-1], ids: slices.Clone(ids), hashes: make([]int64, 0, n), digests: make([][sha256.Size]byte, 0, n)}
 	var parent *[sha256.Size]byte
 	if shared > 0 {

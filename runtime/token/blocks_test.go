@@ -105,6 +105,7 @@ func TestChainCacheGrowth(t *testing.T) {
 		}
 		check("grown", conv, 16)
 	}
+	check("the same again", conv, 16)
 	check("other page size", conv, 1)
 	check("shorter", conv[:len(conv)-1000], 16)
 	edited := slices.Clone(conv)
