@@ -60,6 +60,8 @@ fuzz:
 	$(GO) test ./runtime/state/kv -run '^$$' -fuzz '^FuzzScanMatchesGeneric$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzSegmentCache$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/token -run '^$$' -fuzz '^FuzzChainCache$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/token/chattemplate -run '^$$' -fuzz '^FuzzNativeQwen3$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/logline -run '^$$' -fuzz '^FuzzMatchesStandardHandlers$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzMerge$$' -fuzztime $(FUZZTIME)
@@ -83,11 +85,12 @@ bench-proxy: build
 	$(GO) run ./bench/cmd/proxy -router $(BIN) $(PROXY_FLAGS)
 
 # The same run with a conversation of about 128k tokens whose history the router has seen
-# (bench/proxy, docs/benchmarks.md): what a long prompt adds over direct, with the stand-in
-# vocabulary and with Qwen3's tokenizer and chat template, one client at a time.
+# (bench/proxy, docs/benchmarks.md), sent again (long) and grown by a turn per request
+# (long_grow): what a long prompt adds over direct and the router's CPU per request, with
+# the stand-in vocabulary and with Qwen3's tokenizer and chat template, one client at a time.
 bench-long: build
-	$(GO) run ./bench/cmd/proxy -router $(BIN) -kinds long -concurrency 1 -requests 60 \
-		-policies power_of_two -tokenizers standin,testdata/tokenizers/qwen3 $(PROXY_FLAGS)
+	$(GO) run ./bench/cmd/proxy -router $(BIN) -kinds long,long_grow -concurrency 1 -requests 60 \
+		-policies power_of_two,cache_aware -tokenizers standin,testdata/tokenizers/qwen3 $(PROXY_FLAGS)
 
 # What an idle router spends polling health and load of 8, 64, 512 and 2048 simulated
 # engines, as CPU of its process (bench/cmd/polling).

@@ -28,13 +28,15 @@ type Result struct {
 type Kind struct {
 	Name string
 	Body []byte
+	// Next, when set, returns each request's body in place of Body (see Grow).
+	Next func() []byte
 }
 
 // The short request kinds: a short chat answered with one token as JSON, and the same chat
 // streamed with 16 tokens.
 var (
-	JSON   = Kind{"json", []byte(`{"model":"m","messages":[{"role":"user","content":"Benchmark the router with a short prompt."}],"max_tokens":1}`)}
-	Stream = Kind{"stream", []byte(`{"model":"m","messages":[{"role":"user","content":"Benchmark the router with a short prompt."}],"max_tokens":16,"stream":true}`)}
+	JSON   = Kind{Name: "json", Body: []byte(`{"model":"m","messages":[{"role":"user","content":"Benchmark the router with a short prompt."}],"max_tokens":1}`)}
+	Stream = Kind{Name: "stream", Body: []byte(`{"model":"m","messages":[{"role":"user","content":"Benchmark the router with a short prompt."}],"max_tokens":16,"stream":true}`)}
 )
 
 // Long returns the kind "long": a conversation of turns of prose, about bytes long in
@@ -61,7 +63,7 @@ func Long(prose []byte, bytes int) Kind {
 		msgs = append(msgs, msg{"user", "And now?"})
 	}
 	body, _ := json.Marshal(map[string]any{"model": "m", "messages": msgs, "max_tokens": 1})
-	return Kind{"long", body}
+	return Kind{Name: "long", Body: body}
 }
 
 // Trial sends n requests to url from conc clients, stopping early after limit, and
@@ -87,8 +89,12 @@ func Trial(client *http.Client, url string, kind Kind, conc, n int, limit time.D
 				if i >= n || failed.Load() != nil || time.Now().After(deadline) {
 					return
 				}
+				b := body
+				if kind.Next != nil {
+					b = kind.Next()
+				}
 				t0 := time.Now()
-				if err := do(client, url, body); err != nil {
+				if err := do(client, url, b); err != nil {
 					if errs.Add(1) > int64(n/100) {
 						failed.CompareAndSwap(nil, &err)
 						return

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/state/kv"
 	"github.com/routerkit/router/runtime/token"
 )
 
@@ -56,13 +57,7 @@ func BenchmarkPrepareChat(b *testing.B) {
 	} {
 		srv := tc.srv.current()
 		b.Run(tc.name, func(b *testing.B) {
-			b.SetBytes(int64(len(tc.body)))
-			b.ReportAllocs()
-			cpu0 := processCPU(b)
-			n := 0
-			defer func() { b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(n), "cpu-µs/op") }()
-			for b.Loop() {
-				n++
+			for loop := loopCPU(b, len(tc.body)); loop(); {
 				if tc.cold {
 					unseen(tc.body)
 				}
@@ -75,6 +70,22 @@ func BenchmarkPrepareChat(b *testing.B) {
 				token.Recycle(p.Facts.TokenIDs) // as serveRouted does when the request is over
 			}
 		})
+	}
+}
+
+// loopCPU is b.Loop for a benchmark of requests of size bytes that reports allocations
+// and, when the loop ends, the process's CPU per operation (cpu-µs/op) since the call.
+func loopCPU(b *testing.B, size int) func() bool {
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	cpu0, n := processCPU(b), 0
+	return func() bool {
+		if b.Loop() {
+			n++
+			return true
+		}
+		b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(n), "cpu-µs/op")
+		return false
 	}
 }
 
@@ -181,4 +192,120 @@ func longChat(words int) []byte {
 	}
 	body, _ := json.Marshal(map[string]any{"model": "m", "messages": msgs, "max_tokens": 16})
 	return body
+}
+
+// BenchmarkGrowTurn measures what the router does for one request of a conversation of
+// about 128k tokens whose history it has seen, grown by one user turn it has not: read the
+// body, decode and validate it, render the chat template, tokenize (the history's
+// messages from the token cache, the new turn anew), hash the prompt's blocks and look
+// them up in cache_aware's prefix index, which holds the history on E1, up to the pick.
+// Each op appends a new turn of about 200 words of English prose, numbered so that it was
+// never seen, to the same history. `standin` counts with the stand-in vocabulary
+// (longChat, 885 kB), `qwen3` renders Qwen3's template and tokenizes with its tokenizer
+// (proseChat, 133k tokens, 619 kB). cpu-µs/op is the process's CPU per request, the
+// garbage collector's included. Run it with
+//
+//	go test ./runtime/server -run '^$' -bench GrowTurn -benchmem -cpu 1
+func BenchmarkGrowTurn(b *testing.B) {
+	words := proseWords(b)
+	for _, tc := range []struct {
+		name string
+		qwen bool
+		body []byte
+	}{
+		{"standin", false, longChat(128 << 10)},
+		{"qwen3", true, proseChat(b, 128<<10)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			p := qwenPlan()
+			if !tc.qwen {
+				p.Models[0].Tokenizer = nil
+			}
+			p.Models[0].Buckets[0].MaxContextTokens = nil
+			srv, err := New(p, Options{Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			g := srv.current()
+			grow := newGrower(tc.body, words)
+			seenHistory(b, g, tc.body)
+			for loop := loopCPU(b, len(tc.body)); loop(); {
+				body := grow.next()
+				r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
+				prepared, err := g.prepare(httptest.NewRecorder(), r, g.models.Chat)
+				if err != nil {
+					b.Fatal(err)
+				}
+				d := &record{}
+				_, leave, err := g.admit(r, prepared, d)
+				leave()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if d.picked[0].engine != "E1" || d.picked[0].prefixTokens == 0 {
+					b.Fatalf("picked %+v, want E1 for its cached history", d.picked[0])
+				}
+				token.Recycle(prepared.Facts.TokenIDs)
+			}
+		})
+	}
+}
+
+// seenHistory prepares body once, which fills the token cache with its messages, and
+// stores its blocks in E1's entry of the generation's prefix index, as E1's KV events
+// would after serving it.
+func seenHistory(b *testing.B, g *generation, body []byte) {
+	r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
+	p, err := g.prepare(httptest.NewRecorder(), r, g.models.Chat)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bs := range g.deps.KV.BlockSizes("m") {
+		ev := kv.Event{Kind: kv.BlockStored, Hashes: token.BlockHashes(p.Facts.TokenIDs, bs)}
+		if !g.deps.KV.Apply("E1", 0, ev) {
+			b.Fatal("the prefix index does not know E1")
+		}
+	}
+}
+
+// grower makes the bodies of BenchmarkGrowTurn: a conversation's messages, then one new
+// user turn, then the rest of the body, in one reused buffer.
+type grower struct {
+	buf   []byte // the body up to its last message, then the current turn and tail
+	head  int    // length of the body up to and with its last message
+	tail  []byte // what follows the messages
+	words []string
+	turn  int
+}
+
+// newGrower returns the grower of body, a chat body whose messages array is followed by
+// its "model" field (json.Marshal sorts the keys), taking its turns' words from words.
+func newGrower(body []byte, words []string) *grower {
+	end := bytes.LastIndex(body, []byte(`],"model"`))
+	return &grower{buf: bytes.Clone(body[:end]), head: end, tail: bytes.Clone(body[end:]), words: words}
+}
+
+// next returns the body with a new turn of 200 words, numbered so that no earlier body
+// (of any run in this process) had it. It is valid until the next call.
+func (g *grower) next() []byte {
+	g.turn++
+	var s strings.Builder
+	fmt.Fprintf(&s, "turn%08d ", unseenCount.Add(1)%100000000)
+	for i := range 200 {
+		s.WriteString(g.words[(g.turn*211+i)%len(g.words)])
+		s.WriteByte(' ')
+	}
+	content, _ := json.Marshal(s.String())
+	g.buf = append(g.buf[:g.head], `,{"role":"user","content":`...)
+	g.buf = append(append(g.buf, content...), '}')
+	return append(g.buf, g.tail...)
+}
+
+// proseWords returns the words of the tokenizer's English test document.
+func proseWords(tb testing.TB) []string {
+	prose, err := os.ReadFile("../token/hf/testdata/text/prose.txt")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return strings.Fields(string(prose))
 }

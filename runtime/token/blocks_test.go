@@ -76,3 +76,111 @@ func TestBlockHashesChain(t *testing.T) {
 		t.Fatal("changing block 0 did not change block 1's hash")
 	}
 }
+
+// plainHashes is BlockHashes without the chain cache.
+func plainHashes(ids []uint32, blockSize int) []int64 {
+	hs, _ := hashBlocks(ids, blockSize, nil, nil)
+	return hs
+}
+
+// TestChainCacheGrowth checks the chain cache against plain hashing for what it is for
+// (a conversation grown turn by turn, across powers of two) and for what it must not be
+// fooled by: a prompt that differs inside a remembered block, a shorter prompt, another
+// page size, a prompt that shares only its start.
+func TestChainCacheGrowth(t *testing.T) {
+	c := newChainCache(DefaultChainBytes)
+	check := func(name string, ids []uint32, bs int) {
+		t.Helper()
+		if got, want := c.hashes(ids, bs), plainHashes(ids, bs); !slices.Equal(got, want) {
+			t.Fatalf("%s (%d ids, pages of %d): the chain cache's hashes differ from plain hashing", name, len(ids), bs)
+		}
+	}
+	conv := make([]uint32, 0, 40000)
+	for i := range 9000 {
+		conv = append(conv, uint32(i*7919))
+	}
+	for turn := range 12 {
+		for i := range 2500 + 37*turn {
+			conv = append(conv, uint32(turn*100003+i))
+		}
+		check("grown", conv, 16)
+	}
+	check("the same again", conv, 16)
+	check("other page size", conv, 1)
+	check("shorter", conv[:len(conv)-1000], 16)
+	edited := slices.Clone(conv)
+	edited[len(edited)/2+3]++
+	check("edited mid-block", edited, 16)
+	check("original after edit", conv, 16)
+	check("unaligned", conv[:len(conv)-5], 16)
+	other := slices.Clone(conv[:2000])
+	for i := range 20000 {
+		other = append(other, uint32(i))
+	}
+	check("shared start", other, 16)
+	check("original after shared start", conv, 16)
+	if s := c.stats(); s.entries == 0 {
+		t.Fatal("the chain cache remembered nothing")
+	}
+}
+
+// TestChainCacheBound checks that the chain cache stays within its budget and does not
+// keep a prompt larger than half of it.
+func TestChainCacheBound(t *testing.T) {
+	const budget = 1 << 20
+	c := newChainCache(budget)
+	for p := range 50 {
+		ids := make([]uint32, MinChainTokens+p*97)
+		for i := range ids {
+			ids[i] = uint32(p<<20 + i)
+		}
+		c.hashes(ids, 16)
+		if s := c.stats(); s.bytes > budget || s.entries != len(c.order) {
+			t.Fatalf("after %d prompts: %+v held, %d in order, over a budget of %d", p+1, s, len(c.order), budget)
+		}
+	}
+	huge := make([]uint32, budget/4)
+	c.hashes(huge, 16)
+	for _, e := range c.entries {
+		if len(e.ids) == len(huge) {
+			t.Fatal("a prompt larger than half the budget was kept")
+		}
+	}
+}
+
+// FuzzChainCache hashes a remembered prompt and then a variation of it (grown, cut,
+// edited), with the chain cache and without: every hash must be the same.
+func FuzzChainCache(f *testing.F) {
+	f.Add(uint16(9000), uint16(300), uint16(0), uint32(0), uint8(16))
+	f.Add(uint16(20000), uint16(0), uint16(5000), uint32(1), uint8(1))
+	f.Add(uint16(16384), uint16(4000), uint16(16383), uint32(7), uint8(32))
+	f.Fuzz(func(t *testing.T, base, grow, edit uint16, delta uint32, bs uint8) {
+		if bs == 0 {
+			return
+		}
+		c := newChainCache(DefaultChainBytes)
+		ids := make([]uint32, int(base)+int(grow))
+		for i := range ids {
+			ids[i] = uint32(i * 2654435761)
+		}
+		first := ids[:base]
+		if got, want := c.hashes(first, int(bs)), plainHashes(first, int(bs)); !slices.Equal(got, want) {
+			t.Fatal("first prompt: hashes differ from plain hashing")
+		}
+		if int(edit) < len(ids) {
+			ids[edit] += delta
+		}
+		if got, want := c.hashes(ids, int(bs)), plainHashes(ids, int(bs)); !slices.Equal(got, want) {
+			t.Fatal("second prompt: hashes differ from plain hashing")
+		}
+	})
+}
+
+// chainStats are what a chain cache holds.
+type chainStats struct{ entries, bytes int }
+
+func (c *chainCache) stats() chainStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return chainStats{len(c.entries), c.held}
+}

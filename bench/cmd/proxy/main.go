@@ -38,7 +38,7 @@ func run() error {
 	concs := flag.String("concurrency", "1,8,64", "client concurrency levels")
 	engines := flag.Int("engines", 4, "simulated engines")
 	noNginx := flag.Bool("no-nginx", false, "leave nginx out even when installed")
-	kindList := flag.String("kinds", "json,stream", "request kinds: json, stream, long (a conversation of about -long-bytes of prose)")
+	kindList := flag.String("kinds", "json,stream", "request kinds: json, stream, long (a conversation of about -long-bytes of prose), long_grow (that conversation grown by a turn per request)")
 	longBytes := flag.Int("long-bytes", 620_000, "content bytes of the long kind's conversation")
 	prosePath := flag.String("prose", "runtime/token/hf/testdata/text/prose.txt", "the prose the long kind's turns repeat")
 	tokenizers := flag.String("tokenizers", "standin", "the routers' tokenizers: standin, or a directory with tokenizer.json.gz and tokenizer_config.json")
@@ -68,14 +68,18 @@ func run() error {
 			kinds = append(kinds, proxy.JSON)
 		case "stream":
 			kinds = append(kinds, proxy.Stream)
-		case "long":
+		case "long", "long_grow":
 			prose, err := os.ReadFile(*prosePath)
 			if err != nil {
-				return fmt.Errorf("the long kind's prose: %w (run from the repository's root or give -prose)", err)
+				return fmt.Errorf("the %s kind's prose: %w (run from the repository's root or give -prose)", k, err)
 			}
-			kinds = append(kinds, proxy.Long(prose, *longBytes))
+			kind := proxy.Long(prose, *longBytes)
+			if k == "long_grow" {
+				kind = proxy.Grow(prose, *longBytes)
+			}
+			kinds = append(kinds, kind)
 		default:
-			return fmt.Errorf("unknown kind %q: json, stream or long", k)
+			return fmt.Errorf("unknown kind %q: json, stream, long or long_grow", k)
 		}
 	}
 

@@ -6,7 +6,7 @@ import (
 )
 
 // qwen3Model compiles the Qwen3 fixture's templates.
-func qwen3Model(b *testing.B) *Model {
+func qwen3Model(b testing.TB) *Model {
 	b.Helper()
 	cfg, err := LoadConfig(filepath.Join(repoRoot, "testdata/tokenizers/qwen3/tokenizer_config.json"))
 	if err != nil {

@@ -15,6 +15,9 @@ import (
 type Template struct {
 	tpl *jinja.Template
 	src string
+	// native renders what it can of this template without the Jinja engine; nil for
+	// most templates (see nativeRenderer).
+	native nativeRenderer
 	// openaiVLLM and openaiSGLang record whether each engine hands this template content
 	// as a list of parts ("openai" format) rather than a string.
 	openaiVLLM, openaiSGLang bool
@@ -48,7 +51,7 @@ func Parse(src string) (*Template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile chat template: %w", err)
 	}
-	t := &Template{tpl: tpl, src: src}
+	t := &Template{tpl: tpl, src: src, native: nativeFor(src)}
 	for _, m := range contentLoop.FindAllStringSubmatch(src, -1) {
 		t.openaiVLLM = true
 		switch m[1] {
@@ -82,8 +85,13 @@ func (t *Template) Render(c token.Chat, o Options) (string, error) {
 	return out + prefix, err
 }
 
-// render executes the template with prepared variables.
+// render executes the template with prepared variables, natively when it can.
 func (t *Template) render(vars map[string]jinja.Value) (string, error) {
+	if t.native != nil {
+		if out, ok := t.native(vars); ok {
+			return out, nil
+		}
+	}
 	out, err := t.tpl.RenderValues(vars)
 	if err != nil {
 		if _, ok := errors.AsType[*RaiseError](err); ok {

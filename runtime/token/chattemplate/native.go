@@ -1,0 +1,151 @@
+package chattemplate
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"strings"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// The Jinja engine builds a render's output in a strings.Builder, which grows by a
+// quarter at a time past its first kilobytes, and every `+` of a template copies its
+// operands: Qwen3's template copies a 128k-token conversation's text about eight times,
+// a millisecond of CPU and 4 MB of garbage per request. For templates it knows by their
+// exact source, the package renders common conversations natively instead, into one
+// buffer of the output's size, and leaves everything else to the Jinja engine: a native
+// renderer takes only the variables it reproduces exactly and reports whether it did.
+// TestNativeMatchesJinja and FuzzNativeQwen3 compare both renders; setting
+// ROUTER_CHAT_TEMPLATE_ENGINE=jinja in the environment renders everything with Jinja.
+
+// nativeRenderer renders a template's variables natively; ok false leaves the render to
+// the Jinja engine.
+type nativeRenderer func(vars map[string]jinja.Value) (out string, ok bool)
+
+// nativeRenderers maps the SHA-256 of a template's source to its native renderer.
+var nativeRenderers = map[string]nativeRenderer{
+	qwen3Template: renderQwen3,
+}
+
+// qwen3Template is the SHA-256 of the chat template of Qwen3's tokenizer_config.json
+// (testdata/tokenizers/qwen3), which the Qwen3 dense and MoE models share.
+const qwen3Template = "87a2728cb8dc9fe424d624542f6060ec05a1d285ebbec578bb078900e33396b5"
+
+// jinjaOnly turns the native renderers off (ROUTER_CHAT_TEMPLATE_ENGINE=jinja).
+var jinjaOnly = os.Getenv("ROUTER_CHAT_TEMPLATE_ENGINE") == "jinja"
+
+// nativeFor returns the native renderer of a template's source, nil when there is none.
+func nativeFor(src string) nativeRenderer {
+	if jinjaOnly {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(src))
+	return nativeRenderers[hex.EncodeToString(sum[:])]
+}
+
+// qwenMessage is a message as Qwen3's template reads it.
+type qwenMessage struct {
+	role, content string
+}
+
+// renderQwen3 renders Qwen3's template for conversations without tools whose messages
+// are system, user and assistant messages with string content and no reasoning_content
+// or tool_calls (other keys the template does not read), with enable_thinking absent or
+// a boolean. The output is the template's, step for step: the system message first, the
+// last user query that is not a tool response, an assistant message's reasoning split
+// at </think> and printed only after that query, the generation prompt.
+func renderQwen3(vars map[string]jinja.Value) (string, bool) {
+	if _, ok := vars["tools"]; ok {
+		return "", false
+	}
+	thinkingOff := false
+	if v, ok := vars["enable_thinking"]; ok {
+		if !v.IsBool() {
+			return "", false
+		}
+		thinkingOff = !v.AsBool()
+	}
+	agp, ok := vars["add_generation_prompt"]
+	if !ok || !agp.IsBool() {
+		return "", false
+	}
+	raw, ok := vars["messages"]
+	if !ok || !raw.IsList() || len(raw.AsList().Items) == 0 {
+		return "", false
+	}
+	msgs := make([]qwenMessage, len(raw.AsList().Items))
+	size := 64
+	for i, v := range raw.AsList().Items {
+		if !v.IsDict() {
+			return "", false
+		}
+		d := v.AsDict()
+		role, _ := d.Get("role")
+		content, _ := d.Get("content")
+		if !role.IsString() || !content.IsString() {
+			return "", false
+		}
+		for _, k := range []string{"reasoning_content", "tool_calls"} {
+			if v, ok := d.Get(k); ok && !v.IsNone() {
+				return "", false
+			}
+		}
+		switch role.AsString() {
+		case "system", "user", "assistant":
+		default:
+			return "", false
+		}
+		msgs[i] = qwenMessage{role.AsString(), content.AsString()}
+		size += len(msgs[i].content) + 64
+	}
+	lastQuery := len(msgs) - 1
+	for i := len(msgs) - 1; i >= 0; i-- {
+		c := msgs[i].content
+		if msgs[i].role == "user" && !(strings.HasPrefix(c, "<tool_response>") && strings.HasSuffix(c, "</tool_response>")) {
+			lastQuery = i
+			break
+		}
+	}
+	var b strings.Builder
+	b.Grow(size)
+	if msgs[0].role == "system" {
+		b.WriteString("<|im_start|>system\n" + msgs[0].content + "<|im_end|>\n")
+	}
+	for i, m := range msgs {
+		switch {
+		case m.role == "user" || (m.role == "system" && i > 0):
+			b.WriteString("<|im_start|>")
+			b.WriteString(m.role)
+			b.WriteString("\n")
+			b.WriteString(m.content)
+			b.WriteString("<|im_end|>\n")
+		case m.role == "assistant":
+			content, reasoning := m.content, ""
+			if strings.Contains(m.content, "</think>") {
+				content = strings.TrimLeft(m.content[strings.LastIndex(m.content, "</think>")+len("</think>"):], "\n")
+				before := strings.TrimRight(m.content[:strings.Index(m.content, "</think>")], "\n")
+				if j := strings.LastIndex(before, "<think>"); j >= 0 {
+					before = before[j+len("<think>"):]
+				}
+				reasoning = strings.TrimLeft(before, "\n")
+			}
+			b.WriteString("<|im_start|>assistant\n")
+			if i > lastQuery && (i == len(msgs)-1 || reasoning != "") {
+				b.WriteString("<think>\n")
+				b.WriteString(strings.Trim(reasoning, "\n"))
+				b.WriteString("\n</think>\n\n")
+				content = strings.TrimLeft(content, "\n")
+			}
+			b.WriteString(content)
+			b.WriteString("<|im_end|>\n")
+		}
+	}
+	if agp.AsBool() {
+		b.WriteString("<|im_start|>assistant\n")
+		if thinkingOff {
+			b.WriteString("<think>\n\n</think>\n\n")
+		}
+	}
+	return b.String(), true
+}

@@ -1,0 +1,131 @@
+package chattemplate
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/routerkit/router/runtime/token"
+)
+
+// jinjaOf returns t without its native renderer: the Jinja engine's render.
+func jinjaOf(t *Template) *Template {
+	j := *t
+	j.native = nil
+	return &j
+}
+
+// compareNative renders c with tpl's native renderer and with the Jinja engine, for both
+// engines, and fails when the outputs or the errors differ. It returns whether the
+// native renderer took vLLM's variables.
+func compareNative(t testing.TB, tpl *Template, c token.Chat, agp bool) bool {
+	t.Helper()
+	for _, e := range []Engine{VLLM, SGLang} {
+		o := Options{AddGenerationPrompt: agp, Engine: e}
+		got, gotErr := tpl.Render(c, o)
+		want, wantErr := jinjaOf(tpl).Render(c, o)
+		if got != want || (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("%s, %s: native render %q (%v), Jinja %q (%v)", e, c.Messages, got, gotErr, want, wantErr)
+		}
+	}
+	vars, err := tpl.vars(c, Options{AddGenerationPrompt: agp})
+	if err != nil {
+		return false
+	}
+	_, ok := tpl.native(vars)
+	return ok
+}
+
+// TestNativeMatchesJinja renders conversations with Qwen3's template natively and with
+// the Jinja engine: the reasoning split at </think> and its edges, tool responses as the
+// last query, a system message later on, the generation prompt and enable_thinking.
+// Conversations the native renderer must leave to Jinja (tools, tool calls, tool
+// messages, reasoning_content, other roles) are compared too.
+func TestNativeMatchesJinja(t *testing.T) {
+	tpl := qwen3Model(t).chat
+	if tpl.native == nil {
+		t.Fatal("Qwen3's template has no native renderer: did its source or qwen3Template change?")
+	}
+	native := []string{
+		userHi,
+		`[{"role": "system", "content": "S"}, {"role": "user", "content": "Q"}]`,
+		`[{"role": "user", "content": "Q"}, {"role": "assistant", "content": "<think>\nR\n</think>\n\nA"}, {"role": "user", "content": "Q2"}]`,
+		`[{"role": "user", "content": "Q"}, {"role": "assistant", "content": "<think>\nR\n</think>\n\nA"}]`,
+		`[{"role": "user", "content": "Q"}, {"role": "assistant", "content": "x</think>y</think>\n\nz"}]`,
+		`[{"role": "user", "content": "Q"}, {"role": "assistant", "content": "a<think>b<think>\n\nc\n\n</think>d"}]`,
+		`[{"role": "user", "content": "Q"}, {"role": "assistant", "content": "</think>"}, {"role": "assistant", "content": "\n\nplain"}]`,
+		`[{"role": "user", "content": "Q"}, {"role": "assistant", "content": "A"}, {"role": "user", "content": "<tool_response>r</tool_response>"}, {"role": "assistant", "content": "<think>t</think>B"}]`,
+		`[{"role": "user", "content": "<tool_response>only</tool_response>"}, {"role": "assistant", "content": "\nA"}]`,
+		`[{"role": "assistant", "content": "first"}, {"role": "system", "content": "later"}, {"role": "user", "content": "Q", "name": "u"}]`,
+		`[{"role": "system", "content": ""}, {"role": "user", "content": ""}, {"role": "assistant", "content": ""}]`,
+	}
+	for _, msgs := range native {
+		for _, kwargs := range []string{"", `{"enable_thinking": false}`, `{"enable_thinking": true}`} {
+			for _, agp := range []bool{true, false} {
+				if !compareNative(t, tpl, chat(msgs, "", kwargs), agp) {
+					t.Fatalf("%s (%s): the native renderer did not take it", msgs, kwargs)
+				}
+			}
+		}
+	}
+	jinjaOnly := []struct{ msgs, tools, kwargs string }{
+		{userHi, `[{"type": "function", "function": {"name": "f", "parameters": {}}}]`, ""},
+		{userHi, "", `{"enable_thinking": "no"}`},
+		{`[{"role": "user", "content": "Q"}, {"role": "assistant", "content": "A", "reasoning": "R", "reasoning_content": "R"}]`, "", ""},
+		{`[{"role": "user", "content": "Q"}, {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{}"}}]}, {"role": "tool", "content": "r"}]`, "", ""},
+		{`[{"role": "developer", "content": "D"}, {"role": "user", "content": "Q"}]`, "", ""},
+	}
+	for _, c := range jinjaOnly {
+		if compareNative(t, tpl, chat(c.msgs, c.tools, c.kwargs), true) {
+			t.Fatalf("%s: the native renderer took what it does not reproduce", c.msgs)
+		}
+	}
+}
+
+// FuzzNativeQwen3 renders conversations of fuzzed roles and contents (with reasoning and
+// tool-response tags in them) with Qwen3's template natively and with the Jinja engine.
+func FuzzNativeQwen3(f *testing.F) {
+	tpl := qwen3Model(f).chat
+	f.Add([]byte{0, 1, 2, 1, 2}, "<think>\nR\n</think>\n\nA", "Q", true, uint8(0))
+	f.Add([]byte{1, 3, 2}, "\n</think>\n", "<think>", false, uint8(1))
+	f.Add([]byte{2, 0, 1}, "x</think>y<think>z", "", true, uint8(2))
+	f.Fuzz(func(t *testing.T, roles []byte, a, b string, agp bool, thinking uint8) {
+		type msg struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		}
+		var msgs []msg
+		for i, r := range roles[:min(len(roles), 8)] {
+			content := a
+			if i%2 == 1 {
+				content = b
+			}
+			switch r % 4 {
+			case 0:
+				msgs = append(msgs, msg{"system", content})
+			case 1:
+				msgs = append(msgs, msg{"user", content})
+			case 2:
+				msgs = append(msgs, msg{"assistant", content})
+			case 3:
+				msgs = append(msgs, msg{"user", "<tool_response>" + content + "</tool_response>"})
+			}
+		}
+		raw, _ := json.Marshal(msgs)
+		kwargs := [...]string{"", `{"enable_thinking": false}`, `{"enable_thinking": true}`}[thinking%3]
+		compareNative(t, tpl, chat(string(raw), "", kwargs), agp)
+	})
+}
+
+// TestJinjaOnlySwitch checks the switch back: with ROUTER_CHAT_TEMPLATE_ENGINE=jinja no
+// template gets a native renderer.
+func TestJinjaOnlySwitch(t *testing.T) {
+	src := qwen3Model(t).chat.src
+	if nativeFor(src) == nil {
+		t.Fatal("Qwen3's template has no native renderer")
+	}
+	defer func(old bool) { jinjaOnly = old }(jinjaOnly)
+	jinjaOnly = true
+	if nativeFor(src) != nil {
+		t.Fatal("ROUTER_CHAT_TEMPLATE_ENGINE=jinja left a native renderer")
+	}
+}
