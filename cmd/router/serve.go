@@ -111,7 +111,7 @@ func serve(c *cli.Context) error {
 	if listen != "" {
 		p.Listen = listen
 	}
-	opts := server.Options{Logger: log, RequestLog: logs.requests, CompileEngine: compileEngine}
+	opts := server.Options{Logger: log, RequestLog: logs.requests, CompileEngine: compileEngine, Settle: gcpace.Settle}
 	if !demo {
 		// A reload compiles the same files, with the same --listen, so that only what
 		// the files changed counts as a change.

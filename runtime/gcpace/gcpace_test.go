@@ -3,6 +3,7 @@ package gcpace
 import (
 	"context"
 	"runtime"
+	"runtime/metrics"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -102,4 +103,26 @@ func TestLiveHeapReadsTheRuntime(t *testing.T) {
 		t.Fatalf("live heap %d bytes, want at least the 1 MiB kept", got)
 	}
 	runtime.KeepAlive(keep)
+}
+
+// TestSettleReturnsGarbage: garbage dropped before Settle is released to the operating
+// system by the time it returns, not left to the background scavenger.
+func TestSettleReturnsGarbage(t *testing.T) {
+	released := func() uint64 {
+		s := []metrics.Sample{{Name: "/memory/classes/heap/released:bytes"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	func() {
+		garbage := make([][]byte, 64)
+		for i := range garbage {
+			garbage[i] = make([]byte, 1<<20)
+		}
+		runtime.KeepAlive(garbage)
+	}()
+	before := released()
+	Settle()
+	if got := released(); got < before+32<<20 {
+		t.Fatalf("released %d bytes before Settle, %d after: want at least 32 MiB of the 64 dropped more", before, got)
+	}
 }
