@@ -90,7 +90,7 @@ func serve(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if gcpace.Start(ctx) {
-		log.Debug("garbage collection paced for a small live heap; set GOGC to choose your own", "floor_bytes", gcpace.DefaultFloor)
+		log.Debug("garbage collection paced for a small live heap; set GOGC to choose your own", "min_floor_bytes", gcpace.MinFloor, "max_floor_bytes", gcpace.MaxFloor)
 	}
 
 	var p *plan.Plan

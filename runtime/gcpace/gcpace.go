@@ -3,10 +3,15 @@
 // text, rendered template, ids), and with Go's default pacing (a collection each time the
 // heap doubles) a router whose live heap is 10–30 MB collects every few such requests:
 // measured on a 2-core machine, a third of the CPU a long prompt costs the router (see
-// docs/benchmarks.md). The pacer keeps the heap goal at least Floor bytes above the live
-// heap while that heap is small, by raising the GC percentage up to MaxPercent, and
-// returns to Go's default (100) once the live heap reaches Floor: the memory it spends is
-// bounded by Floor, not by a multiple of the heap.
+// docs/benchmarks.md). The pacer keeps the heap goal at least a floor above the live heap
+// while that heap is small, by raising the GC percentage up to MaxPercent, and returns to
+// Go's default (100) once the live heap reaches the floor: the memory it spends is bounded
+// by the floor, not by a multiple of the heap.
+//
+// The floor follows the requests: FloorPerByte times the largest request body noted
+// (Note) in the last Hold, between MinFloor and MaxFloor. Short requests make a few kB
+// of garbage each, so a small floor costs a collection every few hundred of them, and the
+// router stays near its live heap; a long prompt raises the floor to MaxFloor at once.
 package gcpace
 
 import (
@@ -14,17 +19,38 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync/atomic"
 	"time"
 )
 
-// Defaults: the floor, the highest percentage it may set, and how often the live heap is
-// read.
+// Defaults: the floor's bounds and its bytes per byte of the largest recent body, how long
+// a body holds the floor up, the highest percentage the pacer may set, and how often it
+// reads the live heap. A 128k-token prompt's body (620–890 kB) makes a few MB of garbage:
+// 128 bytes of floor per body byte give it MaxFloor's headroom, as before the floor
+// followed the bodies; a short chat (a few hundred bytes) gets MinFloor.
 const (
-	DefaultFloor    = 128 << 20
+	MinFloor        = 16 << 20
+	MaxFloor        = 128 << 20
+	FloorPerByte    = 128
+	Hold            = time.Minute
 	MaxPercent      = 400
 	DefaultInterval = time.Second
 	defaultPercent  = 100
 )
+
+// largest is the largest body noted since the pacer last read it.
+var largest atomic.Int64
+
+// Note records a request body of n bytes for the pacer's floor. It costs an atomic load
+// when n is not the largest since the last step.
+func Note(n int) {
+	for {
+		cur := largest.Load()
+		if int64(n) <= cur || largest.CompareAndSwap(cur, int64(n)) {
+			return
+		}
+	}
+}
 
 // Percent is the GC percentage that gives a heap of live bytes a goal of at least floor
 // bytes above it, between Go's default and MaxPercent, rounded down to a multiple of 25
@@ -40,14 +66,22 @@ func Percent(live, floor uint64) int {
 	return max(defaultPercent, int(p)/25*25)
 }
 
-// Pacer sets the GC percentage from the live heap.
+// Pacer sets the GC percentage from the live heap and the largest recent body.
 type Pacer struct {
-	Floor uint64
-	// Live reads the live heap; Set sets the GC percentage and returns the previous one.
-	// New fills them with the runtime's; tests replace them.
-	Live func() uint64
-	Set  func(int) int
-	last int
+	// MinFloor and MaxFloor bound the floor, which is FloorPerByte times the largest body
+	// of the last Hold.
+	MinFloor, MaxFloor uint64
+	Hold               time.Duration
+	// Live reads the live heap; Set sets the GC percentage and returns the previous one;
+	// Largest returns the largest body noted since it was last called and forgets it.
+	// New fills them with the runtime's and Note's; tests replace them.
+	Live    func() uint64
+	Set     func(int) int
+	Largest func() int64
+	last    int
+	// held is the body that sets the floor, noted at heldAt.
+	held   uint64
+	heldAt time.Time
 }
 
 // Start paces the runtime's collector until ctx is done, unless the environment sets GOGC
@@ -56,18 +90,29 @@ func Start(ctx context.Context) bool {
 	if _, set := os.LookupEnv("GOGC"); set {
 		return false
 	}
-	go New(DefaultFloor).Run(ctx, DefaultInterval)
+	go New().Run(ctx, DefaultInterval)
 	return true
 }
 
-// New returns a pacer of the runtime's collector with the given floor.
-func New(floor uint64) *Pacer {
-	return &Pacer{Floor: floor, Live: liveHeap, Set: debug.SetGCPercent}
+// New returns a pacer of the runtime's collector with the default floors, fed by Note.
+func New() *Pacer {
+	return &Pacer{MinFloor: MinFloor, MaxFloor: MaxFloor, Hold: Hold, Live: liveHeap, Set: debug.SetGCPercent,
+		Largest: func() int64 { return largest.Swap(0) }}
 }
 
-// Step sets the percentage for the live heap now, when it changed.
+// floor is the floor now: FloorPerByte times the largest body noted in the last Hold
+// (since the step that took it; a larger one restarts the hold), within the bounds.
+func (p *Pacer) floor() uint64 {
+	now := time.Now()
+	if b := uint64(max(p.Largest(), 0)); b >= p.held || now.Sub(p.heldAt) >= p.Hold {
+		p.held, p.heldAt = b, now
+	}
+	return min(max(p.held*FloorPerByte, p.MinFloor), p.MaxFloor)
+}
+
+// Step sets the percentage for the live heap and the floor now, when it changed.
 func (p *Pacer) Step() {
-	if pct := Percent(p.Live(), p.Floor); pct != p.last {
+	if pct := Percent(p.Live(), p.floor()); pct != p.last {
 		p.Set(pct)
 		p.last = pct
 	}
@@ -76,7 +121,7 @@ func (p *Pacer) Step() {
 // Run steps every interval until ctx is done, then restores the percentage the process
 // had before.
 func (p *Pacer) Run(ctx context.Context, interval time.Duration) {
-	pct := Percent(p.Live(), p.Floor)
+	pct := Percent(p.Live(), p.floor())
 	before := p.Set(pct)
 	p.last = pct
 	defer p.Set(before)

@@ -25,7 +25,7 @@ func TestPercent(t *testing.T) {
 		{128 * mb, 100},       // the floor reached: Go's default
 		{1024 * mb, 100},      // never below the default
 	} {
-		if got := Percent(tc.live, DefaultFloor); got != tc.want {
+		if got := Percent(tc.live, MaxFloor); got != tc.want {
 			t.Errorf("Percent(%d MB) = %d, want %d", tc.live/mb, got, tc.want)
 		}
 	}
@@ -36,7 +36,8 @@ func TestPercent(t *testing.T) {
 func TestStepSetsOnlyChanges(t *testing.T) {
 	live := uint64(10 << 20)
 	var sets []int
-	p := &Pacer{Floor: DefaultFloor, Live: func() uint64 { return live }, Set: func(v int) int { sets = append(sets, v); return 100 }}
+	p := &Pacer{MinFloor: MaxFloor, MaxFloor: MaxFloor, Live: func() uint64 { return live }, Set: func(v int) int { sets = append(sets, v); return 100 },
+		Largest: func() int64 { return 0 }}
 	p.Step()
 	p.Step()
 	live = 64 << 20
@@ -63,7 +64,7 @@ func TestRunPacesAndRestores(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		live, cur := uint64(10<<20), 100
-		p := &Pacer{Floor: DefaultFloor,
+		p := &Pacer{MinFloor: MaxFloor, MaxFloor: MaxFloor, Largest: func() int64 { return 0 },
 			Live: func() uint64 { mu.Lock(); defer mu.Unlock(); return live },
 			Set:  func(v int) int { mu.Lock(); defer mu.Unlock(); prev := cur; cur = v; return prev }}
 		read := func() int { mu.Lock(); defer mu.Unlock(); return cur }
@@ -91,6 +92,36 @@ func TestRunPacesAndRestores(t *testing.T) {
 		<-done
 		if got := read(); got != 100 {
 			t.Fatalf("percentage %d after the pacer stopped, want the previous 100", got)
+		}
+	})
+}
+
+// TestFloorFollowsTheLargestBody: the floor is FloorPerByte times the largest body noted
+// in the last Hold, within its bounds; a larger body raises it at the next step and
+// restarts the hold, and a smaller one lowers it only once the hold has passed.
+func TestFloorFollowsTheLargestBody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const mb = 1 << 20
+		p := New()
+		step := func(body int, want uint64) {
+			t.Helper()
+			Note(body)
+			if got := p.floor(); got != want {
+				t.Fatalf("floor %d MB after a %d-byte body, want %d MB", got/mb, body, want/mb)
+			}
+		}
+		step(300, MinFloor)                // a short chat
+		step(256<<10, 32*mb)               // 256 kB × 128
+		step(1000, 32*mb)                  // held
+		step(2<<20, MaxFloor)              // a long prompt: capped, and the hold restarts
+		time.Sleep(Hold - time.Nanosecond) // still held by the long prompt
+		step(0, MaxFloor)
+		time.Sleep(time.Nanosecond) // the hold has passed: the largest body of this step sets it
+		step(200<<10, 25*mb)
+		Note(1 << 30) // noted, then read by the next step only
+		Note(5)
+		if got := p.floor(); got != MaxFloor {
+			t.Fatalf("floor %d MB after a 1 GiB body, want the %d MB bound", got/mb, MaxFloor/mb)
 		}
 	})
 }

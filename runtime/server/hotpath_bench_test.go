@@ -68,7 +68,9 @@ func BenchmarkHotPath(b *testing.B) {
 	tracedURL := serveOn(b, func(ln net.Listener, ctx context.Context) error { return tsrv.Serve(ctx, ln) })
 	// A router as deployments configure it: Qwen3's tokenizer and chat template, and
 	// cache_aware over two engines whose KV events it indexes.
-	qwen := startFleetWith(b, qwenPlan(), 0, Options{RequestLog: slog.New(logline.New(sink.Batched(), false, nil))})
+	qp := qwenPlan()
+	startPlanSims(b, qp, 0)
+	qwen := serveWith(b, qp, Options{RequestLog: slog.New(logline.New(sink.Batched(), false, nil))}, nil)
 
 	bodies := map[string]string{
 		"json":   `{"model":"m","messages":[{"role":"user","content":"Benchmark the router with a short prompt."}],"max_tokens":1}`,
