@@ -26,12 +26,13 @@ import (
 // Defaults: the floor's bounds and its bytes per byte of the largest recent body, how long
 // a body holds the floor up, the highest percentage the pacer may set, and how often it
 // reads the live heap. A 128k-token prompt's body (620–890 kB) makes a few MB of garbage:
-// 128 bytes of floor per body byte give it MaxFloor's headroom, as before the floor
-// followed the bodies; a short chat (a few hundred bytes) gets MinFloor.
+// 256 bytes of floor per body byte give any body from 512 kB MaxFloor's headroom, as
+// every body had before the floor followed them; a short chat (a few hundred bytes) and
+// prompts up to 64 kB get MinFloor.
 const (
 	MinFloor        = 16 << 20
 	MaxFloor        = 128 << 20
-	FloorPerByte    = 128
+	FloorPerByte    = 256
 	Hold            = time.Minute
 	MaxPercent      = 400
 	DefaultInterval = time.Second

@@ -111,13 +111,13 @@ func TestFloorFollowsTheLargestBody(t *testing.T) {
 			}
 		}
 		step(300, MinFloor)                // a short chat
-		step(256<<10, 32*mb)               // 256 kB × 128
-		step(1000, 32*mb)                  // held
+		step(256<<10, 64*mb)               // 256 kB × 256
+		step(1000, 64*mb)                  // held
 		step(2<<20, MaxFloor)              // a long prompt: capped, and the hold restarts
 		time.Sleep(Hold - time.Nanosecond) // still held by the long prompt
 		step(0, MaxFloor)
 		time.Sleep(time.Nanosecond) // the hold has passed: the largest body of this step sets it
-		step(200<<10, 25*mb)
+		step(200<<10, 50*mb)
 		Note(1 << 30) // noted, then read by the next step only
 		Note(5)
 		if got := p.floor(); got != MaxFloor {
