@@ -12,6 +12,12 @@
 // (Note) in the last Hold, between MinFloor and MaxFloor. Short requests make a few kB
 // of garbage each, so a small floor costs a collection every few hundred of them, and the
 // router stays near its live heap; a long prompt raises the floor to MaxFloor at once.
+// Each collection costs a few milliseconds of CPU whatever the floor (stop-the-world
+// phases and mark workers on a 10 MB live heap), so a lower floor trades CPU for memory;
+// MinFloor is where that trade was measured (docs/benchmarks.md). A router that has gone
+// idle (IdleSteps steps allocating less than IdleBytes each) returns its headroom to the
+// operating system once (Settle), so that an idle router holds little more than its live
+// heap.
 package gcpace
 
 import (
@@ -35,6 +41,8 @@ const (
 	FloorPerByte    = 256
 	Hold            = time.Minute
 	MaxPercent      = 400
+	IdleBytes       = 1 << 20
+	IdleSteps       = 10
 	DefaultInterval = time.Second
 	defaultPercent  = 100
 )
@@ -74,12 +82,20 @@ type Pacer struct {
 	MinFloor, MaxFloor uint64
 	Hold               time.Duration
 	// Live reads the live heap; Set sets the GC percentage and returns the previous one;
-	// Largest returns the largest body noted since it was last called and forgets it.
-	// New fills them with the runtime's and Note's; tests replace them.
-	Live    func() uint64
-	Set     func(int) int
-	Largest func() int64
-	last    int
+	// Largest returns the largest body noted since it was last called and forgets it;
+	// Allocated reads the bytes allocated since the process started; Release returns
+	// the free heap to the operating system. New fills them with the runtime's and
+	// Note's; tests replace them.
+	Live      func() uint64
+	Set       func(int) int
+	Largest   func() int64
+	Allocated func() uint64
+	Release   func()
+	last      int
+	// allocated is Allocated at the last step; idle counts the steps since one that
+	// allocated IdleBytes or more.
+	allocated uint64
+	idle      int
 	// held is the body that sets the floor, noted at heldAt.
 	held   uint64
 	heldAt time.Time
@@ -98,7 +114,7 @@ func Start(ctx context.Context) bool {
 // New returns a pacer of the runtime's collector with the default floors, fed by Note.
 func New() *Pacer {
 	return &Pacer{MinFloor: MinFloor, MaxFloor: MaxFloor, Hold: Hold, Live: liveHeap, Set: debug.SetGCPercent,
-		Largest: func() int64 { return largest.Swap(0) }}
+		Largest: func() int64 { return largest.Swap(0) }, Allocated: allocatedBytes, Release: Settle}
 }
 
 // floor is the floor now: FloorPerByte times the largest body noted in the last Hold
@@ -111,12 +127,20 @@ func (p *Pacer) floor() uint64 {
 	return min(max(p.held*FloorPerByte, p.MinFloor), p.MaxFloor)
 }
 
-// Step sets the percentage for the live heap and the floor now, when it changed.
+// Step sets the percentage for the live heap and the floor now, when it changed, and
+// releases the free heap when the router has just gone idle.
 func (p *Pacer) Step() {
 	if pct := Percent(p.Live(), p.floor()); pct != p.last {
 		p.Set(pct)
 		p.last = pct
 	}
+	a := p.Allocated()
+	if a-p.allocated >= IdleBytes {
+		p.idle = 0
+	} else if p.idle++; p.idle == IdleSteps {
+		p.Release()
+	}
+	p.allocated = a
 }
 
 // Run steps every interval until ctx is done, then restores the percentage the process
@@ -124,7 +148,7 @@ func (p *Pacer) Step() {
 func (p *Pacer) Run(ctx context.Context, interval time.Duration) {
 	pct := Percent(p.Live(), p.floor())
 	before := p.Set(pct)
-	p.last = pct
+	p.last, p.allocated = pct, p.Allocated()
 	defer p.Set(before)
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -145,9 +169,15 @@ func (p *Pacer) Run(ctx context.Context, interval time.Duration) {
 // and the pacer's next reading of the live heap may still count it.
 func Settle() { debug.FreeOSMemory() }
 
+// allocatedBytes reads the bytes allocated since the process started.
+func allocatedBytes() uint64 { return readUint64("/gc/heap/allocs:bytes") }
+
 // liveHeap reads the bytes the last collection found live.
-func liveHeap() uint64 {
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+func liveHeap() uint64 { return readUint64("/gc/heap/live:bytes") }
+
+// readUint64 reads one runtime metric, 0 when the runtime does not have it.
+func readUint64(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
 	metrics.Read(s)
 	if s[0].Value.Kind() != metrics.KindUint64 {
 		return 0

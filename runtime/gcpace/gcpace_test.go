@@ -37,7 +37,7 @@ func TestStepSetsOnlyChanges(t *testing.T) {
 	live := uint64(10 << 20)
 	var sets []int
 	p := &Pacer{MinFloor: MaxFloor, MaxFloor: MaxFloor, Live: func() uint64 { return live }, Set: func(v int) int { sets = append(sets, v); return 100 },
-		Largest: func() int64 { return 0 }}
+		Largest: func() int64 { return 0 }, Allocated: func() uint64 { return 0 }, Release: func() {}}
 	p.Step()
 	p.Step()
 	live = 64 << 20
@@ -65,6 +65,7 @@ func TestRunPacesAndRestores(t *testing.T) {
 		var mu sync.Mutex
 		live, cur := uint64(10<<20), 100
 		p := &Pacer{MinFloor: MaxFloor, MaxFloor: MaxFloor, Largest: func() int64 { return 0 },
+			Allocated: func() uint64 { return 0 }, Release: func() {},
 			Live: func() uint64 { mu.Lock(); defer mu.Unlock(); return live },
 			Set:  func(v int) int { mu.Lock(); defer mu.Unlock(); prev := cur; cur = v; return prev }}
 		read := func() int { mu.Lock(); defer mu.Unlock(); return cur }
@@ -124,6 +125,36 @@ func TestFloorFollowsTheLargestBody(t *testing.T) {
 			t.Fatalf("floor %d MB after a 1 GiB body, want the %d MB bound", got/mb, MaxFloor/mb)
 		}
 	})
+}
+
+// TestReleaseOnceIdle: the free heap is released once, at the IdleSteps-th step in a row
+// that allocated less than IdleBytes, and again only after a busy step and another idle
+// stretch.
+func TestReleaseOnceIdle(t *testing.T) {
+	var allocated uint64
+	released := 0
+	p := &Pacer{MinFloor: MaxFloor, MaxFloor: MaxFloor, Live: func() uint64 { return 0 }, Set: func(int) int { return 100 },
+		Largest: func() int64 { return 0 }, Allocated: func() uint64 { return allocated }, Release: func() { released++ }}
+	steps := func(n int, each uint64) {
+		for range n {
+			allocated += each
+			p.Step()
+		}
+	}
+	steps(IdleSteps-1, IdleBytes-1)
+	if released != 0 {
+		t.Fatalf("released after %d idle steps, want none before %d", IdleSteps-1, IdleSteps)
+	}
+	steps(1, 0)
+	steps(3*IdleSteps, 0)
+	if released != 1 {
+		t.Fatalf("released %d times over one idle stretch, want once", released)
+	}
+	steps(1, IdleBytes) // busy
+	steps(IdleSteps, 0)
+	if released != 2 {
+		t.Fatalf("released %d times after a second idle stretch, want 2", released)
+	}
 }
 
 // TestLiveHeapReadsTheRuntime: after a collection the runtime reports a live heap.
