@@ -90,7 +90,7 @@ func serve(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if gcpace.Start(ctx) {
-		log.Debug("garbage collection paced for a small live heap; set GOGC to choose your own", "floor_bytes", gcpace.DefaultFloor)
+		log.Debug("garbage collection paced for a small live heap; set GOGC to choose your own", "min_floor_bytes", gcpace.MinFloor, "max_floor_bytes", gcpace.MaxFloor)
 	}
 
 	var p *plan.Plan
@@ -111,7 +111,7 @@ func serve(c *cli.Context) error {
 	if listen != "" {
 		p.Listen = listen
 	}
-	opts := server.Options{Logger: log, RequestLog: logs.requests, CompileEngine: compileEngine}
+	opts := server.Options{Logger: log, RequestLog: logs.requests, CompileEngine: compileEngine, Settle: gcpace.Settle}
 	if !demo {
 		// A reload compiles the same files, with the same --listen, so that only what
 		// the files changed counts as a change.

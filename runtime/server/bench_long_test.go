@@ -29,7 +29,7 @@ func BenchmarkLongPrompt(b *testing.B) {
 	// paced alike on both paths).
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go gcpace.New(gcpace.DefaultFloor).Run(ctx, gcpace.DefaultInterval)
+	go gcpace.New().Run(ctx, gcpace.DefaultInterval)
 	b.Run("standin", func(b *testing.B) { benchLongPrompt(b, nil, longChat(128<<10)) })
 	b.Run("qwen3", func(b *testing.B) { benchLongPrompt(b, qwenPlan().Models[0].Tokenizer, proseChat(b, 128<<10)) })
 }

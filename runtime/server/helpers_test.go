@@ -50,6 +50,16 @@ func startScaledFleet(t testing.TB, p *plan.Plan, timeScale float64) *fleetCase 
 // the helper's).
 func startFleetWith(t testing.TB, p *plan.Plan, timeScale float64, opts Options) *fleetCase {
 	t.Helper()
+	fleet := startPlanSims(t, p, timeScale)
+	fc := serveRouter(t, p, opts)
+	fc.fleet = fleet
+	return fc
+}
+
+// startPlanSims starts p's engines as startSims does and points p's engine URLs and KV
+// event endpoints at them.
+func startPlanSims(t testing.TB, p *plan.Plan, timeScale float64) *sim.Fleet {
+	t.Helper()
 	fleet := startSims(t, p, timeScale)
 	for i := range p.Engines {
 		e := fleet.Engine(p.Engines[i].ID)
@@ -58,9 +68,7 @@ func startFleetWith(t testing.TB, p *plan.Plan, timeScale float64, opts Options)
 			kv.Endpoint = e.KVEndpoints()[0]
 		}
 	}
-	fc := serveRouter(t, p, opts)
-	fc.fleet = fleet
-	return fc
+	return fleet
 }
 
 // startSims starts one simulated engine per plan engine on free ports, stopped when the

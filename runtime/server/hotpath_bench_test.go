@@ -32,7 +32,9 @@ import (
 // allocs/op counts the client's, the proxy's and the engine's allocations: the
 // difference between the router's and the bare proxy's is the router's own, and
 // router_traced's over router's is what tracing every request (tracing, sample_ratio 1,
-// to an in-process OTLP receiver) adds.
+// to an in-process OTLP receiver) adds. router_qwen3 is the router with Qwen3's tokenizer
+// and cache_aware over two engines that publish KV events: its excess over router is the
+// chat template, the real tokenizer, block hashing and the KV events' indexing.
 func BenchmarkHotPath(b *testing.B) {
 	p := testPlan([]plan.Engine{plainEngine("E1")}, plan.Model{Name: "m", Buckets: []plan.Bucket{
 		{ID: "all", Groups: plan.Groups{Plain: ptr(group(plan.RoundRobin, plan.Admission{MaxInflightRequests: 1 << 20}))}},
@@ -64,6 +66,11 @@ func BenchmarkHotPath(b *testing.B) {
 		b.Fatal(err)
 	}
 	tracedURL := serveOn(b, func(ln net.Listener, ctx context.Context) error { return tsrv.Serve(ctx, ln) })
+	// A router as deployments configure it: Qwen3's tokenizer and chat template, and
+	// cache_aware over two engines whose KV events it indexes.
+	qp := qwenPlan()
+	startPlanSims(b, qp, 0)
+	qwen := serveWith(b, qp, Options{RequestLog: slog.New(logline.New(sink.Batched(), false, nil))}, nil)
 
 	bodies := map[string]string{
 		"json":   `{"model":"m","messages":[{"role":"user","content":"Benchmark the router with a short prompt."}],"max_tokens":1}`,
@@ -71,7 +78,7 @@ func BenchmarkHotPath(b *testing.B) {
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxIdleConns: 256}}
 	for _, kind := range []string{"json", "stream"} {
-		for _, target := range []struct{ name, url string }{{"bare", bareURL}, {"router", routerURL}, {"router_traced", tracedURL}} {
+		for _, target := range []struct{ name, url string }{{"bare", bareURL}, {"router", routerURL}, {"router_traced", tracedURL}, {"router_qwen3", qwen.url}} {
 			b.Run(fmt.Sprintf("%s/%s", kind, target.name), func(b *testing.B) {
 				b.ReportAllocs()
 				b.SetParallelism(4)

@@ -313,10 +313,12 @@ func (c *Server) logErrs(what string, errs []error) {
 func (c *Server) Reload(p *plan.Plan) (res control.ReloadResult, err error) {
 	f := &c.fleet
 	// Discovery follows changed engines_from_dns once the fleet is unlocked: its rounds
-	// change the fleet too.
+	// change the fleet too; the new generation's loading garbage is returned then, outside
+	// the lock.
 	defer func() {
 		if err == nil {
 			c.followDNS(p)
+			c.settle()
 		}
 	}()
 	f.mu.Lock()

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/routerkit/router/compiler"
@@ -530,5 +531,34 @@ func TestEngineChurnKeepsStateBounded(t *testing.T) {
 	}
 	if v, _ := fc.metricValue(t, `router_engine_membership_changes_total{change="removed",origin="dns"}`); v != 20 {
 		t.Errorf("removed by dns: %v", v)
+	}
+}
+
+// TestSettleAfterLoading checks that Options.Settle runs once New has loaded the models
+// and again after each applied reload, and not after a refused one (nothing was loaded
+// that stays).
+func TestSettleAfterLoading(t *testing.T) {
+	p := reloadPlan(plainEngine("E1"))
+	var settled atomic.Int32
+	var next *plan.Plan
+	fc := startFleetWith(t, p, 0, Options{Settle: func() { settled.Add(1) }, Reload: func() (*plan.Plan, error) { return next, nil }})
+	if n := settled.Load(); n != 1 {
+		t.Fatalf("settled %d times after New, want 1", n)
+	}
+	next = clone(p)
+	next.Retries.MaxAttempts = 3
+	if _, err := fc.srv.ReloadConfig(); err != nil {
+		t.Fatal(err)
+	}
+	if n := settled.Load(); n != 2 {
+		t.Fatalf("settled %d times after an applied reload, want 2", n)
+	}
+	next = clone(p)
+	next.Listen = "127.0.0.1:9" // only a restart applies it: refused
+	if _, err := fc.srv.ReloadConfig(); err == nil {
+		t.Fatal("a changed listen address reloaded")
+	}
+	if n := settled.Load(); n != 2 {
+		t.Fatalf("settled %d times after a refused reload, want 2", n)
 	}
 }

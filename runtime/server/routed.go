@@ -18,6 +18,7 @@ import (
 	"github.com/routerkit/router/runtime/control"
 	"github.com/routerkit/router/runtime/decision"
 	"github.com/routerkit/router/runtime/dispatch"
+	"github.com/routerkit/router/runtime/gcpace"
 	"github.com/routerkit/router/runtime/logline"
 	"github.com/routerkit/router/runtime/policy"
 	"github.com/routerkit/router/runtime/request"
@@ -183,6 +184,7 @@ func (s *generation) ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, *
 		n, err := body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {
+			gcpace.Note(len(buf)) // a long prompt's garbage needs a higher floor
 			return buf, nil
 		}
 		if err != nil {

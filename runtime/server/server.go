@@ -53,6 +53,10 @@ type Options struct {
 	// plan and fills its defaults, as the compiler does for the config's engines
 	// (compiler.CompileEngine); nil refuses posted engines.
 	CompileEngine func(running *plan.Plan, data []byte) (plan.Engine, error)
+	// Settle runs after New and each applied reload have loaded the models' tokenizers;
+	// `router serve` returns the garbage of loading them to the operating system
+	// (gcpace.Settle), which would otherwise stay resident for minutes. nil does nothing.
+	Settle func()
 }
 
 // Server is the router: what New returns and what outlives a plan. It holds the engines
@@ -199,7 +203,15 @@ func New(p *plan.Plan, opts Options) (*Server, error) {
 	c.metrics.reg.MustRegister(c.active.metrics.collectors()...)
 	c.monitor.OnChange(c.capacityChanged)
 	c.gen.Store(g)
+	c.settle()
 	return c, nil
+}
+
+// settle runs opts.Settle, if any.
+func (c *Server) settle() {
+	if c.opts.Settle != nil {
+		c.opts.Settle()
+	}
 }
 
 // generation builds the per-plan parts of a router over c, changing nothing c holds, so
