@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -44,9 +45,14 @@ func (t Trials) rates(c Cell) []float64 {
 func (t Trials) cpu(c Cell) []float64 {
 	var v []float64
 	for _, r := range t[c] {
-		v = append(v, float64(r.CPU)/float64(time.Microsecond)/float64(r.Requests))
+		v = append(v, cpuPerRequest(r))
 	}
 	return v
+}
+
+// cpuPerRequest is a trial's CPU per request in µs.
+func cpuPerRequest(r Result) float64 {
+	return float64(r.CPU) / float64(time.Microsecond) / float64(r.Requests)
 }
 
 // added returns, per round, the target's latency minus direct's in the same round.
@@ -167,4 +173,88 @@ func ratio(name string, v []float64) string {
 		return "–"
 	}
 	return rng(summarize(v), "%.2f")
+}
+
+// cpuRatios returns, per round, cell k's CPU per request over the target ref's in the
+// same round of the same kind and concurrency.
+func (t Trials) cpuRatios(k Cell, ref string) []float64 {
+	return paired(t.cpu(k), t.cpu(Cell{k.Kind, k.Conc, ref}))
+}
+
+// WriteHarnesses prints one Markdown table that sets the two harnesses side by side: per
+// request kind, concurrency and proxy, the median CPU per request measured with our
+// client (ours) and with wrk, and the paired ratios against the bare proxy and nginx
+// that each measured; atOnce adds the ratio against the bare proxy of our at-once rounds
+// (nil leaves it out).
+func WriteHarnesses(w io.Writer, ours, wrk Trials, atOnce Pairs, kinds, targets []string, concs []int) {
+	fmt.Fprintln(w, "| kind | c | target | CPU µs/req, ours | CPU µs/req, wrk | CPU ÷ bare, ours | CPU ÷ bare, ours at once | CPU ÷ bare, wrk | CPU ÷ nginx, ours | CPU ÷ nginx, wrk |")
+	fmt.Fprintln(w, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+	for _, kind := range kinds {
+		for _, c := range concs {
+			for _, name := range targets {
+				k := Cell{kind, c, name}
+				if name == "direct" || len(ours[k])+len(wrk[k]) == 0 {
+					continue
+				}
+				var once []float64
+				for _, r := range atOnce[k] {
+					if b := cpuPerRequest(r[0]); b > 0 {
+						once = append(once, cpuPerRequest(r[1])/b)
+					}
+				}
+				fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", kind, c, name,
+					median(ours.cpu(k), "%.0f"), median(wrk.cpu(k), "%.0f"),
+					median(ours.cpuRatios(k, "bare_proxy"), "%.2f"), median(once, "%.2f"), median(wrk.cpuRatios(k, "bare_proxy"), "%.2f"),
+					median(ours.cpuRatios(k, "nginx"), "%.2f"), median(wrk.cpuRatios(k, "nginx"), "%.2f"))
+			}
+		}
+	}
+}
+
+// WriteNginxLine prints the run's summary line: each router's CPU per request over
+// nginx's at conc clients, the median of paired rounds for each kind, with our client
+// and with wrk, against goal; the worst of them decides whether the goal is met.
+func WriteNginxLine(w io.Writer, ours, wrk Trials, kinds, routers []string, conc int, goal float64) {
+	fmt.Fprintf(w, "router ÷ nginx CPU per request at %d clients (goal ≤ %.1f):", conc, goal)
+	worst, n := 0.0, 0
+	for _, kind := range kinds {
+		fmt.Fprintf(w, " %s:", kind)
+		for _, name := range routers {
+			k := Cell{kind, conc, name}
+			fmt.Fprintf(w, " %s %s (wrk %s)", strings.TrimPrefix(name, "router/"), median(ours.cpuRatios(k, "nginx"), "%.2f"), median(wrk.cpuRatios(k, "nginx"), "%.2f"))
+			for _, v := range [][]float64{ours.cpuRatios(k, "nginx"), wrk.cpuRatios(k, "nginx")} {
+				if len(v) > 0 {
+					worst, n = max(worst, summarize(v).med), n+1
+				}
+			}
+		}
+		fmt.Fprint(w, ";")
+	}
+	switch {
+	case n == 0:
+		fmt.Fprintln(w, " not measured (no nginx, or no such concurrency)")
+	case worst <= goal:
+		fmt.Fprintf(w, " worst %.2f: met\n", worst)
+	default:
+		fmt.Fprintf(w, " worst %.2f: not met\n", worst)
+	}
+}
+
+// WriteMemory prints one Markdown table of each target's resident memory (see Memory).
+func WriteMemory(w io.Writer, mem map[string]Memory, targets []string) {
+	fmt.Fprintln(w, "| target | VmRSS MB | VmHWM MB |")
+	fmt.Fprintln(w, "|---|---:|---:|")
+	for _, name := range targets {
+		if m, ok := mem[name]; ok {
+			fmt.Fprintf(w, "| %s | %.1f | %.1f |\n", name, float64(m.RSS)/(1<<20), float64(m.HWM)/(1<<20))
+		}
+	}
+}
+
+// median shows the median of v, or a dash when there is none.
+func median(v []float64, f string) string {
+	if len(v) == 0 {
+		return "–"
+	}
+	return fmt.Sprintf(f, summarize(v).med)
 }
