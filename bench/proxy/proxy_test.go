@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -256,11 +258,35 @@ func TestWriteNginxLine(t *testing.T) {
 	}
 }
 
-func TestWriteMemory(t *testing.T) {
+func TestWriteResources(t *testing.T) {
 	var b strings.Builder
-	WriteMemory(&b, map[string]Memory{"nginx": {RSS: 19 << 20, HWM: 20 << 20}, "router/x": {RSS: 3 << 19, HWM: 64 << 20}}, []string{"direct", "router/x", "nginx"})
-	want := "| target | VmRSS MB | VmHWM MB |\n|---|---:|---:|\n| router/x | 1.5 | 64.0 |\n| nginx | 19.0 | 20.0 |\n"
+	WriteResources(&b, map[string]Memory{"nginx": {RSS: 19 << 20, HWM: 20 << 20}, "router/x": {RSS: 3 << 19, HWM: 64 << 20}},
+		map[string]float64{"router/x": 0.0125}, []string{"direct", "router/x", "nginx"})
+	want := "| target | VmRSS MB | VmHWM MB | idle CPU % of a core |\n|---|---:|---:|---:|\n| router/x | 1.5 | 64.0 | 1.25 |\n| nginx | 19.0 | 20.0 | 0.00 |\n"
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+// TestIdleCPU: a sleeping process uses next to no CPU, and this one, with a goroutine
+// burning CPU meanwhile, some, at most all cores.
+func TestIdleCPU(t *testing.T) {
+	sleeper := exec.Command("sleep", "5")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() }()
+	var done atomic.Bool
+	go func() {
+		for !done.Load() {
+		}
+	}()
+	idle, err := IdleCPU([]*Target{{Name: "sleep", Cmd: sleeper}, {Name: "self", Cmd: &exec.Cmd{Process: &os.Process{Pid: os.Getpid()}}}}, 300*time.Millisecond)
+	done.Store(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idle["sleep"] > 0.01 || idle["self"] <= 0.01 || idle["self"] > float64(runtime.NumCPU())+0.1 {
+		t.Fatalf("idle CPU %v: want sleep near 0, self between 0.01 and %d", idle, runtime.NumCPU())
 	}
 }

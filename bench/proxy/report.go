@@ -240,13 +240,14 @@ func WriteNginxLine(w io.Writer, ours, wrk Trials, kinds, routers []string, conc
 	}
 }
 
-// WriteMemory prints one Markdown table of each target's resident memory (see Memory).
-func WriteMemory(w io.Writer, mem map[string]Memory, targets []string) {
-	fmt.Fprintln(w, "| target | VmRSS MB | VmHWM MB |")
-	fmt.Fprintln(w, "|---|---:|---:|")
+// WriteResources prints one Markdown table of each target's resident memory (see Memory)
+// and its CPU while idle, as a share of a core (see IdleCPU).
+func WriteResources(w io.Writer, mem map[string]Memory, idle map[string]float64, targets []string) {
+	fmt.Fprintln(w, "| target | VmRSS MB | VmHWM MB | idle CPU % of a core |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|")
 	for _, name := range targets {
 		if m, ok := mem[name]; ok {
-			fmt.Fprintf(w, "| %s | %.1f | %.1f |\n", name, float64(m.RSS)/(1<<20), float64(m.HWM)/(1<<20))
+			fmt.Fprintf(w, "| %s | %.1f | %.1f | %.2f |\n", name, float64(m.RSS)/(1<<20), float64(m.HWM)/(1<<20), 100*idle[name])
 		}
 	}
 }

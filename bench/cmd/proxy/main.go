@@ -47,6 +47,7 @@ func run() error {
 	routerFlags := flag.String("router-flags", "", "more flags for `router serve`, space-separated (say \"--log-level warn\")")
 	extra := flag.String("extra-routers", "cache_aware:testdata/tokenizers/qwen3", "more routers beside -policies × -tokenizers, as comma-separated `policy:tokenizer` pairs")
 	wrkRounds := flag.Int("wrk-rounds", 3, "rounds of the second harness, wrk, through every proxy per cell (0: none; left out when wrk is not installed)")
+	idleTime := flag.Duration("idle-time", 3*time.Second, "how long each target's CPU is measured with no requests, after the warm-up")
 	wrkTime := flag.Duration("wrk-time", 2*time.Second, "how long each wrk trial runs (whole seconds)")
 	baseline := flag.String("baseline", "", "a second router `binary` (another build): each router then runs at once beside this build's router of the same policy, not the bare proxy")
 	flag.Parse()
@@ -171,6 +172,10 @@ func run() error {
 			}
 		}
 	}
+	idle, err := proxy.IdleCPU(targets[1:], *idleTime)
+	if err != nil {
+		return err
+	}
 	loadBefore := loadAvg()
 	fmt.Fprintf(os.Stderr, "%d targets, %d rounds, %d requests per trial, GOMAXPROCS %d, load %s\n", len(targets), *rounds, *n, runtime.GOMAXPROCS(0), loadBefore)
 	trials := proxy.Trials{}
@@ -260,8 +265,8 @@ func run() error {
 		fmt.Printf("\nTwo harnesses: the back-to-back rounds above (ours) beside wrk (`wrk -t min(c,%d) -c c -d %v --latency -s post.lua`, the same bodies), each proxy in turn, %d rounds in rotated order, CPU as above; medians of paired rounds.\n\n", runtime.NumCPU(), *wrkTime, *wrkRounds)
 		proxy.WriteHarnesses(os.Stdout, trials, wrkTrials, pairs, kindNames, names, cs)
 	}
-	fmt.Printf("\nMemory after the run (/proc/PID/status, nginx with its workers):\n\n")
-	proxy.WriteMemory(os.Stdout, mem, names)
+	fmt.Printf("\nMemory after the run (/proc/PID/status, nginx with its workers), and CPU with no requests for %v after the warm-up:\n\n", *idleTime)
+	proxy.WriteResources(os.Stdout, mem, idle, names)
 	fmt.Println()
 	proxy.WriteNginxLine(os.Stdout, trials, wrkTrials, kindNames, routerNames, nginxConc, nginxGoal)
 	return nil
