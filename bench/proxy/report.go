@@ -183,12 +183,12 @@ func (t Trials) cpuRatios(k Cell, ref string) []float64 {
 
 // WriteHarnesses prints one Markdown table that sets the two harnesses side by side: per
 // request kind, concurrency and proxy, the median CPU per request measured with our
-// client (ours) and with wrk, and the paired ratios against the bare proxy and nginx
-// that each measured; atOnce adds the ratio against the bare proxy of our at-once rounds
-// (nil leaves it out).
-func WriteHarnesses(w io.Writer, ours, wrk Trials, atOnce Pairs, kinds, targets []string, concs []int) {
-	fmt.Fprintln(w, "| kind | c | target | CPU µs/req, ours | CPU µs/req, wrk | CPU ÷ bare, ours | CPU ÷ bare, ours at once | CPU ÷ bare, wrk | CPU ÷ nginx, ours | CPU ÷ nginx, wrk |")
-	fmt.Fprintln(w, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+// client (ours) and with wrk, back to back, and the paired ratios against the bare proxy
+// and nginx that each measured; oursOnce and wrkOnce add each harness's ratio against the
+// bare proxy in at-once rounds (nil leaves them out).
+func WriteHarnesses(w io.Writer, ours, wrk Trials, oursOnce, wrkOnce Pairs, kinds, targets []string, concs []int) {
+	fmt.Fprintln(w, "| kind | c | target | CPU µs/req, ours | CPU µs/req, wrk | CPU ÷ bare, ours | CPU ÷ bare, wrk | CPU ÷ bare at once, ours | CPU ÷ bare at once, wrk | CPU ÷ nginx, ours | CPU ÷ nginx, wrk |")
+	fmt.Fprintln(w, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, kind := range kinds {
 		for _, c := range concs {
 			for _, name := range targets {
@@ -196,19 +196,26 @@ func WriteHarnesses(w io.Writer, ours, wrk Trials, atOnce Pairs, kinds, targets 
 				if name == "direct" || len(ours[k])+len(wrk[k]) == 0 {
 					continue
 				}
-				var once []float64
-				for _, r := range atOnce[k] {
-					if b := cpuPerRequest(r[0]); b > 0 {
-						once = append(once, cpuPerRequest(r[1])/b)
-					}
-				}
-				fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", kind, c, name,
+				fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", kind, c, name,
 					median(ours.cpu(k), "%.0f"), median(wrk.cpu(k), "%.0f"),
-					median(ours.cpuRatios(k, "bare_proxy"), "%.2f"), median(once, "%.2f"), median(wrk.cpuRatios(k, "bare_proxy"), "%.2f"),
+					median(ours.cpuRatios(k, "bare_proxy"), "%.2f"), median(wrk.cpuRatios(k, "bare_proxy"), "%.2f"),
+					median(oursOnce.cpuRatios(k), "%.2f"), median(wrkOnce.cpuRatios(k), "%.2f"),
 					median(ours.cpuRatios(k, "nginx"), "%.2f"), median(wrk.cpuRatios(k, "nginx"), "%.2f"))
 			}
 		}
 	}
+}
+
+// cpuRatios returns, per at-once round of cell k, the target's CPU per request over the
+// reference's.
+func (p Pairs) cpuRatios(k Cell) []float64 {
+	var v []float64
+	for _, r := range p[k] {
+		if ref := cpuPerRequest(r[0]); ref > 0 {
+			v = append(v, cpuPerRequest(r[1])/ref)
+		}
+	}
+	return v
 }
 
 // WriteNginxLine prints the run's summary line: each router's CPU per request over

@@ -92,6 +92,12 @@ func (w *Wrk) Trial(url string, kind Kind, conc int, d time.Duration, pid int) (
 	return res, nil
 }
 
+// AtOnce runs one wrk per target at the same time (see AtOnce), each with conc
+// connections for d, and returns their results in order.
+func (w *Wrk) AtOnce(targets []*Target, kind Kind, conc int, d time.Duration) ([]Result, error) {
+	return atOnce(targets, func(t *Target) (Result, error) { return w.Trial(t.URL, kind, conc, d, t.PID()) })
+}
+
 // parseWrk reads wrk's report (run with --latency): the requests and the time of the
 // run, the 50% and 99% latencies, and the failures (non-2xx answers and socket errors).
 // Requests counts the answers that were not failures, as Trial's does.

@@ -208,7 +208,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	wrkTrials, wrk := proxy.Trials{}, (*proxy.Wrk)(nil)
+	wrkTrials, wrkPairs, wrk := proxy.Trials{}, proxy.Pairs{}, (*proxy.Wrk)(nil)
 	if *wrkRounds > 0 {
 		if wrk, err = proxy.NewWrk(dir, kinds); err != nil {
 			return err
@@ -225,6 +225,18 @@ func run() error {
 			}
 			k := proxy.Cell{Kind: kind.Name, Conc: c, Target: t.Name}
 			wrkTrials[k] = append(wrkTrials[k], res)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		err = rotate(*wrkRounds, kinds, cs, routers, "wrk at-once round", func(kind proxy.Kind, c int, t *proxy.Target) error {
+			res, err := wrk.AtOnce([]*proxy.Target{ref[t], t}, kind, c, *wrkTime)
+			if err != nil {
+				return fmt.Errorf("wrk at once, %s, c=%d: %w", kind.Name, c, err)
+			}
+			k := proxy.Cell{Kind: kind.Name, Conc: c, Target: t.Name}
+			wrkPairs[k] = append(wrkPairs[k], [2]proxy.Result{res[0], res[1]})
 			return nil
 		})
 		if err != nil {
@@ -259,11 +271,11 @@ func run() error {
 		proxy.WriteAtOnce(os.Stdout, pairs, refName, kindNames, routerNames, cs)
 	}
 	if *baseline != "" {
-		pairs = nil // the at-once ratios are against the baseline build, not the bare proxy
+		pairs, wrkPairs = nil, nil // the at-once ratios are against the baseline build, not the bare proxy
 	}
 	if wrk != nil {
-		fmt.Printf("\nTwo harnesses: the back-to-back rounds above (ours) beside wrk (`wrk -t min(c,%d) -c c -d %v --latency -s post.lua`, the same bodies), each proxy in turn, %d rounds in rotated order, CPU as above; medians of paired rounds.\n\n", runtime.NumCPU(), *wrkTime, *wrkRounds)
-		proxy.WriteHarnesses(os.Stdout, trials, wrkTrials, pairs, kindNames, names, cs)
+		fmt.Printf("\nTwo harnesses: the rounds above (ours) beside wrk (`wrk -t min(c,%d) -c c -d %v --latency -s post.lua`, the same bodies), %d rounds of each proxy in turn in rotated order, then %[3]d at-once rounds of each router beside the bare proxy, a wrk each; CPU as above; medians of paired rounds.\n\n", runtime.NumCPU(), *wrkTime, *wrkRounds)
+		proxy.WriteHarnesses(os.Stdout, trials, wrkTrials, pairs, wrkPairs, kindNames, names, cs)
 	}
 	fmt.Printf("\nMemory after the run (/proc/PID/status, nginx with its workers), and CPU with no requests for %v after the warm-up:\n\n", *idleTime)
 	proxy.WriteResources(os.Stdout, mem, idle, names)
