@@ -259,7 +259,7 @@ func run() error {
 	}
 	fmt.Printf("bench-proxy, %s, commit %s, %s, %d CPUs (GOMAXPROCS %d), load average (1, 5, 15 min) %s before the run and %s after it; other jobs may share the machine.\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), commit(), runtime.Version(), runtime.NumCPU(), runtime.GOMAXPROCS(0), loadBefore, loadAvg())
-	fmt.Printf("Command: `go run ./bench/cmd/proxy %s`\n\n", strings.Join(os.Args[1:], " "))
+	fmt.Printf("Command: `go run ./bench/cmd/proxy %s`\n\n", shellJoin(os.Args[1:]))
 	fmt.Printf("Back to back, our client: each target in turn, %d requests per trial from a Go net/http client in the process of the engines, %d rounds in rotated order; CPU per request from /proc/PID/task/*/schedstat over the trial; ratios paired per round, median (range).\n\n", *n, *rounds)
 	proxy.WriteReport(os.Stdout, trials, kindNames, names, cs)
 	if len(pairs) > 0 {
@@ -322,6 +322,19 @@ func routerSpecs(policies, tokenizers, extra string) ([]routerSpec, error) {
 		add(p, tok)
 	}
 	return rs, nil
+}
+
+// shellJoin joins args as a shell would read them back: quoted when empty or when they
+// hold a space or a quote.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = a
+		if a == "" || strings.ContainsAny(a, " \t'\"") {
+			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(q, " ")
 }
 
 // loadAvg is /proc/loadavg's three load averages.

@@ -31,3 +31,11 @@ func TestRouterSpecs(t *testing.T) {
 		}
 	}
 }
+
+func TestShellJoin(t *testing.T) {
+	got := shellJoin([]string{"-extra-routers", "", "-router-flags", "--log-level warn", "-x", "it's"})
+	want := `-extra-routers '' -router-flags '--log-level warn' -x 'it'\''s'`
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
