@@ -180,36 +180,22 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	loadBefore := loadAvg()
+	loadBefore, rev := loadAvg(), commit()
 	fmt.Fprintf(os.Stderr, "%d targets, %d rounds, %d requests per trial, GOMAXPROCS %d, load %s\n", len(targets), *rounds, *n, runtime.GOMAXPROCS(0), loadBefore)
-	trials := proxy.Trials{}
-	err = rotate(*rounds, kinds, cs, targets, "round", func(kind proxy.Kind, c int, t *proxy.Target) error {
+	trials, err := backToBack(*rounds, kinds, cs, targets, "round", func(kind proxy.Kind, c int, t *proxy.Target) (proxy.Result, error) {
 		client.CloseIdleConnections()
-		res, err := proxy.Trial(client, t.URL, kind, c, *n, time.Minute, t.PID())
-		if err != nil {
-			return fmt.Errorf("%s, %s, c=%d: %w", t.Name, kind.Name, c, err)
-		}
-		k := proxy.Cell{Kind: kind.Name, Conc: c, Target: t.Name}
-		trials[k] = append(trials[k], res)
-		return nil
+		return proxy.Trial(client, t.URL, kind, c, *n, time.Minute, t.PID())
 	})
 	if err != nil {
 		return err
 	}
-	pairs := proxy.Pairs{}
 	ref := map[*proxy.Target]*proxy.Target{}
 	for i, t := range routers {
 		ref[t] = refs[i]
 	}
-	err = rotate(*atOnce, kinds, cs, routers, "at-once round", func(kind proxy.Kind, c int, t *proxy.Target) error {
+	pairs, err := besideRef(*atOnce, kinds, cs, routers, ref, "at-once round", func(kind proxy.Kind, c int, ts []*proxy.Target) ([]proxy.Result, error) {
 		client.CloseIdleConnections()
-		res, err := proxy.AtOnce(client, []*proxy.Target{ref[t], t}, kind, c, *atOnceTime)
-		if err != nil {
-			return fmt.Errorf("at once, %s, c=%d: %w", kind.Name, c, err)
-		}
-		k := proxy.Cell{Kind: kind.Name, Conc: c, Target: t.Name}
-		pairs[k] = append(pairs[k], [2]proxy.Result{res[0], res[1]})
-		return nil
+		return proxy.AtOnce(client, ts, kind, c, *atOnceTime)
 	})
 	if err != nil {
 		return err
@@ -224,26 +210,14 @@ func run() error {
 		}
 	}
 	if wrk != nil {
-		err = rotate(*wrkRounds, kinds, cs, targets[1:], "wrk round", func(kind proxy.Kind, c int, t *proxy.Target) error {
-			res, err := wrk.Trial(t.URL, kind, c, *wrkTime, t.PID())
-			if err != nil {
-				return fmt.Errorf("wrk, %s, %s, c=%d: %w", t.Name, kind.Name, c, err)
-			}
-			k := proxy.Cell{Kind: kind.Name, Conc: c, Target: t.Name}
-			wrkTrials[k] = append(wrkTrials[k], res)
-			return nil
+		wrkTrials, err = backToBack(*wrkRounds, kinds, cs, targets[1:], "wrk round", func(kind proxy.Kind, c int, t *proxy.Target) (proxy.Result, error) {
+			return wrk.Trial(t.URL, kind, c, *wrkTime, t.PID())
 		})
 		if err != nil {
 			return err
 		}
-		err = rotate(*wrkRounds, kinds, cs, routers, "wrk at-once round", func(kind proxy.Kind, c int, t *proxy.Target) error {
-			res, err := wrk.AtOnce([]*proxy.Target{ref[t], t}, kind, c, *wrkTime)
-			if err != nil {
-				return fmt.Errorf("wrk at once, %s, c=%d: %w", kind.Name, c, err)
-			}
-			k := proxy.Cell{Kind: kind.Name, Conc: c, Target: t.Name}
-			wrkPairs[k] = append(wrkPairs[k], [2]proxy.Result{res[0], res[1]})
-			return nil
+		wrkPairs, err = besideRef(*wrkRounds, kinds, cs, routers, ref, "wrk at-once round", func(kind proxy.Kind, c int, ts []*proxy.Target) ([]proxy.Result, error) {
+			return wrk.AtOnce(ts, kind, c, *wrkTime)
 		})
 		if err != nil {
 			return err
@@ -264,7 +238,7 @@ func run() error {
 		routerNames = append(routerNames, t.Name)
 	}
 	fmt.Printf("bench-proxy, %s, commit %s, %s, %d CPUs (GOMAXPROCS %d), load average (1, 5, 15 min) %s before the run and %s after it; other jobs may share the machine.\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 MST"), commit(), runtime.Version(), runtime.NumCPU(), runtime.GOMAXPROCS(0), loadBefore, loadAvg())
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), rev, runtime.Version(), runtime.NumCPU(), runtime.GOMAXPROCS(0), loadBefore, loadAvg())
 	fmt.Printf("Command: `go run ./bench/cmd/proxy %s`\n\n", shellJoin(os.Args[1:]))
 	fmt.Printf("Back to back, our client: each target in turn, %d requests per trial from a Go net/http client in the process of the engines, %d rounds in rotated order; CPU per request from /proc/PID/task/*/schedstat over the trial; ratios paired per round, median (range).\n\n", *n, *rounds)
 	proxy.WriteReport(os.Stdout, trials, kindNames, names, cs)
@@ -364,6 +338,38 @@ func commit() string {
 		c += " with uncommitted changes"
 	}
 	return c
+}
+
+// backToBack runs rounds of trial through every target in turn (see rotate) and
+// collects the results per cell.
+func backToBack(rounds int, kinds []proxy.Kind, cs []int, targets []*proxy.Target, label string, trial func(proxy.Kind, int, *proxy.Target) (proxy.Result, error)) (proxy.Trials, error) {
+	out := proxy.Trials{}
+	err := rotate(rounds, kinds, cs, targets, label, func(kind proxy.Kind, c int, t *proxy.Target) error {
+		res, err := trial(kind, c, t)
+		if err != nil {
+			return fmt.Errorf("%s: %s, %s, c=%d: %w", label, t.Name, kind.Name, c, err)
+		}
+		k := proxy.Cell{Kind: kind.Name, Conc: c, Target: t.Name}
+		out[k] = append(out[k], res)
+		return nil
+	})
+	return out, err
+}
+
+// besideRef runs rounds of run with each router and its reference ref[router] at once
+// (see rotate) and collects the pairs of results per cell, the reference's first.
+func besideRef(rounds int, kinds []proxy.Kind, cs []int, routers []*proxy.Target, ref map[*proxy.Target]*proxy.Target, label string, run func(proxy.Kind, int, []*proxy.Target) ([]proxy.Result, error)) (proxy.Pairs, error) {
+	out := proxy.Pairs{}
+	err := rotate(rounds, kinds, cs, routers, label, func(kind proxy.Kind, c int, t *proxy.Target) error {
+		res, err := run(kind, c, []*proxy.Target{ref[t], t})
+		if err != nil {
+			return fmt.Errorf("%s: %s, c=%d: %w", label, kind.Name, c, err)
+		}
+		k := proxy.Cell{Kind: kind.Name, Conc: c, Target: t.Name}
+		out[k] = append(out[k], [2]proxy.Result{res[0], res[1]})
+		return nil
+	})
+	return out, err
 }
 
 // rotate runs each of rounds rounds: for every kind and concurrency, run once per
