@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin/router
 
-.PHONY: build run test lint fuzz bench bench-quality bench-proxy bench-long bench-polling bench-kv conformance update tidy redis python3-zmq
+.PHONY: build run test lint fuzz bench bench-quality bench-proxy bench-long bench-polling bench-kv conformance update tidy redis python3-zmq wrk-nginx
 
 build:
 	$(GO) build -o $(BIN) ./cmd/router
@@ -22,12 +22,17 @@ redis:
 python3-zmq:
 	/usr/bin/python3 -c 'import zmq, msgpack' 2>/dev/null || (apt-get update && apt-get install -y python3-zmq python3-msgpack)
 
+# bench-proxy's second harness (wrk) and its nginx target; bench/proxy's TestWrkTrial runs
+# wrk and fails without it.
+wrk-nginx:
+	command -v wrk >/dev/null && command -v nginx >/dev/null || (apt-get update && apt-get install -y wrk nginx-light)
+
 # go test's default 10-minute limit per package is too tight for a busy 2-core CI box:
 # cmd/router's testscripts took 7.5 minutes there under -race with the load average at 13.
 # 30 minutes is headroom for a slow machine, still a bound for a hung test. -p stays at go
 # test's default, one package per core.
 TEST_TIMEOUT ?= 30m
-test: redis python3-zmq
+test: redis python3-zmq wrk-nginx
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
@@ -78,10 +83,12 @@ bench-quality:
 	$(GO) run ./bench/cmd/quality -out docs/quality $(QUALITY_FLAGS)
 
 # The side-by-side proxy overhead run (bench/proxy, docs/benchmarks.md): direct, a bare
-# httputil.ReverseProxy, the router with three policies and nginx when installed, against
-# simulated engines at time scale 0; CPU per request from /proc. PROXY_FLAGS=-rounds 1 for
-# a quick look.
-bench-proxy: build
+# httputil.ReverseProxy, the router with three policies and with Qwen3 + cache_aware, and
+# nginx, against simulated engines at time scale 0, at 1, 16 and 64 clients; then the same
+# targets through wrk, a second harness. CPU per request from /proc, RSS per target, and
+# the router ÷ nginx line at 16 clients last. PROXY_FLAGS="-rounds 1 -at-once-rounds 1
+# -wrk-rounds 1" for a quick look.
+bench-proxy: build wrk-nginx
 	$(GO) run ./bench/cmd/proxy -router $(BIN) $(PROXY_FLAGS)
 
 # The same run with a conversation of about 128k tokens whose history the router has seen
@@ -90,7 +97,7 @@ bench-proxy: build
 # the stand-in vocabulary and with Qwen3's tokenizer and chat template, one client at a time.
 bench-long: build
 	$(GO) run ./bench/cmd/proxy -router $(BIN) -kinds long,long_grow -concurrency 1 -requests 60 \
-		-policies power_of_two,cache_aware -tokenizers standin,testdata/tokenizers/qwen3 $(PROXY_FLAGS)
+		-policies power_of_two,cache_aware -tokenizers standin,testdata/tokenizers/qwen3 -extra-routers '' -wrk-rounds 0 $(PROXY_FLAGS)
 
 # What an idle router spends polling health and load of 8, 64, 512 and 2048 simulated
 # engines, as CPU of its process (bench/cmd/polling).

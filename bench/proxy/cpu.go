@@ -121,3 +121,30 @@ func children(pid int) ([]int, error) {
 	}
 	return out, nil
 }
+
+// IdleCPU measures, for d with no requests, the CPU each target's process uses on its
+// own (the router's polling of engines and KV events, the runtime's timers), as a share
+// of a core. Every trial's CPU includes it: at one client, where a request takes longest,
+// it weighs most per request.
+func IdleCPU(targets []*Target, d time.Duration) (map[string]float64, error) {
+	before := make([]time.Duration, len(targets))
+	for i, t := range targets {
+		c, err := ProcessCPU(t.PID())
+		if err != nil {
+			return nil, err
+		}
+		before[i] = c
+	}
+	start := time.Now()
+	time.Sleep(d)
+	elapsed := time.Since(start)
+	out := map[string]float64{}
+	for i, t := range targets {
+		c, err := ProcessCPU(t.PID())
+		if err != nil {
+			return nil, err
+		}
+		out[t.Name] = float64(c-before[i]) / float64(elapsed)
+	}
+	return out, nil
+}

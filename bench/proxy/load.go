@@ -152,14 +152,20 @@ func do(client *http.Client, url string, body []byte) error {
 // alike: the ratio of their CPU per request moves by a few percent from round to round,
 // where trials run one after the other move by up to ±20% on a shared VM.
 func AtOnce(client *http.Client, targets []*Target, kind Kind, conc int, d time.Duration) ([]Result, error) {
+	return atOnce(targets, func(t *Target) (Result, error) {
+		// Enough requests (100 000 a second) that the time runs out first.
+		return Trial(client, t.URL, kind, conc, int(d.Seconds()*100_000), d, t.PID())
+	})
+}
+
+// atOnce runs trial for every target at the same time and returns their results in
+// order, or the first target's error.
+func atOnce(targets []*Target, trial func(*Target) (Result, error)) ([]Result, error) {
 	res := make([]Result, len(targets))
 	errs := make([]error, len(targets))
 	var wg sync.WaitGroup
 	for i, t := range targets {
-		wg.Go(func() {
-			// Enough requests (100 000 a second) that the time runs out first.
-			res[i], errs[i] = Trial(client, t.URL, kind, conc, int(d.Seconds()*100_000), d, t.PID())
-		})
+		wg.Go(func() { res[i], errs[i] = trial(t) })
 	}
 	wg.Wait()
 	for i, err := range errs {

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -110,14 +112,7 @@ func TestWriteReport(t *testing.T) {
 // TestAtOnce runs two trials against a simulated engine at the same time: both run for the
 // time given, finish requests, and their windows overlap.
 func TestAtOnce(t *testing.T) {
-	cfg := sim.DefaultConfig()
-	cfg.TimeScale = 0
-	fleet, err := sim.Start(t.Context(), []sim.EngineSpec{{ID: "E1", Model: "m", Kind: plan.KindSGLang, Role: plan.RolePlain, Config: cfg}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fleet.Close()
-	url := fleet.Engines()[0].URL()
+	url := simEngine(t)
 	targets := []*Target{{Name: "a", URL: url}, {Name: "b", URL: url}}
 	start := time.Now()
 	res, err := AtOnce(http.DefaultClient, targets, Stream, 2, 300*time.Millisecond)
@@ -185,5 +180,116 @@ func TestLongBody(t *testing.T) {
 	}
 	if k.Name != "long" || n < 10_000 || n > 10_100 || chat.Messages[len(chat.Messages)-1].Role != "user" {
 		t.Fatalf("kind %s, %d bytes of content, last role %s", k.Name, n, chat.Messages[len(chat.Messages)-1].Role)
+	}
+}
+
+// simEngine starts a simulated engine at time scale 0 for the test and returns its URL.
+func simEngine(t *testing.T) string {
+	t.Helper()
+	cfg := sim.DefaultConfig()
+	cfg.TimeScale = 0
+	fleet, err := sim.Start(t.Context(), []sim.EngineSpec{{ID: "E1", Model: "m", Kind: plan.KindSGLang, Role: plan.RolePlain, Config: cfg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fleet.Close() })
+	return fleet.Engines()[0].URL()
+}
+
+// harnessTrials builds trials of one cell (json, 16 clients) from CPU µs per request per
+// round, 1000 requests each.
+func harnessTrials(cpu map[string][]float64) Trials {
+	tr := Trials{}
+	for name, v := range cpu {
+		k := Cell{Kind: "json", Conc: 16, Target: name}
+		for _, us := range v {
+			tr[k] = append(tr[k], Result{Requests: 1000, Elapsed: time.Second, CPU: time.Duration(us*1000) * time.Microsecond})
+		}
+	}
+	return tr
+}
+
+func TestWriteHarnesses(t *testing.T) {
+	ours := harnessTrials(map[string][]float64{"bare_proxy": {100, 200}, "router/cache_aware": {90, 220}, "nginx": {40, 50}})
+	wrk := harnessTrials(map[string][]float64{"bare_proxy": {100, 100, 100}, "router/cache_aware": {80, 90, 100}, "nginx": {40, 40, 40}})
+	once := Pairs{{"json", 16, "router/cache_aware"}: {
+		{Result{Requests: 1000, CPU: 100 * time.Millisecond}, Result{Requests: 1000, CPU: 95 * time.Millisecond}},
+		{Result{Requests: 1000, CPU: 100 * time.Millisecond}, Result{Requests: 500, CPU: 40 * time.Millisecond}},
+		{Result{Requests: 1000, CPU: 100 * time.Millisecond}, Result{Requests: 1000, CPU: 70 * time.Millisecond}},
+	}}
+	var b strings.Builder
+	wrkOnce := Pairs{{"json", 16, "router/cache_aware"}: {{Result{Requests: 100, CPU: 10 * time.Millisecond}, Result{Requests: 100, CPU: 9 * time.Millisecond}}}}
+	WriteHarnesses(&b, ours, wrk, once, wrkOnce, []string{"json"}, []string{"direct", "bare_proxy", "router/cache_aware", "nginx"}, []int{16})
+	// Ours: 90 then 220 µs, median 155; ÷ bare 0.90 and 1.10, median 1.00; ÷ nginx 2.25
+	// and 4.40, median 3.33. At once: 0.95, 0.80, 0.70. wrk: 90 µs, ÷ bare 0.90, ÷ nginx
+	// 2.25, at once 0.90.
+	for _, want := range []string{
+		"| json | 16 | router/cache_aware | 155 | 90 | 1.00 | 0.90 | 0.80 | 0.90 | 3.33 | 2.25 |\n",
+		"| json | 16 | bare_proxy | 150 | 100 | 1.00 | 1.00 | – | – | 3.25 | 2.50 |\n", // ÷ nginx 2.50 and 4.00
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "direct") {
+		t.Errorf("direct has no CPU to compare:\n%s", b.String())
+	}
+}
+
+func TestWriteNginxLine(t *testing.T) {
+	ours := harnessTrials(map[string][]float64{"router/a": {100, 120, 90}, "router/b": {90}, "nginx": {40, 40, 40}})
+	wrk := harnessTrials(map[string][]float64{"router/a": {110}, "router/b": {80}, "nginx": {40}})
+	for _, tt := range []struct {
+		name string
+		goal float64
+		conc int
+		want string
+	}{
+		// a: 2.50, 3.00, 2.25, median 2.50, wrk 2.75; b: 2.25, wrk 2.00.
+		{"not met", 2.5, 16, "router ÷ nginx CPU per request at 16 clients (goal ≤ 2.5): json: a 2.50 (wrk 2.75) b 2.25 (wrk 2.00); worst 2.75: not met\n"},
+		{"met", 2.8, 16, "router ÷ nginx CPU per request at 16 clients (goal ≤ 2.8): json: a 2.50 (wrk 2.75) b 2.25 (wrk 2.00); worst 2.75: met\n"},
+		{"no such concurrency", 2.5, 8, "router ÷ nginx CPU per request at 8 clients (goal ≤ 2.5): json: a – (wrk –) b – (wrk –); not measured (no nginx, or no such concurrency)\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			WriteNginxLine(&b, ours, wrk, []string{"json"}, []string{"router/a", "router/b"}, tt.conc, tt.goal)
+			if b.String() != tt.want {
+				t.Errorf("got  %q\nwant %q", b.String(), tt.want)
+			}
+		})
+	}
+}
+
+func TestWriteResources(t *testing.T) {
+	var b strings.Builder
+	WriteResources(&b, map[string]Memory{"nginx": {RSS: 19 << 20, HWM: 20 << 20}, "router/x": {RSS: 3 << 19, HWM: 64 << 20}},
+		map[string]float64{"router/x": 0.0125}, []string{"direct", "router/x", "nginx"})
+	want := "| target | VmRSS MB | VmHWM MB | idle CPU % of a core |\n|---|---:|---:|---:|\n| router/x | 1.5 | 64.0 | 1.25 |\n| nginx | 19.0 | 20.0 | 0.00 |\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+// TestIdleCPU: a sleeping process uses next to no CPU, and this one, with a goroutine
+// burning CPU meanwhile, some, at most all cores.
+func TestIdleCPU(t *testing.T) {
+	sleeper := exec.Command("sleep", "5")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() }()
+	time.Sleep(100 * time.Millisecond) // past its exec and start-up, which use CPU
+	var done atomic.Bool
+	go func() {
+		for !done.Load() {
+		}
+	}()
+	idle, err := IdleCPU([]*Target{{Name: "sleep", Cmd: sleeper}, {Name: "self", Cmd: &exec.Cmd{Process: &os.Process{Pid: os.Getpid()}}}}, 300*time.Millisecond)
+	done.Store(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idle["sleep"] > 0.005 || idle["self"] <= 0.01 || idle["self"] > float64(runtime.NumCPU())+0.1 {
+		t.Fatalf("idle CPU %v: want sleep near 0, self between 0.01 and %d", idle, runtime.NumCPU())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -44,9 +45,14 @@ func (t Trials) rates(c Cell) []float64 {
 func (t Trials) cpu(c Cell) []float64 {
 	var v []float64
 	for _, r := range t[c] {
-		v = append(v, float64(r.CPU)/float64(time.Microsecond)/float64(r.Requests))
+		v = append(v, cpuPerRequest(r))
 	}
 	return v
+}
+
+// cpuPerRequest is a trial's CPU per request in µs.
+func cpuPerRequest(r Result) float64 {
+	return float64(r.CPU) / float64(time.Microsecond) / float64(r.Requests)
 }
 
 // added returns, per round, the target's latency minus direct's in the same round.
@@ -167,4 +173,96 @@ func ratio(name string, v []float64) string {
 		return "–"
 	}
 	return rng(summarize(v), "%.2f")
+}
+
+// cpuRatios returns, per round, cell k's CPU per request over the target ref's in the
+// same round of the same kind and concurrency.
+func (t Trials) cpuRatios(k Cell, ref string) []float64 {
+	return paired(t.cpu(k), t.cpu(Cell{k.Kind, k.Conc, ref}))
+}
+
+// WriteHarnesses prints one Markdown table that sets the two harnesses side by side: per
+// request kind, concurrency and proxy, the median CPU per request measured with our
+// client (ours) and with wrk, back to back, and the paired ratios against the bare proxy
+// and nginx that each measured; oursOnce and wrkOnce add each harness's ratio against the
+// bare proxy in at-once rounds (nil leaves them out).
+func WriteHarnesses(w io.Writer, ours, wrk Trials, oursOnce, wrkOnce Pairs, kinds, targets []string, concs []int) {
+	fmt.Fprintln(w, "| kind | c | target | CPU µs/req, ours | CPU µs/req, wrk | CPU ÷ bare, ours | CPU ÷ bare, wrk | CPU ÷ bare at once, ours | CPU ÷ bare at once, wrk | CPU ÷ nginx, ours | CPU ÷ nginx, wrk |")
+	fmt.Fprintln(w, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, kind := range kinds {
+		for _, c := range concs {
+			for _, name := range targets {
+				k := Cell{kind, c, name}
+				if name == "direct" || len(ours[k])+len(wrk[k]) == 0 {
+					continue
+				}
+				fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", kind, c, name,
+					median(ours.cpu(k), "%.0f"), median(wrk.cpu(k), "%.0f"),
+					median(ours.cpuRatios(k, "bare_proxy"), "%.2f"), median(wrk.cpuRatios(k, "bare_proxy"), "%.2f"),
+					median(oursOnce.cpuRatios(k), "%.2f"), median(wrkOnce.cpuRatios(k), "%.2f"),
+					median(ours.cpuRatios(k, "nginx"), "%.2f"), median(wrk.cpuRatios(k, "nginx"), "%.2f"))
+			}
+		}
+	}
+}
+
+// cpuRatios returns, per at-once round of cell k, the target's CPU per request over the
+// reference's.
+func (p Pairs) cpuRatios(k Cell) []float64 {
+	var v []float64
+	for _, r := range p[k] {
+		if ref := cpuPerRequest(r[0]); ref > 0 {
+			v = append(v, cpuPerRequest(r[1])/ref)
+		}
+	}
+	return v
+}
+
+// WriteNginxLine prints the run's summary line: each router's CPU per request over
+// nginx's at conc clients, the median of paired rounds for each kind, with our client
+// and with wrk, against goal; the worst of them decides whether the goal is met.
+func WriteNginxLine(w io.Writer, ours, wrk Trials, kinds, routers []string, conc int, goal float64) {
+	fmt.Fprintf(w, "router ÷ nginx CPU per request at %d clients (goal ≤ %.1f):", conc, goal)
+	worst, n := 0.0, 0
+	for _, kind := range kinds {
+		fmt.Fprintf(w, " %s:", kind)
+		for _, name := range routers {
+			k := Cell{kind, conc, name}
+			fmt.Fprintf(w, " %s %s (wrk %s)", strings.TrimPrefix(name, "router/"), median(ours.cpuRatios(k, "nginx"), "%.2f"), median(wrk.cpuRatios(k, "nginx"), "%.2f"))
+			for _, v := range [][]float64{ours.cpuRatios(k, "nginx"), wrk.cpuRatios(k, "nginx")} {
+				if len(v) > 0 {
+					worst, n = max(worst, summarize(v).med), n+1
+				}
+			}
+		}
+		fmt.Fprint(w, ";")
+	}
+	switch {
+	case n == 0:
+		fmt.Fprintln(w, " not measured (no nginx, or no such concurrency)")
+	case worst <= goal:
+		fmt.Fprintf(w, " worst %.2f: met\n", worst)
+	default:
+		fmt.Fprintf(w, " worst %.2f: not met\n", worst)
+	}
+}
+
+// WriteResources prints one Markdown table of each target's resident memory (see Memory)
+// and its CPU while idle, as a share of a core (see IdleCPU).
+func WriteResources(w io.Writer, mem map[string]Memory, idle map[string]float64, targets []string) {
+	fmt.Fprintln(w, "| target | VmRSS MB | VmHWM MB | idle CPU % of a core |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|")
+	for _, name := range targets {
+		if m, ok := mem[name]; ok {
+			fmt.Fprintf(w, "| %s | %.1f | %.1f | %.2f |\n", name, float64(m.RSS)/(1<<20), float64(m.HWM)/(1<<20), 100*idle[name])
+		}
+	}
+}
+
+// median shows the median of v, or a dash when there is none.
+func median(v []float64, f string) string {
+	if len(v) == 0 {
+		return "–"
+	}
+	return fmt.Sprintf(f, summarize(v).med)
 }
