@@ -128,13 +128,14 @@ func setCaches(t, from *Tokenizer) {
 }
 
 // otherText is text that shares no pre-token with the documents: made-up words of
-// consonants, more of them than the pre-token cache holds (cacheShards*shardEntries).
+// consonants, long enough to be cached (minCachedKey), more of them than the pre-token
+// cache holds (cacheShards*shardEntries).
 func otherText() string {
 	r := rand.New(rand.NewPCG(1, 2))
 	var sb strings.Builder
 	for range cacheShards * shardEntries * 3 / 2 {
 		sb.WriteByte(' ')
-		for n := 5 + r.IntN(6); n > 0; n-- {
+		for n := minCachedKey + r.IntN(8); n > 0; n-- {
 			sb.WriteByte("bcdfghjklmnpqrstvwxz"[r.IntN(20)])
 		}
 	}
