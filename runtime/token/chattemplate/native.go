@@ -44,6 +44,14 @@ func nativeFor(src string) nativeRenderer {
 	return nativeRenderers[hex.EncodeToString(sum[:])]
 }
 
+// qwen3Vars are the variables renderQwen3 takes: those it reproduces and those the
+// template does not read.
+var qwen3Vars = map[string]bool{
+	"messages": true, "add_generation_prompt": true, "enable_thinking": true,
+	"documents": true, "raise_exception": true, "bos_token": true, "eos_token": true,
+	"reasoning_effort": true, "thinking": true,
+}
+
 // qwenMessage is a message as Qwen3's template reads it.
 type qwenMessage struct {
 	role, content string
@@ -52,12 +60,14 @@ type qwenMessage struct {
 // renderQwen3 renders Qwen3's template for conversations without tools whose messages
 // are system, user and assistant messages with string content and no reasoning_content
 // or tool_calls (other keys the template does not read), with enable_thinking absent or
-// a boolean. The output is the template's, step for step: the system message first, the
+// a boolean and no other template argument. The output is the template's, step for step: the system message first, the
 // last user query that is not a tool response, an assistant message's reasoning split
 // at </think> and printed only after that query, the generation prompt.
 func renderQwen3(vars map[string]jinja.Value) (string, bool) {
-	if _, ok := vars["tools"]; ok {
-		return "", false
+	for k := range vars {
+		if !qwen3Vars[k] {
+			return "", false // tools, or a chat_template_kwargs key that may shadow a name the template uses (namespace)
+		}
 	}
 	thinkingOff := false
 	if v, ok := vars["enable_thinking"]; ok {

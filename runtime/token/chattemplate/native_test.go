@@ -70,6 +70,8 @@ func TestNativeMatchesJinja(t *testing.T) {
 	jinjaOnly := []struct{ msgs, tools, kwargs string }{
 		{userHi, `[{"type": "function", "function": {"name": "f", "parameters": {}}}]`, ""},
 		{userHi, "", `{"enable_thinking": "no"}`},
+		{userHi, "", `{"namespace": 1}`},
+		{userHi, "", `{"custom": "x"}`},
 		{`[{"role": "user", "content": "Q"}, {"role": "assistant", "content": "A", "reasoning": "R", "reasoning_content": "R"}]`, "", ""},
 		{`[{"role": "user", "content": "Q"}, {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{}"}}]}, {"role": "tool", "content": "r"}]`, "", ""},
 		{`[{"role": "developer", "content": "D"}, {"role": "user", "content": "Q"}]`, "", ""},
