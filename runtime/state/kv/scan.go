@@ -426,9 +426,12 @@ func (s *scanner) length(size int, n *int) bool {
 	if len(s.b) < 1+size {
 		return false
 	}
-	if size == 2 {
+	switch size {
+	case 1:
+		*n = int(s.b[1])
+	case 2:
 		*n = int(binary.BigEndian.Uint16(s.b[1:]))
-	} else {
+	default:
 		*n = int(binary.BigEndian.Uint32(s.b[1:]))
 	}
 	s.b = s.b[1+size:]
@@ -438,57 +441,40 @@ func (s *scanner) length(size int, n *int) bool {
 // str consumes a string; the slice aliases the payload, so comparing it allocates
 // nothing.
 func (s *scanner) str() ([]byte, bool) {
+	if len(s.b) > 0 && s.b[0] >= 0xa0 && s.b[0] <= 0xbf {
+		n := int(s.b[0] & 0x1f)
+		s.b = s.b[1:]
+		return s.take(n)
+	}
+	return s.sized(0xd9, 0xda, 0xdb)
+}
+
+// bin consumes a byte string; the slice aliases the payload.
+func (s *scanner) bin() ([]byte, bool) { return s.sized(0xc4, 0xc5, 0xc6) }
+
+// sized consumes a string or byte string whose code gives an 8-, 16- or 32-bit length.
+func (s *scanner) sized(code8, code16, code32 byte) ([]byte, bool) {
 	if len(s.b) == 0 {
 		return nil, false
 	}
 	var n int
-	switch c := s.b[0]; {
-	case c >= 0xa0 && c <= 0xbf:
-		n, s.b = int(c&0x1f), s.b[1:]
-	case c == 0xd9:
-		if len(s.b) < 2 {
-			return nil, false
-		}
-		n, s.b = int(s.b[1]), s.b[2:]
-	case c == 0xda:
-		if !s.length(2, &n) {
-			return nil, false
-		}
-	case c == 0xdb:
-		if !s.length(4, &n) {
-			return nil, false
-		}
-	default:
+	var ok bool
+	switch s.b[0] {
+	case code8:
+		ok = s.length(1, &n)
+	case code16:
+		ok = s.length(2, &n)
+	case code32:
+		ok = s.length(4, &n)
+	}
+	if !ok {
 		return nil, false
 	}
-	if n > len(s.b) {
-		return nil, false
-	}
-	v := s.b[:n]
-	s.b = s.b[n:]
-	return v, true
+	return s.take(n)
 }
 
-// bin consumes a byte string; the slice aliases the payload.
-func (s *scanner) bin() ([]byte, bool) {
-	if len(s.b) < 2 {
-		return nil, false
-	}
-	var n int
-	switch s.b[0] {
-	case 0xc4:
-		n, s.b = int(s.b[1]), s.b[2:]
-	case 0xc5:
-		if !s.length(2, &n) {
-			return nil, false
-		}
-	case 0xc6:
-		if !s.length(4, &n) {
-			return nil, false
-		}
-	default:
-		return nil, false
-	}
+// take consumes the next n bytes.
+func (s *scanner) take(n int) ([]byte, bool) {
 	if n > len(s.b) {
 		return nil, false
 	}
