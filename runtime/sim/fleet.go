@@ -133,3 +133,14 @@ func SpecsFromPlan(p *plan.Plan, cfg Config) ([]EngineSpec, error) {
 	}
 	return specs, nil
 }
+
+// PlainSGLang returns the specs of n plain SGLang engines E1…En serving model, each with
+// cfg and, when kv is not nil, a KV-event publisher of its own made from kv (an engine
+// copies it): the fleet that the benchmark programs start.
+func PlainSGLang(n int, model string, cfg Config, kv *KVEventsSpec) []EngineSpec {
+	specs := make([]EngineSpec, n)
+	for i := range specs {
+		specs[i] = EngineSpec{ID: fmt.Sprintf("E%d", i+1), Model: model, Kind: plan.KindSGLang, Role: plan.RolePlain, Config: cfg, KVEvents: kv}
+	}
+	return specs
+}

@@ -25,7 +25,6 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/routerkit/router/bench/proxy"
-	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/sim"
 )
 
@@ -103,11 +102,7 @@ type result struct {
 func measure(routerBin string, n int, encoding string, rate int, window time.Duration) (result, error) {
 	cfg := sim.DefaultConfig()
 	cfg.TimeScale = 0
-	specs := make([]sim.EngineSpec, n)
-	for i := range specs {
-		specs[i] = sim.EngineSpec{ID: fmt.Sprintf("E%d", i+1), Model: "m", Kind: plan.KindSGLang, Role: plan.RolePlain, Config: cfg}
-	}
-	fleet, err := sim.Start(context.Background(), specs)
+	fleet, err := sim.Start(context.Background(), sim.PlainSGLang(n, "m", cfg, nil))
 	if err != nil {
 		return result{}, err
 	}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/routerkit/router/bench/proxy"
-	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/sim"
 )
 
@@ -53,11 +52,7 @@ func run() error {
 func measure(routerBin string, n int, window time.Duration) (pct float64, fresh int, err error) {
 	cfg := sim.DefaultConfig()
 	cfg.TimeScale = 0
-	specs := make([]sim.EngineSpec, n)
-	for i := range specs {
-		specs[i] = sim.EngineSpec{ID: fmt.Sprintf("E%d", i+1), Model: "m", Kind: plan.KindSGLang, Role: plan.RolePlain, Config: cfg}
-	}
-	fleet, err := sim.Start(context.Background(), specs)
+	fleet, err := sim.Start(context.Background(), sim.PlainSGLang(n, "m", cfg, nil))
 	if err != nil {
 		return 0, 0, err
 	}

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/routerkit/router/bench/proxy"
-	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/sim"
 )
 
@@ -93,12 +92,7 @@ func run() error {
 	// context holds the long kind's conversation.
 	cfg := sim.DefaultConfig()
 	cfg.TimeScale, cfg.ContextLength, cfg.KVCapacityTokens = 0, 256<<10, 512<<10
-	var specs []sim.EngineSpec
-	for i := range *engines {
-		specs = append(specs, sim.EngineSpec{ID: fmt.Sprintf("E%d", i+1), Model: "m", Kind: plan.KindSGLang, Role: plan.RolePlain,
-			Config: cfg, KVEvents: &sim.KVEventsSpec{Endpoint: "tcp://127.0.0.1:0"}})
-	}
-	fleet, err := sim.Start(context.Background(), specs)
+	fleet, err := sim.Start(context.Background(), sim.PlainSGLang(*engines, "m", cfg, &sim.KVEventsSpec{Endpoint: "tcp://127.0.0.1:0"}))
 	if err != nil {
 		return err
 	}
