@@ -14,19 +14,45 @@ type dialer struct {
 	feed     *feed
 	endpoint string
 	topic    string
+	// goZeroMQ subscribes through go-zeromq's SUB socket rather than zmtp.Sub: the
+	// switch back (engine_transport: net_http), the standard part zmtp.Sub replaces.
+	goZeroMQ bool
 }
 
 func (d *dialer) run(ctx context.Context) {
 	f := d.feed
-	retry(ctx, f.log, "subscription", d.session, func() {
+	session := d.session
+	if d.goZeroMQ {
+		session = d.sessionZMQ4
+	}
+	retry(ctx, f.log, "subscription", session, func() {
 		f.ix.ClearRank(f.engine, f.rank)
 		f.reset()
 	})
 }
 
 // session dials the publisher and applies its messages until the connection fails. It
-// reports whether any message arrived, which resets the backoff.
+// reports whether any message arrived, which resets the backoff. The messages are read
+// and applied in this goroutine (see zmtp.Sub).
 func (d *dialer) session(ctx context.Context) (received bool, err error) {
+	sub, err := zmtp.DialSub(ctx, d.endpoint, d.feed.cfg, d.topic, dialTimeout)
+	if err != nil {
+		return false, err
+	}
+	defer sub.Close()
+	d.feed.log.Debug("kv events: subscribed")
+	for {
+		frames, err := sub.Recv()
+		if err != nil {
+			return received, err
+		}
+		received = true
+		d.apply(ctx, frames)
+	}
+}
+
+// sessionZMQ4 is session through go-zeromq's SUB socket.
+func (d *dialer) sessionZMQ4(ctx context.Context) (received bool, err error) {
 	sock := zmq4.NewSub(zmtp.WithConfig(ctx, d.feed.cfg),
 		zmq4.WithDialerMaxRetries(0), // retry owns the loop and its backoff
 		zmq4.WithDialerTimeout(dialTimeout),
@@ -46,14 +72,18 @@ func (d *dialer) session(ctx context.Context) (received bool, err error) {
 			return received, err
 		}
 		received = true
-		if msg.Type != zmq4.UsrMsg {
-			continue // a command (a heartbeat) after the handshake
+		if msg.Type == zmq4.UsrMsg { // not a command (a heartbeat) after the handshake
+			d.apply(ctx, msg.Frames)
 		}
-		m, err := decodeMessage(msg.Frames)
-		if err != nil {
-			d.feed.undecodable(err)
-			continue
-		}
-		d.feed.handle(ctx, m)
 	}
+}
+
+// apply decodes and applies one message.
+func (d *dialer) apply(ctx context.Context, frames [][]byte) {
+	m, err := decodeMessage(frames)
+	if err != nil {
+		d.feed.undecodable(err)
+		return
+	}
+	d.feed.handle(ctx, m)
 }

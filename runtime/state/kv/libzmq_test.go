@@ -15,7 +15,8 @@ import (
 // TestLibzmqPublishers checks the router's ZMQ sockets against libzmq itself, through
 // Debian's python3-zmq (`make python3-zmq` installs it; the test fails without it): a
 // libzmq PUB socket that binds, which the router dials, and one that dials the router's
-// bind endpoint, each publishing SGLang's wire format.
+// bind endpoint, each publishing SGLang's wire format. The router dials the first with
+// its own SUB reader (zmtp.Sub) and with go-zeromq's, the switch back.
 func TestLibzmqPublishers(t *testing.T) {
 	if out, err := exec.Command("/usr/bin/python3", "-c", "import zmq, msgpack").CombinedOutput(); err != nil {
 		t.Fatalf("/usr/bin/python3 lacks zmq or msgpack (run `make python3-zmq`): %v: %s", err, out)
@@ -24,14 +25,19 @@ func TestLibzmqPublishers(t *testing.T) {
 	for i := range ids {
 		ids[i] = uint32(i + 1)
 	}
-	for _, pubMode := range []string{"bind", "connect"} {
-		t.Run("pub "+pubMode, func(t *testing.T) {
+	cases := []struct {
+		pubMode   string
+		transport plan.EngineTransport // the reader of a dialled publisher (subReaders)
+	}{{"bind", plan.TransportRouter}, {"bind", plan.TransportNetHTTP}, {"connect", plan.TransportRouter}}
+	for _, c := range cases {
+		pubMode := c.pubMode
+		t.Run("pub "+pubMode+" "+string(c.transport), func(t *testing.T) {
 			endpoint := "tcp://127.0.0.1:" + strconv.Itoa(freePort(t))
 			kv := &plan.KVEvents{Mode: plan.KVConnect, Endpoint: endpoint, Topic: "kv@E", BlockSize: 16}
 			if pubMode == "connect" {
 				kv.Mode = plan.KVBind
 			}
-			p := &plan.Plan{Engines: []plan.Engine{{ID: "E", Model: "m", URL: "http://127.0.0.1:8000", KVEvents: kv}}}
+			p := &plan.Plan{EngineTransport: c.transport, Engines: []plan.Engine{{ID: "E", Model: "m", URL: "http://127.0.0.1:8000", KVEvents: kv}}}
 			ix, _ := subscribe(t, p)
 
 			var stderr strings.Builder

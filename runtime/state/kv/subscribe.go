@@ -133,7 +133,7 @@ func subscribers(p *plan.Plan, ix *Index, log *slog.Logger) ([]func(context.Cont
 				return nil, nil, fmt.Errorf("engine %s: %w", e.ID, err)
 			}
 			f.log = f.log.With("endpoint", ep)
-			d := &dialer{feed: f, endpoint: ep, topic: kv.Topic}
+			d := &dialer{feed: f, endpoint: ep, topic: kv.Topic, goZeroMQ: p.EngineTransport == plan.TransportNetHTTP}
 			runs = append(runs, d.run)
 		}
 	}

@@ -99,9 +99,19 @@ func join(t *testing.T, pub *publisher, ix *Index, seq uint64, marker int64) uin
 	return seq
 }
 
+// subReaders are the engine transports, which choose the reader of a dialled publisher:
+// zmtp.Sub, and go-zeromq's SUB socket, the switch back.
+var subReaders = []plan.EngineTransport{plan.TransportRouter, plan.TransportNetHTTP}
+
 func TestSubscriberSequencesAndReconnects(t *testing.T) {
+	for _, transport := range subReaders {
+		t.Run(string(transport), func(t *testing.T) { testSequencesAndReconnects(t, transport) })
+	}
+}
+
+func testSequencesAndReconnects(t *testing.T, transport plan.EngineTransport) {
 	pub := listen(t, "127.0.0.1:0")
-	p := &plan.Plan{Engines: []plan.Engine{{ID: "E", Model: "m", KVEvents: &plan.KVEvents{
+	p := &plan.Plan{EngineTransport: transport, Engines: []plan.Engine{{ID: "E", Model: "m", KVEvents: &plan.KVEvents{
 		Endpoint: "tcp://" + pub.addr, Topic: "kv@E", BlockSize: 16}}}}
 	ix := NewIndex(p)
 	ctx, cancel := context.WithCancel(t.Context())

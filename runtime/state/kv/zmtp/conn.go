@@ -41,6 +41,7 @@ type Conn struct {
 	err     error      // sticky: the error after the accepted bytes
 	ended   *ConnError // err with what the connection carried, built once
 	ready   bool       // the handshake deadline has been lifted
+	greeted bool       // next has skipped the greeting
 }
 
 // NewConn bounds c by cfg and starts the handshake deadline.
@@ -53,18 +54,59 @@ func NewConn(c net.Conn, cfg *Config) *Conn {
 // Read hands over accepted bytes, reading and checking more from the peer when it has
 // none.
 func (c *Conn) Read(p []byte) (int, error) {
+	if err := c.wait(); err != nil {
+		return 0, err
+	}
+	n := copy(p, c.buf[c.r:c.a])
+	c.r += n
+	return n, nil
+}
+
+// wait reads from the peer until there are accepted bytes to hand over, or returns the
+// connection's end as a *ConnError.
+func (c *Conn) wait() error {
 	for c.r == c.a {
 		if c.err != nil {
 			if c.ended == nil {
 				c.ended = &ConnError{Peer: c.RemoteAddr().String(), Topics: c.s.topics, AllTopics: c.s.tooManyTopics, Err: c.err}
 			}
-			return 0, c.ended
+			return c.ended
 		}
 		c.fill()
 	}
-	n := copy(p, c.buf[c.r:c.a])
-	c.r += n
-	return n, nil
+	return nil
+}
+
+// next returns the next accepted frame, its flags and its body, which stays valid until
+// the Conn reads again; the greeting before the first is skipped. It is Read for a
+// reader of whole frames (Sub), and the two are not mixed on one Conn: the accepted bytes
+// are the whole greeting and whole frames, so next finds a frame's header at c.r.
+func (c *Conn) next() (byte, []byte, error) {
+	if err := c.wait(); err != nil {
+		return 0, nil, err
+	}
+	if !c.greeted {
+		c.r += greetingLen
+		c.greeted = true
+		if err := c.wait(); err != nil {
+			return 0, nil, err
+		}
+	}
+	b := c.buf[c.r:c.a]
+	flags, hdr, size := b[0], 2, int(b[1])
+	if flags&flagLong != 0 {
+		hdr, size = 9, int(binary.BigEndian.Uint64(b[1:9]))
+	}
+	c.r += hdr + size
+	return flags, b[hdr : hdr+size], nil
+}
+
+// abort closes the connection for a violation found after its bytes were accepted, and
+// returns its end.
+func (c *Conn) abort(reason Reason, detail string) error {
+	c.fail(reason, detail)
+	c.r = c.a
+	return c.wait()
 }
 
 // fill reads once from the peer and accepts what completes; on a violation it closes the

@@ -40,29 +40,13 @@ func (w *wire) SetReadDeadline(time.Time) error  { return nil }
 func (w *wire) SetWriteDeadline(time.Time) error { return nil }
 
 // greeting is a ZMTP 3.0 NULL greeting, as libzmq sends it.
-func greeting() []byte {
-	g := make([]byte, greetingLen)
-	g[0], g[9], g[10] = 0xff, 0x7f, 3
-	copy(g[12:], "NULL")
-	return g
-}
+func greeting() []byte { return appendGreeting(nil) }
 
 // frame encodes one frame, short or long as its size needs.
-func frame(flags byte, body []byte) []byte {
-	if len(body) > 255 {
-		return append(binary.BigEndian.AppendUint64([]byte{flags | flagLong}, uint64(len(body))), body...)
-	}
-	return append([]byte{flags, byte(len(body))}, body...)
-}
+func frame(flags byte, body []byte) []byte { return appendFrame(nil, flags, body) }
 
 // ready is a READY command with one Socket-Type property.
-func ready(sockType string) []byte {
-	body := append([]byte{5}, "READY"...)
-	body = append(body, 11)
-	body = append(body, "Socket-Type"...)
-	body = binary.BigEndian.AppendUint32(body, uint32(len(sockType)))
-	return frame(flagCommand, append(body, sockType...))
-}
+func ready(sockType string) []byte { return appendReady(nil, sockType) }
 
 // message encodes a multipart message.
 func message(parts ...[]byte) []byte {
