@@ -193,9 +193,10 @@ func TestZMQ4ReadsThroughConn(t *testing.T) {
 	}
 }
 
-// FuzzConn feeds arbitrary peers' bytes through a Conn and zmq4's reader: nothing
-// panics, what the Conn hands over is a prefix of the input, and what it buffers stays
-// proportional to the input, whatever the frames declare.
+// FuzzConn feeds arbitrary peers' bytes through a Conn and zmq4's reader, and through a
+// Sub: nothing panics, what the Conn hands over is a prefix of the input, what it buffers
+// stays proportional to the input, whatever the frames declare, and the Sub's messages
+// are within the limits.
 func FuzzConn(f *testing.F) {
 	hs := cat(greeting(), ready("PUB"))
 	f.Add(hostile(), uint8(5))
@@ -213,6 +214,7 @@ func FuzzConn(f *testing.F) {
 			t.Fatalf("buffered %d bytes for %d of input", cap(c.buf), len(in))
 		}
 		_, _ = open(in, Limits{MaxMessageBytes: 1 << 16})
+		subReads(t, in, chunk)
 	})
 }
 
@@ -278,5 +280,28 @@ func TestConnErrorTopicsAreBounded(t *testing.T) {
 	c = NewConn(&wire{in: cat(in, message([]byte("one more"), []byte{0})), chunk: 64 << 10}, &Config{})
 	if _, err = drain(c); !errors.As(err, &ended) || !ended.AllTopics {
 		t.Fatalf("after %d topics the end is %#v, want AllTopics", maxTopics+1, err)
+	}
+}
+
+// subReads reads in through a Sub, as a peer's bytes after the Sub's handshake, and checks
+// that its messages are within the limits and its buffers proportional to the input.
+func subReads(t *testing.T, in []byte, chunk uint8) {
+	const maxBytes = 1 << 16
+	s := &Sub{c: NewConn(&wire{in: in, chunk: int(chunk) + 1}, &Config{Limits: Limits{MaxMessageBytes: maxBytes}}), stop: func() bool { return false }}
+	for {
+		frames, err := s.Recv()
+		if err != nil {
+			break
+		}
+		size := 0
+		for _, f := range frames {
+			size += len(f)
+		}
+		if len(frames) == 0 || len(frames) > DefaultMaxParts || size > maxBytes {
+			t.Fatalf("a message of %d frames and %d bytes", len(frames), size)
+		}
+	}
+	if limit := 2*len(in) + 2*readChunk; cap(s.c.buf) > limit || cap(s.msg) > 2*len(in) {
+		t.Fatalf("buffered %d and %d bytes for %d of input", cap(s.c.buf), cap(s.msg), len(in))
 	}
 }
