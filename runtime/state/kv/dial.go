@@ -3,20 +3,11 @@ package kv
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/go-zeromq/zmq4"
 
 	"github.com/routerkit/router/runtime/state/kv/zmtp"
 )
-
-// applyGrain is how long a dialled publisher's messages may wait to be applied, so the
-// subscribers of a busy fleet wake together once per grain rather than once per message
-// (see zmtp.Sub.SetGrain): at 400 messages a second the wake-ups cost more than the
-// index's work. Engines publish a batch per scheduler step, a few ms to tens of ms
-// apart, and a request's prefix is looked up after its tokenisation; a store reaching the
-// index up to 10 ms later is one request's routing in the worst case.
-const applyGrain = 10 * time.Millisecond
 
 // dialer follows one engine rank's publisher in connect mode.
 type dialer struct {
@@ -49,16 +40,7 @@ func (d *dialer) session(ctx context.Context) (received bool, err error) {
 		return false, err
 	}
 	defer sub.Close()
-	sub.SetGrain(applyGrain)
-	d.feed.log.Debug("kv events: subscribed")
-	for {
-		frames, err := sub.Recv()
-		if err != nil {
-			return received, err
-		}
-		received = true
-		d.apply(ctx, frames)
-	}
+	return d.follow(ctx, sub.Recv)
 }
 
 // sessionZMQ4 is session through go-zeromq's SUB socket.
@@ -75,25 +57,31 @@ func (d *dialer) sessionZMQ4(ctx context.Context) (received bool, err error) {
 	if err := sock.SetOption(zmq4.OptionSubscribe, d.topic); err != nil {
 		return false, fmt.Errorf("subscribing to topic %q: %w", d.topic, err)
 	}
+	return d.follow(ctx, func() ([][]byte, error) {
+		for {
+			msg, err := sock.Recv()
+			if err != nil || msg.Type == zmq4.UsrMsg { // not a command (a heartbeat)
+				return msg.Frames, err
+			}
+		}
+	})
+}
+
+// follow applies the messages recv returns until it fails, and reports whether any
+// arrived.
+func (d *dialer) follow(ctx context.Context, recv func() ([][]byte, error)) (received bool, err error) {
 	d.feed.log.Debug("kv events: subscribed")
 	for {
-		msg, err := sock.Recv()
+		frames, err := recv()
 		if err != nil {
 			return received, err
 		}
 		received = true
-		if msg.Type == zmq4.UsrMsg { // not a command (a heartbeat) after the handshake
-			d.apply(ctx, msg.Frames)
+		m, err := decodeMessage(frames)
+		if err != nil {
+			d.feed.undecodable(err)
+			continue
 		}
+		d.feed.handle(ctx, m)
 	}
-}
-
-// apply decodes and applies one message.
-func (d *dialer) apply(ctx context.Context, frames [][]byte) {
-	m, err := decodeMessage(frames)
-	if err != nil {
-		d.feed.undecodable(err)
-		return
-	}
-	d.feed.handle(ctx, m)
 }

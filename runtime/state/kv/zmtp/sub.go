@@ -30,8 +30,6 @@ type Sub struct {
 	ends      []int             // where each of them ends in msg
 	frames    [][]byte          // Recv's result, into msg
 	handshake [greetingLen]byte // what DialSub sends
-	// grain paces the reads: see SetGrain.
-	grain time.Duration
 }
 
 // DialSub connects to a PUB socket at endpoint ("tcp://host:port") within timeout,
@@ -64,16 +62,6 @@ func DialSub(ctx context.Context, endpoint string, cfg *Config, topic string, ti
 	return s, nil
 }
 
-// SetGrain makes Recv, once it has handed over every message received, wait for the
-// end of the current grain of time (counted from a fixed origin, so every Sub with the
-// same grain shares its boundaries) before it reads again; 0, the default, reads at
-// once. A publisher sending a batch every scheduler step then wakes the process once a
-// grain for all its messages and every other paced Sub's, rather than once per
-// message: each wake-up of an otherwise idle Go process costs about as much as applying
-// a batch (the scheduler, netpoll and sysmon waking threads). A Sub whose peer is silent
-// waits in the read, with no timer, so an idle connection costs nothing.
-func (s *Sub) SetGrain(d time.Duration) { s.grain = d }
-
 // Close closes the connection.
 func (s *Sub) Close() error {
 	s.stop()
@@ -86,10 +74,6 @@ func (s *Sub) Close() error {
 func (s *Sub) Recv() ([][]byte, error) {
 	s.msg, s.ends = s.msg[:0], s.ends[:0]
 	for {
-		if s.grain > 0 && s.c.r == s.c.a && s.c.err == nil {
-			now := time.Now()
-			time.Sleep(now.Truncate(s.grain).Add(s.grain).Sub(now))
-		}
 		flags, body, err := s.c.next()
 		if err != nil {
 			return nil, err
