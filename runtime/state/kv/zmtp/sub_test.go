@@ -3,9 +3,11 @@ package zmtp
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 
@@ -142,5 +144,25 @@ func TestSubStopsWithContext(t *testing.T) {
 	cancel()
 	if _, err := sub.Recv(); err == nil {
 		t.Fatal("Recv returned a message after the context was done")
+	}
+}
+
+// A Sub reads a hostile peer's declared lengths as the Conn bounds them: the peer is
+// closed before anything near the declared size is allocated.
+func TestSubMemoryBound(t *testing.T) {
+	for _, in := range [][]byte{hostile(), cat(greeting(), ready("PUB"), binary.BigEndian.AppendUint64([]byte{flagMore | flagLong}, 1<<40))} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		s := &Sub{c: NewConn(&wire{in: in, chunk: 4096}, &Config{}), stop: func() bool { return false }}
+		_, err := s.Recv()
+		runtime.ReadMemStats(&after)
+		var ended *ConnError
+		var closed *Error
+		if !errors.As(err, &ended) || !errors.As(err, &closed) || closed.Reason != TooLarge {
+			t.Errorf("err %v, want the connection closed as too large", err)
+		}
+		if d := after.TotalAlloc - before.TotalAlloc; d > 1<<20 {
+			t.Errorf("reading the hostile peer allocated %d bytes", d)
+		}
 	}
 }
