@@ -105,6 +105,21 @@ func (c *Conn) next() (byte, []byte, error) {
 // returns its end.
 func (c *Conn) abort(reason Reason, detail string) error {
 	c.fail(reason, detail)
+	return c.end()
+}
+
+// lose closes the connection after err, which is not the peer's violation (a failed
+// write), and returns its end.
+func (c *Conn) lose(err error) error {
+	if c.err == nil {
+		c.err = err
+	}
+	c.Conn.Close()
+	return c.end()
+}
+
+// end drops the accepted bytes not yet read and returns the connection's end.
+func (c *Conn) end() error {
 	c.r = c.a
 	return c.wait()
 }

@@ -69,9 +69,11 @@ func (s *Sub) Close() error {
 }
 
 // Recv returns the frames of the next message of the subscribed topic, which stay valid
-// until the next Recv.
-// Its error, once the connection has ended, is a *ConnError.
+// until the next Recv. Its error, once the connection has ended, is a *ConnError.
 func (s *Sub) Recv() ([][]byte, error) {
+	if cap(s.msg) > 4*readChunk {
+		s.msg = nil // the last large message is handled: give its memory back, as the Conn does
+	}
 	s.msg, s.ends = s.msg[:0], s.ends[:0]
 	for {
 		flags, body, err := s.c.next()
@@ -124,7 +126,7 @@ func (s *Sub) command(body []byte) error {
 		ctx := props[2:min(len(props), 18)]
 		pong := appendFrame(nil, flagCommand, append([]byte{4, 'P', 'O', 'N', 'G'}, ctx...))
 		if _, err := s.c.Write(pong); err != nil {
-			return s.c.abort(Malformed, fmt.Sprintf("answering PING: %v", err))
+			return s.c.lose(fmt.Errorf("answering PING: %w", err))
 		}
 	}
 	return nil
