@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -197,13 +198,13 @@ func (p payload) reader() io.ReadCloser {
 	return io.NopCloser(io.MultiReader(bytes.NewReader(p.head), bytes.NewReader(p.tail)))
 }
 
-// request is the request to the engine: the client's method, path (under the engine's
-// URL) and query, the payload as an in-memory body and the engine's headers. An
+// request is the request to the engine, under ctx: the client's method, path (under the
+// engine's URL) and query, the payload as an in-memory body and the engine's headers. An
 // in-memory body goes out with its headers in one write; a body the transport cannot
 // see is in memory is written in a second call, a second TCP segment for the engine to
 // wake up to.
-func (a *attempt) request(in *http.Request) *http.Request {
-	out := in.Clone(a.ctx)
+func (a *attempt) request(ctx context.Context, in *http.Request) *http.Request {
+	out := in.Clone(ctx)
 	out.Close = false
 	target := a.w.Target()
 	out.URL.Scheme, out.URL.Host, out.Host = target.Scheme, target.Host, ""

@@ -103,7 +103,6 @@ func (dp *Dispatcher) forward(ctx context.Context, out Writer, r *http.Request, 
 // went out aborts the client's connection (http.ErrAbortHandler), the only way left to
 // tell a client the answer is cut.
 func (a *attempt) proxy(in *http.Request) *Error {
-	req := a.request(in)
 	var (
 		mu        sync.Mutex
 		roundDone bool
@@ -120,7 +119,9 @@ func (a *attempt) proxy(in *http.Request) *Error {
 		clear(h)
 		return nil
 	}}
-	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+	// The request is cloned once, with the trace in its context: WithContext afterwards
+	// would copy it again.
+	req := a.request(httptrace.WithClientTrace(a.ctx, trace), in)
 	resp, err := a.dp.client.Transport.RoundTrip(req)
 	mu.Lock()
 	roundDone = true
