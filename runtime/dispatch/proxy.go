@@ -95,7 +95,9 @@ func (dp *Dispatcher) forward(ctx context.Context, out Writer, r *http.Request, 
 // and copies the engine's answer to the client, as httputil.ReverseProxy does (the
 // router used it until the attempt became explicit; these steps keep its behaviour):
 // the outgoing request gets the header policy's headers, the forwarding headers and no
-// default User-Agent; an informational (1xx) answer reaches the client; the response
+// default User-Agent; an informational (1xx) answer reaches the client when the
+// net_http engine transport carries it (the router's own transport skips 1xx answers, so
+// the trace hook below is called only there); the response
 // headers go out once modifyResponse accepted them; a stream (text/event-stream, or an
 // answer of unknown length) is flushed after every write, while a non-streamed answer,
 // which modifyResponse read whole and gave its length, goes out in one write when the
