@@ -280,3 +280,37 @@ func TestUnsupportedComponents(t *testing.T) {
 		})
 	}
 }
+
+// TestMerges loads merge lists that setMerges takes from the scanner, hands to
+// encoding/json midway (a three-part merge, whose third part encoding/json drops), or
+// refuses: a merge outside the vocabulary, unless a syntax error comes later in the list,
+// which is then the error, as when the list was decoded whole.
+func TestMerges(t *testing.T) {
+	vocab := map[string]uint32{"Ġh": 256, "Ġhi": 257}
+	fields := func(merges string) map[string]string {
+		return map[string]string{
+			"added_tokens":  `[]`,
+			"pre_tokenizer": `{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true}`,
+			"decoder":       `{"type": "ByteLevel"}`,
+			"model":         `{"type": "BPE", "merges": ` + merges + `}`,
+		}
+	}
+	for _, merges := range []string{`[["Ġ", "h"], ["Ġh", "i"]]`, `["Ġ h", "Ġh i"]`, `[["Ġ", "h"], ["Ġh", "i", "x"]]`} {
+		tok, err := Load(writeFixture(t, vocab, fields(merges)))
+		if err != nil {
+			t.Fatalf("merges %s: %v", merges, err)
+		}
+		if ids, err := tok.Encode(nil, "hi", false); err != nil || !slices.Equal(ids, []uint32{257}) {
+			t.Errorf("merges %s: Encode(hi) = %v, %v, want [257]", merges, ids, err)
+		}
+	}
+	for _, tt := range []struct{ merges, want string }{
+		{`[["Ġ", "h"], ["h", "x"]]`, `merge 1 ("h" "x"): token not in the vocabulary`},
+		{`["Ġ h", "h x", "Ġh  i"]`, `model merges: "Ġh  i" is not two tokens separated by one space`},
+	} {
+		_, err := Load(writeFixture(t, vocab, fields(tt.merges)))
+		if err == nil || !strings.HasSuffix(err.Error(), ": "+tt.want) {
+			t.Errorf("merges %s: Load error = %v, want %q", tt.merges, err, tt.want)
+		}
+	}
+}

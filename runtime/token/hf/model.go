@@ -1,7 +1,6 @@
 package hf
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -20,46 +19,49 @@ type modelJSON struct {
 }
 
 // parseModel checks that raw is a BPE model without the options byte-level BPE never
-// uses, and returns it with its vocabulary (byte-level strings to ids).
-func parseModel(raw json.RawMessage) (*modelJSON, map[string]uint32, error) {
+// uses, and returns it with its vocabulary (byte-level strings to ids, sharing raw's
+// memory) and the text of its merges.
+func parseModel(raw string) (mj *modelJSON, vocab map[string]uint32, merges string, err error) {
 	if isNull(raw) {
-		return nil, nil, unsupported("a tokenizer without a model")
+		return nil, nil, "", unsupported("a tokenizer without a model")
 	}
-	mj, ok := scanModel(raw)
+	mj, vocabText, merges, ok := scanModel(raw)
 	if !ok {
 		mj = new(modelJSON)
-		if err := json.Unmarshal(raw, mj); err != nil {
-			return nil, nil, fmt.Errorf("model: %w", err)
+		if err := json.Unmarshal([]byte(raw), mj); err != nil {
+			return nil, nil, "", fmt.Errorf("model: %w", err)
 		}
+		vocabText, merges = string(mj.Vocab), string(mj.Merges)
+		mj.Vocab, mj.Merges = nil, nil
 	}
-	if mj.Type == "" && mj.Merges != nil {
+	if mj.Type == "" && merges != "" {
 		mj.Type = "BPE" // files from old tokenizers versions leave out a BPE model's type
 	}
 	switch {
 	case mj.Type != "BPE":
-		return nil, nil, unsupported("model type %q", mj.Type)
+		return nil, nil, "", unsupported("model type %q", mj.Type)
 	case mj.ByteFallback:
-		return nil, nil, unsupported("BPE with byte_fallback (SentencePiece-style)")
+		return nil, nil, "", unsupported("BPE with byte_fallback (SentencePiece-style)")
 	case mj.Dropout != nil && *mj.Dropout != 0:
-		return nil, nil, unsupported("BPE with dropout")
+		return nil, nil, "", unsupported("BPE with dropout")
 	case mj.ContinuingSubwordPrefix != nil && *mj.ContinuingSubwordPrefix != "":
-		return nil, nil, unsupported("BPE with continuing_subword_prefix")
+		return nil, nil, "", unsupported("BPE with continuing_subword_prefix")
 	case mj.EndOfWordSuffix != nil && *mj.EndOfWordSuffix != "":
-		return nil, nil, unsupported("BPE with end_of_word_suffix")
+		return nil, nil, "", unsupported("BPE with end_of_word_suffix")
 	}
-	vocab, ok := scanVocab(mj.Vocab)
+	vocab, ok = scanVocab(vocabText)
 	if !ok {
-		if err := json.Unmarshal(mj.Vocab, &vocab); err != nil {
-			return nil, nil, fmt.Errorf("model vocab: %w", err)
+		if err := json.Unmarshal([]byte(vocabText), &vocab); err != nil {
+			return nil, nil, "", fmt.Errorf("model vocab: %w", err)
 		}
 	}
-	return mj, vocab, nil
+	return mj, vocab, merges, nil
 }
 
-// newModel builds the byte-level model of mj and its vocabulary. The vocabulary must hold the byte-level
-// symbol of every byte, and each merge's parts and result must be in it (tokenizers
-// refuses such files too).
-func newModel(mj *modelJSON, vocab map[string]uint32) (*model, error) {
+// newModel builds the byte-level model of mj, its vocabulary and the text of its merges.
+// The vocabulary must hold the byte-level symbol of every byte, and each merge's parts
+// and result must be in it (tokenizers refuses such files too).
+func newModel(mj *modelJSON, vocab map[string]uint32, merges string) (*model, error) {
 	m := new(model)
 	for b, r := range byteRune {
 		id, ok := vocab[string(r)]
@@ -68,26 +70,58 @@ func newModel(mj *modelJSON, vocab map[string]uint32) (*model, error) {
 		}
 		m.byteID[b] = id
 	}
-	merges, err := parseMerges(mj.Merges)
-	if err != nil {
+	if err := m.setMerges(vocab, merges); err != nil {
 		return nil, err
 	}
-	m.merges = newMergeTable(len(merges))
-	for rank, mg := range merges {
-		a, aok := vocab[mg[0]]
-		b, bok := vocab[mg[1]]
-		c, cok := vocab[mg[0]+mg[1]]
-		if !aok || !bok || !cok {
-			return nil, fmt.Errorf("merge %d (%q %q): token not in the vocabulary", rank, mg[0], mg[1])
-		}
-		// A repeated pair keeps its last rank, as in tokenizers' map from pairs to ranks.
-		m.merges.put(uint64(a)<<32|uint64(b), uint64(rank)<<32|uint64(c))
-	}
-	m.ranks, m.monotone = len(merges), m.merges.isMonotone()
+	m.monotone = m.merges.isMonotone()
 	if err := m.setWhole(vocab, mj.IgnoreMerges); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// setMerges fills m.merges and m.ranks from the text of the merges, taking them as the
+// scanner reads them rather than as a list: Qwen's 151k merges would take 4.8 MB of
+// string headers. What the scanner does not take goes through encoding/json
+// (decodeMerges), and so does a list with a merge that is not in the vocabulary, so that
+// a syntax error anywhere in it is reported first, as when the list was decoded whole.
+func (m *model) setMerges(vocab map[string]uint32, merges string) error {
+	var missing error
+	var ab []byte
+	add := func(a, b string) bool {
+		ab = append(append(ab[:0], a...), b...)
+		ia, aok := vocab[a]
+		ib, bok := vocab[b]
+		ic, cok := vocab[string(ab)]
+		if !aok || !bok || !cok {
+			missing = fmt.Errorf("merge %d (%q %q): token not in the vocabulary", m.ranks, a, b)
+			return false
+		}
+		// A repeated pair keeps its last rank, as in tokenizers' map from pairs to ranks.
+		m.merges.put(uint64(ia)<<32|uint64(ib), uint64(m.ranks)<<32|uint64(ic))
+		m.ranks++
+		return true
+	}
+	m.merges = newMergeTable(mergesBound(merges))
+	if !scanMerges(merges, add) && missing == nil {
+		pairs, err := decodeMerges(merges)
+		if err != nil {
+			return err
+		}
+		m.merges, m.ranks = newMergeTable(len(pairs)), 0
+		for _, p := range pairs {
+			if !add(p[0], p[1]) {
+				break
+			}
+		}
+	}
+	if missing != nil {
+		if _, err := decodeMerges(merges); err != nil {
+			return err
+		}
+		return missing
+	}
+	return nil
 }
 
 // setWhole fills m.whole: with every entry under ignore_merges, otherwise with those
@@ -97,8 +131,10 @@ func (m *model) setWhole(vocab map[string]uint32, ignoreMerges bool) error {
 	m.whole = newWholeTable(len(vocab))
 	var buf bpeBuf
 	var ids []uint32
+	var b []byte
 	for tok, id := range vocab {
-		b, ok := unByteLevel(tok)
+		var ok bool
+		b, ok = appendUnByteLevel(b[:0], tok)
 		switch {
 		case !ok || len(b) == 0:
 			continue
@@ -117,29 +153,22 @@ func (m *model) setWhole(vocab map[string]uint32, ignoreMerges bool) error {
 	return nil
 }
 
-// parseMerges accepts both forms of "merges": ["a b", ...] and [["a", "b"], ...].
-func parseMerges(raw json.RawMessage) ([][2]string, error) {
-	if pairs, ok := scanMerges(raw); ok {
-		return pairs, nil
-	}
-	return decodeMerges(raw)
-}
-
-// decodeMerges is parseMerges through encoding/json, for what scanMerges does not take.
-func decodeMerges(raw json.RawMessage) ([][2]string, error) {
+// decodeMerges reads "merges" in either form, ["a b", ...] or [["a", "b"], ...], through
+// encoding/json, for what scanMerges does not take.
+func decodeMerges(raw string) ([][2]string, error) {
 	var pairs [][2]string
-	body := bytes.TrimLeft(raw, " \t\r\n")
+	body := strings.TrimLeft(raw, " \t\r\n")
 	if len(body) > 0 && body[0] == '[' {
-		body = bytes.TrimLeft(body[1:], " \t\r\n")
+		body = strings.TrimLeft(body[1:], " \t\r\n")
 	}
 	if len(body) == 0 || body[0] != '"' {
-		if err := json.Unmarshal(raw, &pairs); err != nil {
+		if err := json.Unmarshal([]byte(raw), &pairs); err != nil {
 			return nil, fmt.Errorf("model merges: %w", err)
 		}
 		return pairs, nil
 	}
 	var lines []string
-	if err := json.Unmarshal(raw, &lines); err != nil {
+	if err := json.Unmarshal([]byte(raw), &lines); err != nil {
 		return nil, fmt.Errorf("model merges: %w", err)
 	}
 	pairs = make([][2]string, 0, len(lines))
