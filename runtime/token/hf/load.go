@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"golang.org/x/text/unicode/norm"
@@ -141,10 +142,14 @@ func build(f *fileJSON, model string) (*Tokenizer, error) {
 	if err := parseDecoder(f.Decoder); err != nil {
 		return nil, err
 	}
-	if t.model, err = newModel(mj, vocab, merges); err != nil {
+	if t.model, err = newModel(vocab, merges); err != nil {
 		return nil, err
 	}
-	if err := t.setVocab(vocab, f.AddedTokens); err != nil {
+	entries, err := t.setVocab(vocab, f.AddedTokens)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.model.setWhole(entries, t.dec.blob, mj.IgnoreMerges); err != nil {
 		return nil, err
 	}
 	if t.prefix, t.suffix, err = parsePostProcessor(f.PostProcessor, t.dec.has); err != nil {
@@ -154,8 +159,11 @@ func build(f *fileJSON, model string) (*Tokenizer, error) {
 }
 
 // setVocab builds the decoder's id table and the added-token matchers. An added token's
-// id is its vocabulary id if its content is in the vocabulary, as in tokenizers.
-func (t *Tokenizer) setVocab(vocab map[string]uint32, added []addedJSON) error {
+// id is its vocabulary id if its content is in the vocabulary, as in tokenizers. It
+// returns the spans of the vocabulary's byte-level entries in the decoder's blob by id
+// (noSpan for the other ids), as they were before added tokens replaced any, for the
+// table of whole tokens, which shares the blob.
+func (t *Tokenizer) setVocab(vocab map[string]uint32, added []addedJSON) ([]uint64, error) {
 	size := 0
 	for _, id := range vocab {
 		size = max(size, int(id)+1)
@@ -164,22 +172,30 @@ func (t *Tokenizer) setVocab(vocab map[string]uint32, added []addedJSON) error {
 		size = max(size, int(a.ID)+1)
 	}
 	if size > maxID {
-		return fmt.Errorf("vocabulary ids reach %d, more than the %d supported", size-1, maxID)
+		return nil, fmt.Errorf("vocabulary ids reach %d, more than the %d supported", size-1, maxID)
 	}
 	d := &t.dec
 	d.spans = make([]uint64, size)
 	for i := range d.spans {
 		d.spans[i] = noSpan
 	}
+	// The blob starts with an unused byte, so that no entry starts at 0 (wholeTable's
+	// free slot).
+	d.blob = []byte{0}
 	d.addedIDs = make(map[string]uint32, len(added))
-	var b []byte
+	entries := slices.Clone(d.spans)
 	for tok, id := range vocab {
+		start := len(d.blob)
 		var ok bool
-		if b, ok = appendUnByteLevel(b[:0], tok); !ok {
-			b = append(b[:0], tok...) // tokenizers' ByteLevel decoder keeps such tokens verbatim
+		if d.blob, ok = appendUnByteLevel(d.blob, tok); !ok {
+			d.blob = append(d.blob, tok...) // tokenizers' ByteLevel decoder keeps such tokens verbatim
 		}
-		d.set(id, b)
+		d.spans[id] = uint64(start)<<32 | uint64(len(d.blob))
+		if ok {
+			entries[id] = d.spans[id]
+		}
 	}
+	var b []byte
 	var raw, normed []addedToken
 	for _, a := range added {
 		if a.Content == "" {
@@ -205,6 +221,7 @@ func (t *Tokenizer) setVocab(vocab map[string]uint32, added []addedJSON) error {
 		}
 		normed = append(normed, tok)
 	}
+	d.blob = slices.Clone(d.blob) // to its length: appending left up to a quarter unused
 	if len(raw) > 0 {
 		t.added = newAddedSet(raw)
 	}
@@ -216,7 +233,7 @@ func (t *Tokenizer) setVocab(vocab map[string]uint32, added []addedJSON) error {
 			d.size++
 		}
 	}
-	return nil
+	return entries, nil
 }
 
 // set makes b the bytes of id, replacing earlier ones: added tokens override the model's

@@ -58,11 +58,12 @@ func parseModel(raw string) (mj *modelJSON, vocab map[string]uint32, merges stri
 	return mj, vocab, merges, nil
 }
 
-// newModel builds the byte-level model of mj, its vocabulary and the text of its merges.
-// The vocabulary must hold the byte-level symbol of every byte, and each merge's parts
-// and result must be in it (tokenizers refuses such files too).
-func newModel(mj *modelJSON, vocab map[string]uint32, merges string) (*model, error) {
-	m := new(model)
+// newModel builds the byte-level model of a vocabulary and the text of its merges; its
+// table of whole tokens is left empty (setWhole fills it). The vocabulary must hold the
+// byte-level symbol of every byte, and each merge's parts and result must be in it
+// (tokenizers refuses such files too).
+func newModel(vocab map[string]uint32, merges string) (*model, error) {
+	m := &model{whole: newWholeTable(0, nil)}
 	for b, r := range byteRune {
 		id, ok := vocab[string(r)]
 		if !ok {
@@ -74,9 +75,6 @@ func newModel(mj *modelJSON, vocab map[string]uint32, merges string) (*model, er
 		return nil, err
 	}
 	m.monotone = m.merges.isMonotone()
-	if err := m.setWhole(vocab, mj.IgnoreMerges); err != nil {
-		return nil, err
-	}
 	return m, nil
 }
 
@@ -124,29 +122,35 @@ func (m *model) setMerges(vocab map[string]uint32, merges string) error {
 	return nil
 }
 
-// setWhole fills m.whole: with every entry under ignore_merges, otherwise with those
-// that merge into themselves. Merging each of Qwen's 151k entries is most of what this
-// adds to Load.
-func (m *model) setWhole(vocab map[string]uint32, ignoreMerges bool) error {
-	m.whole = newWholeTable(len(vocab))
+// setWhole fills m.whole from the vocabulary's entries, given by id as spans of blob
+// (start<<32 | end; noSpan for an id without one): with every entry under ignore_merges,
+// otherwise with those that merge into themselves. The table refers to the entries in
+// blob, the decoder's, rather than holding a copy. Merging each of Qwen's 151k entries is
+// most of what this adds to Load.
+func (m *model) setWhole(entries []uint64, blob []byte, ignoreMerges bool) error {
+	n := 0
+	for _, sp := range entries {
+		if sp != noSpan {
+			n++
+		}
+	}
+	m.whole = newWholeTable(n, blob)
 	var buf bpeBuf
 	var ids []uint32
-	var b []byte
-	for tok, id := range vocab {
-		var ok bool
-		b, ok = appendUnByteLevel(b[:0], tok)
+	for id, sp := range entries {
+		start, end := int(sp>>32), int(uint32(sp))
 		switch {
-		case !ok || len(b) == 0:
+		case sp == noSpan || start == end:
 			continue
 		case ignoreMerges:
-			if !m.whole.put(b, id) {
-				return unsupported("BPE with ignore_merges and a vocabulary entry of %d bytes, or more than %d bytes of entries", len(b), maxWholeBlob)
+			if !m.whole.put(start, end-start, uint32(id)) {
+				return unsupported("BPE with ignore_merges and a vocabulary entry of %d bytes, or more than %d bytes of entries", end-start, maxWholeBlob)
 			}
-		case len(b) <= maxWhole:
+		case end-start <= maxWhole:
 			// Longer entries are merged like any other pre-token. No meter: an entry
 			// is at most maxWhole bytes.
-			if ids, _ = m.merge(ids[:0], string(b), &buf, nil); len(ids) == 1 && ids[0] == id {
-				m.whole.put(b, id)
+			if ids, _ = m.merge(ids[:0], string(blob[start:end]), &buf, nil); len(ids) == 1 && ids[0] == uint32(id) {
+				m.whole.put(start, end-start, uint32(id))
 			}
 		}
 	}
