@@ -442,11 +442,7 @@ func appendRun(runs []symRun, r symRun) []symRun {
 // and GPT-2's are); a hand-edited merge list may not be.
 func (t *mergeTable) isMonotone() bool {
 	top := uint32(0)
-	for _, s := range t.slots {
-		if s.key != emptyKey {
-			top = max(top, uint32(s.key>>32), uint32(s.key), uint32(s.val))
-		}
-	}
+	t.each(func(key, val uint64) { top = max(top, uint32(key>>32), uint32(key), uint32(val)) })
 	// Indexed by id, as ids are dense: maps of 151k ids were 6 MB of garbage per load.
 	// made holds 1 + the highest rank of a merge that makes the id (0: none), used the
 	// lowest rank of a merge that uses it (^0: none).
@@ -454,16 +450,13 @@ func (t *mergeTable) isMonotone() bool {
 	for i := range used {
 		used[i] = ^uint32(0)
 	}
-	for _, s := range t.slots {
-		if s.key == emptyKey {
-			continue
-		}
-		rank, id := uint32(s.val>>32), uint32(s.val)
+	t.each(func(key, val uint64) {
+		rank, id := uint32(val>>32), uint32(val)
 		made[id] = max(made[id], rank+1)
-		for _, part := range [2]uint32{uint32(s.key >> 32), uint32(s.key)} {
+		for _, part := range [2]uint32{uint32(key >> 32), uint32(key)} {
 			used[part] = min(used[part], rank)
 		}
-	}
+	})
 	for id, r := range made {
 		if r > 0 && used[id] <= r-1 {
 			return false

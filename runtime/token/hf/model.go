@@ -84,7 +84,7 @@ func newModel(vocab map[string]uint32, merges string) (*model, error) {
 // (decodeMerges), and so does a list with a merge that is not in the vocabulary, so that
 // a syntax error anywhere in it is reported first, as when the list was decoded whole.
 func (m *model) setMerges(vocab map[string]uint32, merges string) error {
-	var missing error
+	var refused error
 	var ab []byte
 	add := func(a, b string) bool {
 		ab = append(append(ab[:0], a...), b...)
@@ -92,7 +92,11 @@ func (m *model) setMerges(vocab map[string]uint32, merges string) error {
 		ib, bok := vocab[b]
 		ic, cok := vocab[string(ab)]
 		if !aok || !bok || !cok {
-			missing = fmt.Errorf("merge %d (%q %q): token not in the vocabulary", m.ranks, a, b)
+			refused = fmt.Errorf("merge %d (%q %q): token not in the vocabulary", m.ranks, a, b)
+			return false
+		}
+		if max(ia, ib, ic) >= maxID || m.ranks >= maxRanks {
+			refused = fmt.Errorf("merge %d (%q %q): ids reach %d, more than the %d supported, or more than %d merges", m.ranks, a, b, max(ia, ib, ic), maxID, maxRanks)
 			return false
 		}
 		// A repeated pair keeps its last rank, as in tokenizers' map from pairs to ranks.
@@ -101,7 +105,7 @@ func (m *model) setMerges(vocab map[string]uint32, merges string) error {
 		return true
 	}
 	m.merges = newMergeTable(mergesBound(merges))
-	if !scanMerges(merges, add) && missing == nil {
+	if !scanMerges(merges, add) && refused == nil {
 		pairs, err := decodeMerges(merges)
 		if err != nil {
 			return err
@@ -113,11 +117,11 @@ func (m *model) setMerges(vocab map[string]uint32, merges string) error {
 			}
 		}
 	}
-	if missing != nil {
+	if refused != nil {
 		if _, err := decodeMerges(merges); err != nil {
 			return err
 		}
-		return missing
+		return refused
 	}
 	return nil
 }
