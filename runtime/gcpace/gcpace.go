@@ -34,13 +34,9 @@ import (
 // reads the live heap. A 128k-token prompt's body (620–890 kB) makes a few MB of garbage:
 // 256 bytes of floor per body byte give any body from 512 kB MaxFloor's headroom, as
 // every body had before the floor followed them; a short chat (a few hundred bytes) and
-// prompts up to 48 kB get MinFloor. A router with Qwen3's tokenizer keeps about 11 MB
-// live while serving short chats, so MinFloor at 12 MiB gives it Go's default pacing
-// (the heap doubles between collections), where 16 MiB let it grow by 16 MiB: 5–6 MB
-// more resident for about a fifth fewer collections (docs/benchmarks.md, "Memory with
-// Qwen3").
+// prompts up to 64 kB get MinFloor.
 const (
-	MinFloor        = 12 << 20
+	MinFloor        = 16 << 20
 	MaxFloor        = 128 << 20
 	FloorPerByte    = 256
 	Hold            = time.Minute
