@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // writeFixture writes a tokenizer.json whose vocabulary gives byte b the id b (as the
@@ -312,5 +313,38 @@ func TestMerges(t *testing.T) {
 		if err == nil || !strings.HasSuffix(err.Error(), ": "+tt.want) {
 			t.Errorf("merges %s: Load error = %v, want %q", tt.merges, err, tt.want)
 		}
+	}
+}
+
+// TestLoadShared: a tokenizer file is loaded once while it is unchanged, and once more
+// after an edit, whose tokenizer then replaces the first in the memo.
+func TestLoadShared(t *testing.T) {
+	fields := map[string]string{
+		"added_tokens":  `[]`,
+		"pre_tokenizer": `{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true}`,
+		"decoder":       `{"type": "ByteLevel"}`,
+		"model":         `{"type": "BPE", "merges": []}`,
+	}
+	path := writeFixture(t, nil, fields)
+	first, err := loadShared(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := loadShared(path); err != nil || again != first {
+		t.Fatalf("loadShared of the unchanged file = %p, %v, want the first tokenizer %p", again, err, first)
+	}
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(path, later, later); err != nil {
+		t.Fatal(err)
+	}
+	edited, err := loadShared(path)
+	if err != nil || edited == first {
+		t.Fatalf("loadShared of the edited file = %p, %v, want a new tokenizer", edited, err)
+	}
+	loaded.Lock()
+	e := loaded.m[path]
+	loaded.Unlock()
+	if e.tok != edited {
+		t.Fatalf("the memo holds %p for the path, want the edited file's %p", e.tok, edited)
 	}
 }
