@@ -10,7 +10,7 @@ func TestMergeTablePacking(t *testing.T) {
 		0:                  0,
 		top<<32 | top:      (maxRanks-1)<<32 | top,
 		1<<32 | top:        0xABCDEF<<32 | 2,
-		top<<32 | 0:        0x10203<<32 | 0,
+		top << 32:          0x10203 << 32,
 		5<<32 | 7:          1<<32 | 12,
 		7<<32 | 5:          2<<32 | 12,
 		0x123456<<32 | 0xF: 0xFEFFFF<<32 | 0xFFFF,
