@@ -9,8 +9,8 @@ import "math/bits"
 // A slot is three 32-bit words: the pair's ids and the merged id in their low 24 bits
 // (ids are below maxID) and the rank's three bytes in their top 8. That is 12 bytes where
 // a 64-bit key and value took 16: Qwen's table is 3.1 MB instead of 4.2, and each MB the
-// tokenizer keeps costs the router about two of resident memory once the collector's
-// headroom is counted (runtime/gcpace).
+// tokenizer keeps costs the router 1.1 to 2.2 MB of resident memory once the collector's
+// headroom is counted (runtime/gcpace; docs/benchmarks.md, "Memory with Qwen3").
 type mergeTable struct {
 	words []uint32 // 3 per slot; a power-of-two number of slots, at most 70% full
 	shift uint     // 64 - log2(number of slots)

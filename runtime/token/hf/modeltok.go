@@ -60,7 +60,7 @@ func Describe(m *plan.Model) string {
 // of a second. There is one entry per configured tokenizer path, holding the tokenizer
 // of the file's size and modification time when it was loaded: an edited file is loaded
 // anew and replaces its entry, so that reloads after edits do not keep every version
-// (8 MB each for Qwen3's) for the life of the process.
+// (7.5 MB each for Qwen3's) for the life of the process.
 var loaded struct {
 	sync.Mutex
 	m map[string]loadedFile
