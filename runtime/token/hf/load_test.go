@@ -1,6 +1,8 @@
 package hf
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -346,5 +348,48 @@ func TestLoadShared(t *testing.T) {
 	loaded.Unlock()
 	if e.tok != edited {
 		t.Fatalf("the memo holds %p for the path, want the edited file's %p", e.tok, edited)
+	}
+}
+
+// TestSizeHint: the hint is a plain file's size, or a gzip file's announced size, which a
+// corrupt trailer cannot raise beyond maxGzipRatio times the file.
+func TestSizeHint(t *testing.T) {
+	dir := t.TempDir()
+	var sb strings.Builder
+	for i := range 2000 { // entries that compress about as a vocabulary does
+		fmt.Fprintf(&sb, `"t%d": %d, `, i*7919%10007, i)
+	}
+	text := sb.String()
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	if _, err := zw.Write([]byte(text)); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	corrupt := bytes.Clone(gz.Bytes())
+	copy(corrupt[len(corrupt)-4:], []byte{0xFF, 0xFF, 0xFF, 0xFF})
+	for _, tt := range []struct {
+		name string
+		data []byte
+		want int
+	}{
+		{"plain.json", []byte(text), len(text)},
+		{"small.json.gz", gz.Bytes(), len(text)},
+		{"corrupt.json.gz", corrupt, maxGzipRatio * len(corrupt)},
+	} {
+		path := filepath.Join(dir, tt.name)
+		if err := os.WriteFile(path, tt.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sizeHint(f); got != tt.want {
+			t.Errorf("sizeHint(%s) = %d, want %d", tt.name, got, tt.want)
+		}
+		f.Close()
 	}
 }
