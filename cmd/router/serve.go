@@ -89,10 +89,6 @@ func serve(c *cli.Context) error {
 	log := logs.log
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if gcpace.Start(ctx) {
-		log.Debug("garbage collection paced for a small live heap; set GOGC to choose your own", "min_floor_bytes", gcpace.MinFloor, "max_floor_bytes", gcpace.MaxFloor)
-	}
-
 	var p *plan.Plan
 	if demo {
 		p, err = compiler.CompileSources([]compiler.Source{{Name: "demo.yaml", Data: demoConfig}})
@@ -126,6 +122,11 @@ func serve(c *cli.Context) error {
 	srv, err := server.New(p, opts)
 	if err != nil {
 		return err
+	}
+	// The pacer starts once the tokenizers are loaded: with no live heap yet it would
+	// let loading them grow the heap to five times what they keep alive at their peak.
+	if gcpace.Start(ctx) {
+		log.Debug("garbage collection paced for a small live heap; set GOGC to choose your own", "min_floor_bytes", gcpace.MinFloor, "max_floor_bytes", gcpace.MaxFloor)
 	}
 	// Registered before serving, so a SIGHUP never finds the default action (exit).
 	hup := make(chan os.Signal, 1)

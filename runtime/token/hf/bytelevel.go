@@ -28,13 +28,14 @@ var runeByte = func() (t [324]int16) {
 	return t
 }()
 
-// unByteLevel turns a byte-level string back into the bytes it stands for. ok is false
-// when a character of s stands for no byte, as in an added token's plain content.
-func unByteLevel(s string) (b []byte, ok bool) {
-	b = make([]byte, 0, len(s))
+// appendUnByteLevel appends the bytes the byte-level string s stands for to dst. ok is
+// false, with dst returned as it was, when a character of s stands for no byte, as in an
+// added token's plain content.
+func appendUnByteLevel(dst []byte, s string) (b []byte, ok bool) {
+	b = dst
 	for _, r := range s {
 		if r >= rune(len(runeByte)) || runeByte[r] < 0 {
-			return nil, false
+			return dst, false
 		}
 		b = append(b, byte(runeByte[r]))
 	}

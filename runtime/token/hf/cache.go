@@ -57,7 +57,7 @@ func (e *slot) ids() []uint32 {
 func newCache() *cache {
 	c := &cache{seed: maphash.MakeSeed()}
 	for i := range c.shards {
-		c.shards[i].index = make(map[string]int32, shardEntries)
+		c.shards[i].index = map[string]int32{} // grown as used: a full cache is 1.6 MB of index, an idle one none
 	}
 	return c
 }

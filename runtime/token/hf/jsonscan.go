@@ -1,7 +1,6 @@
 package hf
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 	"unicode/utf8"
@@ -192,54 +191,54 @@ func member(v any, key string, raw []byte) bool {
 	return json.Unmarshal(obj, v) == nil
 }
 
-// scanFile splits tokenizer.json into its components without copying the model. Keys
-// are matched as encoding/json matches them to fileJSON's fields; a repeated model is
-// left to encoding/json.
-func scanFile(data []byte) (*fileJSON, bool) {
-	var f fileJSON
-	sc := &jscan[[]byte]{s: data, index: bytes.IndexByte}
-	ok := sc.object(func(key string, start, end int) bool {
+// scanFile splits tokenizer.json into its components, returning the model as a span of
+// text. Keys are matched as encoding/json matches them to fileJSON's fields; a repeated
+// model is left to encoding/json. The result's Model is left nil.
+func scanFile(text string) (f *fileJSON, model string, ok bool) {
+	f = new(fileJSON)
+	sc := &jscan[string]{s: text, index: strings.IndexByte}
+	ok = sc.object(func(key string, start, end int) bool {
 		if strings.EqualFold(key, "model") {
 			// A span replaced by a later one would never be checked.
-			if f.Model != nil {
+			if model != "" {
 				return false
 			}
-			f.Model = data[start:end]
+			model = text[start:end]
 			return true
 		}
-		return member(&f, key, data[start:end])
+		return member(f, key, []byte(text[start:end]))
 	})
-	return &f, ok
+	return f, model, ok
 }
 
-// scanModel decodes the model object as json.Unmarshal into modelJSON would, leaving
-// vocab and merges as spans of raw.
-func scanModel(raw []byte) (*modelJSON, bool) {
-	var mj modelJSON
-	sc := &jscan[[]byte]{s: raw, index: bytes.IndexByte}
-	ok := sc.object(func(key string, start, end int) bool {
+// scanModel decodes the model object as json.Unmarshal into modelJSON would, returning
+// vocab and merges as spans of raw and leaving the result's Vocab and Merges nil.
+func scanModel(raw string) (mj *modelJSON, vocab, merges string, ok bool) {
+	mj = new(modelJSON)
+	sc := &jscan[string]{s: raw, index: strings.IndexByte}
+	ok = sc.object(func(key string, start, end int) bool {
 		switch {
-		case strings.EqualFold(key, "vocab") && mj.Vocab == nil:
-			mj.Vocab = raw[start:end]
-		case strings.EqualFold(key, "merges") && mj.Merges == nil:
-			mj.Merges = raw[start:end]
+		case strings.EqualFold(key, "vocab") && vocab == "":
+			vocab = raw[start:end]
+		case strings.EqualFold(key, "merges") && merges == "":
+			merges = raw[start:end]
 		case strings.EqualFold(key, "vocab") || strings.EqualFold(key, "merges"):
 			return false // a span replaced by a later one would never be checked
 		default:
-			return member(&mj, key, raw[start:end])
+			return member(mj, key, []byte(raw[start:end]))
 		}
 		return true
 	})
 	if !ok || !sc.atEnd() {
-		return nil, false
+		return nil, "", "", false
 	}
-	return &mj, true
+	return mj, vocab, merges, true
 }
 
-// scanVocab reads an object of non-negative integers below 2^32. Its keys share the
-// memory of one copy of raw.
-func scanVocab(raw []byte) (map[string]uint32, bool) {
-	sc := &jscan[string]{s: string(raw), index: strings.IndexByte}
+// scanVocab reads an object of non-negative integers below 2^32. Its keys share raw's
+// memory.
+func scanVocab(raw string) (map[string]uint32, bool) {
+	sc := &jscan[string]{s: raw, index: strings.IndexByte}
 	if sc.peek() == 'n' {
 		return nil, false
 	}
@@ -273,54 +272,61 @@ func parseID(s string) (uint32, bool) {
 	return uint32(n), n < 1<<32
 }
 
-// scanMerges reads merges in either form, ["a b", ...] or [["a", "b"], ...], as
-// parseMerges does.
-func scanMerges(raw []byte) ([][2]string, bool) {
-	sc := &jscan[string]{s: string(raw), index: strings.IndexByte}
-	if !sc.eat('[') {
-		return nil, false
-	}
-	if sc.eat(']') {
-		return nil, sc.atEnd()
-	}
-	lines := sc.peek() == '"'
-	n := strings.Count(sc.s, `"`) / 2
-	if !lines {
+// mergesBound is at least the number of merges in raw, for sizing their table: its
+// strings counted by their quotes, two per merge in the form ["a b", ...] and four in
+// [["a", "b"], ...].
+func mergesBound(raw string) int {
+	sc := &jscan[string]{s: raw, index: strings.IndexByte}
+	n := strings.Count(raw, `"`) / 2
+	if sc.eat('[') && sc.peek() == '[' {
 		n /= 2
 	}
-	pairs := make([][2]string, 0, n)
+	return n
+}
+
+// scanMerges reads merges in either form, ["a b", ...] or [["a", "b"], ...], as
+// decodeMerges does, and calls add with the parts of each, which share raw's memory,
+// in order. It reports false when it stops early: on text it does not take, or when add
+// returns false.
+func scanMerges(raw string, add func(a, b string) bool) bool {
+	sc := &jscan[string]{s: raw, index: strings.IndexByte}
+	if !sc.eat('[') {
+		return false
+	}
+	if sc.eat(']') {
+		return sc.atEnd()
+	}
+	lines := sc.peek() == '"'
 	for {
 		if lines {
 			l, ok := sc.str()
 			if !ok {
-				return nil, false
+				return false
 			}
 			if !strings.HasPrefix(l, "#version") {
 				a, b, ok := strings.Cut(l, " ")
-				if !ok || strings.Contains(b, " ") {
-					return nil, false
+				if !ok || strings.Contains(b, " ") || !add(a, b) {
+					return false
 				}
-				pairs = append(pairs, [2]string{a, b})
 			}
 		} else {
 			if !sc.eat('[') {
-				return nil, false
+				return false
 			}
 			a, ok := sc.str()
 			if !ok || !sc.eat(',') {
-				return nil, false
+				return false
 			}
 			b, ok := sc.str()
-			if !ok || !sc.eat(']') {
-				return nil, false
+			if !ok || !sc.eat(']') || !add(a, b) {
+				return false
 			}
-			pairs = append(pairs, [2]string{a, b})
 		}
 		if sc.eat(']') {
-			return pairs, sc.atEnd()
+			return sc.atEnd()
 		}
 		if !sc.eat(',') {
-			return nil, false
+			return false
 		}
 	}
 }

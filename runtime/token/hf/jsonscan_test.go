@@ -34,25 +34,34 @@ func FuzzFastLoad(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if got, ok := scanFile(data); ok && validOrNil(got.Model) {
+		text := string(data)
+		if got, model, ok := scanFile(text); ok && validOrEmpty(model) {
 			var want fileJSON
 			if err := json.NewDecoder(bytes.NewReader(data)).Decode(&want); err != nil {
 				t.Fatalf("scanFile took %q, encoding/json: %v", data, err)
 			}
+			if model != string(want.Model) {
+				t.Fatalf("scanFile(%q) model = %q, encoding/json %q", data, model, want.Model)
+			}
+			want.Model = nil
 			if !reflect.DeepEqual(*got, want) {
 				t.Fatalf("scanFile(%q) = %+v, encoding/json %+v", data, *got, want)
 			}
 		}
-		if got, ok := scanModel(data); ok && validOrNil(got.Vocab) && validOrNil(got.Merges) {
+		if got, vocab, merges, ok := scanModel(text); ok && validOrEmpty(vocab) && validOrEmpty(merges) {
 			var want modelJSON
 			if err := json.Unmarshal(data, &want); err != nil {
 				t.Fatalf("scanModel took %q, encoding/json: %v", data, err)
 			}
+			if vocab != string(want.Vocab) || merges != string(want.Merges) {
+				t.Fatalf("scanModel(%q) vocab, merges = %q, %q, encoding/json %q, %q", data, vocab, merges, want.Vocab, want.Merges)
+			}
+			want.Vocab, want.Merges = nil, nil
 			if !reflect.DeepEqual(*got, want) {
 				t.Fatalf("scanModel(%q) = %+v, encoding/json %+v", data, *got, want)
 			}
 		}
-		if got, ok := scanVocab(data); ok {
+		if got, ok := scanVocab(text); ok {
 			var want map[string]uint32
 			if err := json.Unmarshal(data, &want); err != nil {
 				t.Fatalf("scanVocab took %q, encoding/json: %v", data, err)
@@ -61,37 +70,50 @@ func FuzzFastLoad(f *testing.F) {
 				t.Fatalf("scanVocab(%q) = %v, encoding/json %v", data, got, want)
 			}
 		}
-		if got, ok := scanMerges(data); ok {
-			want, err := decodeMerges(data)
+		if got, ok := collectMerges(text); ok {
+			want, err := decodeMerges(text)
 			if err != nil {
 				t.Fatalf("scanMerges took %q, decodeMerges: %v", data, err)
 			}
 			if len(got) != len(want) || len(got) > 0 && !reflect.DeepEqual(got, want) {
 				t.Fatalf("scanMerges(%q) = %q, decodeMerges %q", data, got, want)
 			}
+			if n := mergesBound(text); n < len(got) {
+				t.Fatalf("mergesBound(%q) = %d, below the %d merges", data, n, len(got))
+			}
 		}
 	})
+}
+
+// collectMerges is scanMerges' merges as a list.
+func collectMerges(raw string) ([][2]string, bool) {
+	var pairs [][2]string
+	ok := scanMerges(raw, func(a, b string) bool {
+		pairs = append(pairs, [2]string{a, b})
+		return true
+	})
+	return pairs, ok
 }
 
 // TestFastLoadTakesQwen3 checks that Qwen3's tokenizer.json goes through the scanner, not
 // the encoding/json fallback, so that the load stays fast (BenchmarkLoadQwen3).
 func TestFastLoadTakesQwen3(t *testing.T) {
 	data := gunzipFile(t, qwenPath)
-	f, ok := scanFile(data)
+	_, model, ok := scanFile(string(data))
 	if !ok {
 		t.Fatal("scanFile did not take the file")
 	}
-	mj, ok := scanModel(f.Model)
+	_, vocabText, mergesText, ok := scanModel(model)
 	if !ok {
 		t.Fatal("scanModel did not take the model")
 	}
-	vocab, ok := scanVocab(mj.Vocab)
+	vocab, ok := scanVocab(vocabText)
 	if !ok || len(vocab) != 151643 {
 		t.Fatalf("scanVocab: ok %v, %d entries, want 151643", ok, len(vocab))
 	}
-	merges, ok := scanMerges(mj.Merges)
-	if !ok || len(merges) != 151387 {
-		t.Fatalf("scanMerges: ok %v, %d merges, want 151387", ok, len(merges))
+	merges, ok := collectMerges(mergesText)
+	if !ok || len(merges) != 151387 || mergesBound(mergesText) < 151387 {
+		t.Fatalf("scanMerges: ok %v, %d merges (bound %d), want 151387", ok, len(merges), mergesBound(mergesText))
 	}
 }
 
@@ -113,4 +135,4 @@ func gunzipFile(t *testing.T, path string) []byte {
 	return data
 }
 
-func validOrNil(raw json.RawMessage) bool { return raw == nil || json.Valid(raw) }
+func validOrEmpty(raw string) bool { return raw == "" || json.Valid([]byte(raw)) }

@@ -2,12 +2,13 @@ package hf
 
 import (
 	"bufio"
-	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"golang.org/x/text/unicode/norm"
@@ -57,15 +58,44 @@ func Load(path string) (*Tokenizer, error) {
 		return nil, fmt.Errorf("load tokenizer: %w", err)
 	}
 	defer f.Close()
-	t, err := parse(f)
+	t, err := parse(f, sizeHint(f))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return t, nil
 }
 
-// parse reads tokenizer.json from r, gunzipping it if it starts with gzip's magic bytes.
-func parse(r io.Reader) (*Tokenizer, error) {
+// maxGzipRatio bounds the size a gzip file's trailer may announce, as a multiple of the
+// file's own size: tokenizer.json compresses about 5 times, and a corrupt trailer must not
+// become an allocation.
+const maxGzipRatio = 32
+
+// sizeHint guesses the bytes f holds once decompressed, so that the text is read into one
+// buffer of its size rather than grown by copies: the file's size, or for a gzip file the
+// size its trailer announces (the uncompressed size modulo 2^32), within maxGzipRatio
+// times the file. It is only a hint: 0 when unknown, and a wrong one costs copies.
+func sizeHint(f *os.File) int {
+	info, err := f.Stat()
+	if err != nil || !info.Mode().IsRegular() {
+		return 0
+	}
+	size := info.Size()
+	var head [2]byte
+	var tail [4]byte
+	if _, err := f.ReadAt(head[:], 0); err != nil || head != [2]byte{0x1f, 0x8b} {
+		return int(size)
+	}
+	if _, err := f.ReadAt(tail[:], size-4); err != nil {
+		return 0
+	}
+	return int(min(int64(binary.LittleEndian.Uint32(tail[:])), maxGzipRatio*size))
+}
+
+// parse reads tokenizer.json from r, gunzipping it if it starts with gzip's magic bytes;
+// hint is its likely size once decompressed. The text is read into one string, which the
+// scanner's vocabulary and merges share instead of copying them: Qwen3's file is 11 MB,
+// and loading it must not hold it twice.
+func parse(r io.Reader, hint int) (*Tokenizer, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
@@ -77,25 +107,28 @@ func parse(r io.Reader) (*Tokenizer, error) {
 	} else {
 		r = br
 	}
-	data, err := io.ReadAll(r)
-	if err != nil {
+	var sb strings.Builder
+	sb.Grow(hint)
+	if _, err := io.Copy(&sb, r); err != nil {
 		return nil, fmt.Errorf("read: %w", err)
 	}
-	f, ok := scanFile(data)
+	text := sb.String()
+	f, model, ok := scanFile(text)
 	if !ok {
 		// encoding/json decodes what the scanner does not take, and words the error.
 		f = new(fileJSON)
-		if err := json.NewDecoder(bytes.NewReader(data)).Decode(f); err != nil {
+		if err := json.NewDecoder(strings.NewReader(text)).Decode(f); err != nil {
 			return nil, fmt.Errorf("decode json: %w", err)
 		}
+		model = string(f.Model)
 	}
-	return build(f)
+	return build(f, model)
 }
 
-// build checks every component of f, the model first as it matters most, and assembles
-// the tokenizer.
-func build(f *fileJSON) (*Tokenizer, error) {
-	mj, vocab, err := parseModel(f.Model)
+// build checks every component of f, whose model is model, the model first as it matters
+// most, and assembles the tokenizer.
+func build(f *fileJSON, model string) (*Tokenizer, error) {
+	mj, vocab, merges, err := parseModel(model)
 	if err != nil {
 		return nil, err
 	}
@@ -109,10 +142,14 @@ func build(f *fileJSON) (*Tokenizer, error) {
 	if err := parseDecoder(f.Decoder); err != nil {
 		return nil, err
 	}
-	if t.model, err = newModel(mj, vocab); err != nil {
+	if t.model, err = newModel(vocab, merges); err != nil {
 		return nil, err
 	}
-	if err := t.setVocab(vocab, f.AddedTokens); err != nil {
+	entries, err := t.setVocab(vocab, f.AddedTokens)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.model.setWhole(entries, t.dec.blob, mj.IgnoreMerges); err != nil {
 		return nil, err
 	}
 	if t.prefix, t.suffix, err = parsePostProcessor(f.PostProcessor, t.dec.has); err != nil {
@@ -122,8 +159,11 @@ func build(f *fileJSON) (*Tokenizer, error) {
 }
 
 // setVocab builds the decoder's id table and the added-token matchers. An added token's
-// id is its vocabulary id if its content is in the vocabulary, as in tokenizers.
-func (t *Tokenizer) setVocab(vocab map[string]uint32, added []addedJSON) error {
+// id is its vocabulary id if its content is in the vocabulary, as in tokenizers. It
+// returns the spans of the vocabulary's byte-level entries in the decoder's blob by id
+// (noSpan for the other ids), as they were before added tokens replaced any, for the
+// table of whole tokens, which shares the blob.
+func (t *Tokenizer) setVocab(vocab map[string]uint32, added []addedJSON) ([]uint64, error) {
 	size := 0
 	for _, id := range vocab {
 		size = max(size, int(id)+1)
@@ -132,21 +172,30 @@ func (t *Tokenizer) setVocab(vocab map[string]uint32, added []addedJSON) error {
 		size = max(size, int(a.ID)+1)
 	}
 	if size > maxID {
-		return fmt.Errorf("vocabulary ids reach %d, more than the %d supported", size-1, maxID)
+		return nil, fmt.Errorf("vocabulary ids reach %d, more than the %d supported", size-1, maxID)
 	}
 	d := &t.dec
 	d.spans = make([]uint64, size)
 	for i := range d.spans {
 		d.spans[i] = noSpan
 	}
+	// The blob starts with an unused byte, so that no entry starts at 0 (wholeTable's
+	// free slot).
+	d.blob = []byte{0}
 	d.addedIDs = make(map[string]uint32, len(added))
+	entries := slices.Clone(d.spans)
 	for tok, id := range vocab {
-		b, ok := unByteLevel(tok)
-		if !ok {
-			b = []byte(tok) // tokenizers' ByteLevel decoder keeps such tokens verbatim
+		start := len(d.blob)
+		var ok bool
+		if d.blob, ok = appendUnByteLevel(d.blob, tok); !ok {
+			d.blob = append(d.blob, tok...) // tokenizers' ByteLevel decoder keeps such tokens verbatim
 		}
-		d.set(id, b)
+		d.spans[id] = uint64(start)<<32 | uint64(len(d.blob))
+		if ok {
+			entries[id] = d.spans[id]
+		}
 	}
+	var b []byte
 	var raw, normed []addedToken
 	for _, a := range added {
 		if a.Content == "" {
@@ -157,9 +206,9 @@ func (t *Tokenizer) setVocab(vocab map[string]uint32, added []addedJSON) error {
 			id = vid
 		}
 		d.addedIDs[a.Content] = id
-		b, ok := unByteLevel(a.Content)
-		if !ok {
-			b = []byte(a.Content)
+		var ok bool
+		if b, ok = appendUnByteLevel(b[:0], a.Content); !ok {
+			b = append(b[:0], a.Content...)
 		}
 		d.set(id, b)
 		tok := addedToken{content: a.Content, id: id, singleWord: a.SingleWord, lstrip: a.Lstrip, rstrip: a.Rstrip}
@@ -172,6 +221,7 @@ func (t *Tokenizer) setVocab(vocab map[string]uint32, added []addedJSON) error {
 		}
 		normed = append(normed, tok)
 	}
+	d.blob = slices.Clone(d.blob) // to its length: appending left up to a quarter unused
 	if len(raw) > 0 {
 		t.added = newAddedSet(raw)
 	}
@@ -183,7 +233,7 @@ func (t *Tokenizer) setVocab(vocab map[string]uint32, added []addedJSON) error {
 			d.size++
 		}
 	}
-	return nil
+	return entries, nil
 }
 
 // set makes b the bytes of id, replacing earlier ones: added tokens override the model's
@@ -210,7 +260,7 @@ func typeOf(raw json.RawMessage) (string, error) {
 }
 
 // isNull reports whether a component is absent or null.
-func isNull(raw json.RawMessage) bool {
-	s := strings.TrimSpace(string(raw))
+func isNull[T ~string | ~[]byte](raw T) bool {
+	s := strings.TrimSpace(string(raw)) // no copy for a string, and components are small
 	return s == "" || s == "null"
 }

@@ -1,6 +1,8 @@
 package hf
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // writeFixture writes a tokenizer.json whose vocabulary gives byte b the id b (as the
@@ -278,5 +281,115 @@ func TestUnsupportedComponents(t *testing.T) {
 				t.Errorf("Load error = %v, want ErrUnsupported saying %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestMerges loads merge lists that setMerges takes from the scanner, hands to
+// encoding/json midway (a three-part merge, whose third part encoding/json drops), or
+// refuses: a merge outside the vocabulary, unless a syntax error comes later in the list,
+// which is then the error, as when the list was decoded whole.
+func TestMerges(t *testing.T) {
+	vocab := map[string]uint32{"Ġh": 256, "Ġhi": 257}
+	fields := func(merges string) map[string]string {
+		return map[string]string{
+			"added_tokens":  `[]`,
+			"pre_tokenizer": `{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true}`,
+			"decoder":       `{"type": "ByteLevel"}`,
+			"model":         `{"type": "BPE", "merges": ` + merges + `}`,
+		}
+	}
+	for _, merges := range []string{`[["Ġ", "h"], ["Ġh", "i"]]`, `["Ġ h", "Ġh i"]`, `[["Ġ", "h"], ["Ġh", "i", "x"]]`} {
+		tok, err := Load(writeFixture(t, vocab, fields(merges)))
+		if err != nil {
+			t.Fatalf("merges %s: %v", merges, err)
+		}
+		if ids, err := tok.Encode(nil, "hi", false); err != nil || !slices.Equal(ids, []uint32{257}) {
+			t.Errorf("merges %s: Encode(hi) = %v, %v, want [257]", merges, ids, err)
+		}
+	}
+	for _, tt := range []struct{ merges, want string }{
+		{`[["Ġ", "h"], ["h", "x"]]`, `merge 1 ("h" "x"): token not in the vocabulary`},
+		{`["Ġ h", "h x", "Ġh  i"]`, `model merges: "Ġh  i" is not two tokens separated by one space`},
+	} {
+		_, err := Load(writeFixture(t, vocab, fields(tt.merges)))
+		if err == nil || !strings.HasSuffix(err.Error(), ": "+tt.want) {
+			t.Errorf("merges %s: Load error = %v, want %q", tt.merges, err, tt.want)
+		}
+	}
+}
+
+// TestLoadShared: a tokenizer file is loaded once while it is unchanged, and once more
+// after an edit, whose tokenizer then replaces the first in the memo.
+func TestLoadShared(t *testing.T) {
+	fields := map[string]string{
+		"added_tokens":  `[]`,
+		"pre_tokenizer": `{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true}`,
+		"decoder":       `{"type": "ByteLevel"}`,
+		"model":         `{"type": "BPE", "merges": []}`,
+	}
+	path := writeFixture(t, nil, fields)
+	first, err := loadShared(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := loadShared(path); err != nil || again != first {
+		t.Fatalf("loadShared of the unchanged file = %p, %v, want the first tokenizer %p", again, err, first)
+	}
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(path, later, later); err != nil {
+		t.Fatal(err)
+	}
+	edited, err := loadShared(path)
+	if err != nil || edited == first {
+		t.Fatalf("loadShared of the edited file = %p, %v, want a new tokenizer", edited, err)
+	}
+	loaded.Lock()
+	e := loaded.m[path]
+	loaded.Unlock()
+	if e.tok != edited {
+		t.Fatalf("the memo holds %p for the path, want the edited file's %p", e.tok, edited)
+	}
+}
+
+// TestSizeHint: the hint is a plain file's size, or a gzip file's announced size, which a
+// corrupt trailer cannot raise beyond maxGzipRatio times the file.
+func TestSizeHint(t *testing.T) {
+	dir := t.TempDir()
+	var sb strings.Builder
+	for i := range 2000 { // entries that compress about as a vocabulary does
+		fmt.Fprintf(&sb, `"t%d": %d, `, i*7919%10007, i)
+	}
+	text := sb.String()
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	if _, err := zw.Write([]byte(text)); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	corrupt := bytes.Clone(gz.Bytes())
+	copy(corrupt[len(corrupt)-4:], []byte{0xFF, 0xFF, 0xFF, 0xFF})
+	for _, tt := range []struct {
+		name string
+		data []byte
+		want int
+	}{
+		{"plain.json", []byte(text), len(text)},
+		{"small.json.gz", gz.Bytes(), len(text)},
+		{"corrupt.json.gz", corrupt, maxGzipRatio * len(corrupt)},
+	} {
+		path := filepath.Join(dir, tt.name)
+		if err := os.WriteFile(path, tt.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sizeHint(f); got != tt.want {
+			t.Errorf("sizeHint(%s) = %d, want %d", tt.name, got, tt.want)
+		}
+		f.Close()
 	}
 }

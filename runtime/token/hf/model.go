@@ -1,7 +1,6 @@
 package hf
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -20,47 +19,51 @@ type modelJSON struct {
 }
 
 // parseModel checks that raw is a BPE model without the options byte-level BPE never
-// uses, and returns it with its vocabulary (byte-level strings to ids).
-func parseModel(raw json.RawMessage) (*modelJSON, map[string]uint32, error) {
+// uses, and returns it with its vocabulary (byte-level strings to ids, sharing raw's
+// memory) and the text of its merges.
+func parseModel(raw string) (mj *modelJSON, vocab map[string]uint32, merges string, err error) {
 	if isNull(raw) {
-		return nil, nil, unsupported("a tokenizer without a model")
+		return nil, nil, "", unsupported("a tokenizer without a model")
 	}
-	mj, ok := scanModel(raw)
+	mj, vocabText, merges, ok := scanModel(raw)
 	if !ok {
 		mj = new(modelJSON)
-		if err := json.Unmarshal(raw, mj); err != nil {
-			return nil, nil, fmt.Errorf("model: %w", err)
+		if err := json.Unmarshal([]byte(raw), mj); err != nil {
+			return nil, nil, "", fmt.Errorf("model: %w", err)
 		}
+		vocabText, merges = string(mj.Vocab), string(mj.Merges)
+		mj.Vocab, mj.Merges = nil, nil
 	}
-	if mj.Type == "" && mj.Merges != nil {
+	if mj.Type == "" && merges != "" {
 		mj.Type = "BPE" // files from old tokenizers versions leave out a BPE model's type
 	}
 	switch {
 	case mj.Type != "BPE":
-		return nil, nil, unsupported("model type %q", mj.Type)
+		return nil, nil, "", unsupported("model type %q", mj.Type)
 	case mj.ByteFallback:
-		return nil, nil, unsupported("BPE with byte_fallback (SentencePiece-style)")
+		return nil, nil, "", unsupported("BPE with byte_fallback (SentencePiece-style)")
 	case mj.Dropout != nil && *mj.Dropout != 0:
-		return nil, nil, unsupported("BPE with dropout")
+		return nil, nil, "", unsupported("BPE with dropout")
 	case mj.ContinuingSubwordPrefix != nil && *mj.ContinuingSubwordPrefix != "":
-		return nil, nil, unsupported("BPE with continuing_subword_prefix")
+		return nil, nil, "", unsupported("BPE with continuing_subword_prefix")
 	case mj.EndOfWordSuffix != nil && *mj.EndOfWordSuffix != "":
-		return nil, nil, unsupported("BPE with end_of_word_suffix")
+		return nil, nil, "", unsupported("BPE with end_of_word_suffix")
 	}
-	vocab, ok := scanVocab(mj.Vocab)
+	vocab, ok = scanVocab(vocabText)
 	if !ok {
-		if err := json.Unmarshal(mj.Vocab, &vocab); err != nil {
-			return nil, nil, fmt.Errorf("model vocab: %w", err)
+		if err := json.Unmarshal([]byte(vocabText), &vocab); err != nil {
+			return nil, nil, "", fmt.Errorf("model vocab: %w", err)
 		}
 	}
-	return mj, vocab, nil
+	return mj, vocab, merges, nil
 }
 
-// newModel builds the byte-level model of mj and its vocabulary. The vocabulary must hold the byte-level
-// symbol of every byte, and each merge's parts and result must be in it (tokenizers
-// refuses such files too).
-func newModel(mj *modelJSON, vocab map[string]uint32) (*model, error) {
-	m := new(model)
+// newModel builds the byte-level model of a vocabulary and the text of its merges; its
+// table of whole tokens is left empty (setWhole fills it). The vocabulary must hold the
+// byte-level symbol of every byte, and each merge's parts and result must be in it
+// (tokenizers refuses such files too).
+func newModel(vocab map[string]uint32, merges string) (*model, error) {
+	m := &model{whole: newWholeTable(0, nil)}
 	for b, r := range byteRune {
 		id, ok := vocab[string(r)]
 		if !ok {
@@ -68,78 +71,112 @@ func newModel(mj *modelJSON, vocab map[string]uint32) (*model, error) {
 		}
 		m.byteID[b] = id
 	}
-	merges, err := parseMerges(mj.Merges)
-	if err != nil {
+	if err := m.setMerges(vocab, merges); err != nil {
 		return nil, err
 	}
-	m.merges = newMergeTable(len(merges))
-	for rank, mg := range merges {
-		a, aok := vocab[mg[0]]
-		b, bok := vocab[mg[1]]
-		c, cok := vocab[mg[0]+mg[1]]
-		if !aok || !bok || !cok {
-			return nil, fmt.Errorf("merge %d (%q %q): token not in the vocabulary", rank, mg[0], mg[1])
-		}
-		// A repeated pair keeps its last rank, as in tokenizers' map from pairs to ranks.
-		m.merges.put(uint64(a)<<32|uint64(b), uint64(rank)<<32|uint64(c))
-	}
-	m.ranks, m.monotone = len(merges), m.merges.isMonotone()
-	if err := m.setWhole(vocab, mj.IgnoreMerges); err != nil {
-		return nil, err
-	}
+	m.monotone = m.merges.isMonotone()
 	return m, nil
 }
 
-// setWhole fills m.whole: with every entry under ignore_merges, otherwise with those
-// that merge into themselves. Merging each of Qwen's 151k entries is most of what this
-// adds to Load.
-func (m *model) setWhole(vocab map[string]uint32, ignoreMerges bool) error {
-	m.whole = newWholeTable(len(vocab))
+// setMerges fills m.merges and m.ranks from the text of the merges, taking them as the
+// scanner reads them rather than as a list: Qwen's 151k merges would take 4.8 MB of
+// string headers. What the scanner does not take goes through encoding/json
+// (decodeMerges), and so does a list with a merge that is not in the vocabulary, so that
+// a syntax error anywhere in it is reported first, as when the list was decoded whole.
+func (m *model) setMerges(vocab map[string]uint32, merges string) error {
+	var refused error
+	var ab []byte
+	add := func(a, b string) bool {
+		ab = append(append(ab[:0], a...), b...)
+		ia, aok := vocab[a]
+		ib, bok := vocab[b]
+		ic, cok := vocab[string(ab)]
+		if !aok || !bok || !cok {
+			refused = fmt.Errorf("merge %d (%q %q): token not in the vocabulary", m.ranks, a, b)
+			return false
+		}
+		if max(ia, ib, ic) >= maxID || m.ranks >= maxRanks {
+			refused = fmt.Errorf("merge %d (%q %q): ids reach %d, more than the %d supported, or more than %d merges", m.ranks, a, b, max(ia, ib, ic), maxID, maxRanks)
+			return false
+		}
+		// A repeated pair keeps its last rank, as in tokenizers' map from pairs to ranks.
+		m.merges.put(uint64(ia)<<32|uint64(ib), uint64(m.ranks)<<32|uint64(ic))
+		m.ranks++
+		return true
+	}
+	m.merges = newMergeTable(mergesBound(merges))
+	if !scanMerges(merges, add) && refused == nil {
+		pairs, err := decodeMerges(merges)
+		if err != nil {
+			return err
+		}
+		m.merges, m.ranks = newMergeTable(len(pairs)), 0
+		for _, p := range pairs {
+			if !add(p[0], p[1]) {
+				break
+			}
+		}
+	}
+	if refused != nil {
+		if _, err := decodeMerges(merges); err != nil {
+			return err
+		}
+		return refused
+	}
+	return nil
+}
+
+// setWhole fills m.whole from the vocabulary's entries, given by id as spans of blob
+// (start<<32 | end; noSpan for an id without one): with every entry under ignore_merges,
+// otherwise with those that merge into themselves. The table refers to the entries in
+// blob, the decoder's, rather than holding a copy. Merging each of Qwen's 151k entries is
+// most of what this adds to Load.
+func (m *model) setWhole(entries []uint64, blob []byte, ignoreMerges bool) error {
+	n := 0
+	for _, sp := range entries {
+		if sp != noSpan {
+			n++
+		}
+	}
+	m.whole = newWholeTable(n, blob)
 	var buf bpeBuf
 	var ids []uint32
-	for tok, id := range vocab {
-		b, ok := unByteLevel(tok)
+	for id, sp := range entries {
+		start, end := int(sp>>32), int(uint32(sp))
 		switch {
-		case !ok || len(b) == 0:
+		case sp == noSpan || start == end:
 			continue
 		case ignoreMerges:
-			if !m.whole.put(b, id) {
-				return unsupported("BPE with ignore_merges and a vocabulary entry of %d bytes, or more than %d bytes of entries", len(b), maxWholeBlob)
+			if !m.whole.put(start, end-start, uint32(id)) {
+				return unsupported("BPE with ignore_merges and a vocabulary entry of %d bytes, or more than %d bytes of entries", end-start, maxWholeBlob)
 			}
-		case len(b) <= maxWhole:
+		case end-start <= maxWhole:
 			// Longer entries are merged like any other pre-token. No meter: an entry
 			// is at most maxWhole bytes.
-			if ids, _ = m.merge(ids[:0], string(b), &buf, nil); len(ids) == 1 && ids[0] == id {
-				m.whole.put(b, id)
+			if ids, _ = m.merge(ids[:0], string(blob[start:end]), &buf, nil); len(ids) == 1 && ids[0] == uint32(id) {
+				m.whole.put(start, end-start, uint32(id))
 			}
 		}
 	}
 	return nil
 }
 
-// parseMerges accepts both forms of "merges": ["a b", ...] and [["a", "b"], ...].
-func parseMerges(raw json.RawMessage) ([][2]string, error) {
-	if pairs, ok := scanMerges(raw); ok {
-		return pairs, nil
-	}
-	return decodeMerges(raw)
-}
-
-// decodeMerges is parseMerges through encoding/json, for what scanMerges does not take.
-func decodeMerges(raw json.RawMessage) ([][2]string, error) {
+// decodeMerges reads "merges" in either form, ["a b", ...] or [["a", "b"], ...], through
+// encoding/json, for what scanMerges does not take.
+func decodeMerges(raw string) ([][2]string, error) {
 	var pairs [][2]string
-	body := bytes.TrimLeft(raw, " \t\r\n")
+	body := strings.TrimLeft(raw, " \t\r\n")
 	if len(body) > 0 && body[0] == '[' {
-		body = bytes.TrimLeft(body[1:], " \t\r\n")
+		body = strings.TrimLeft(body[1:], " \t\r\n")
 	}
 	if len(body) == 0 || body[0] != '"' {
-		if err := json.Unmarshal(raw, &pairs); err != nil {
+		if err := json.Unmarshal([]byte(raw), &pairs); err != nil {
 			return nil, fmt.Errorf("model merges: %w", err)
 		}
 		return pairs, nil
 	}
 	var lines []string
-	if err := json.Unmarshal(raw, &lines); err != nil {
+	if err := json.Unmarshal([]byte(raw), &lines); err != nil {
 		return nil, fmt.Errorf("model merges: %w", err)
 	}
 	pairs = make([][2]string, 0, len(lines))

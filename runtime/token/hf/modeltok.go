@@ -57,24 +57,42 @@ func Describe(m *plan.Model) string {
 
 // loaded memoizes Load within a process: the compiler checks a tokenizer by loading it,
 // then serve, explain and sim run the same one, and loading Qwen3's 11 MB file takes most
-// of a second. Keys hold the file's size and modification time, so an edited file is
-// loaded anew; there is one entry per configured tokenizer file.
-var loaded sync.Map // string -> *Tokenizer
+// of a second. There is one entry per configured tokenizer path, holding the tokenizer
+// of the file's size and modification time when it was loaded: an edited file is loaded
+// anew and replaces its entry, so that reloads after edits do not keep every version
+// (7.5 MB each for Qwen3's) for the life of the process.
+var loaded struct {
+	sync.Mutex
+	m map[string]loadedFile
+}
+
+type loadedFile struct {
+	stamp string // size and modification time
+	tok   *Tokenizer
+}
 
 // loadShared is Load through the memo. A *Tokenizer is safe for concurrent use.
 func loadShared(path string) (*Tokenizer, error) {
-	key := path
+	stamp := ""
 	if info, err := os.Stat(path); err == nil {
-		key = fmt.Sprintf("%s|%d|%d", path, info.Size(), info.ModTime().UnixNano())
+		stamp = fmt.Sprintf("%d|%d", info.Size(), info.ModTime().UnixNano())
 	}
-	if t, ok := loaded.Load(key); ok {
-		return t.(*Tokenizer), nil
+	loaded.Lock()
+	e, ok := loaded.m[path]
+	loaded.Unlock()
+	if ok && stamp != "" && e.stamp == stamp {
+		return e.tok, nil
 	}
 	t, err := Load(path)
 	if err != nil {
 		return nil, err
 	}
-	loaded.Store(key, t)
+	loaded.Lock()
+	defer loaded.Unlock()
+	if loaded.m == nil {
+		loaded.m = map[string]loadedFile{}
+	}
+	loaded.m[path] = loadedFile{stamp: stamp, tok: t}
 	return t, nil
 }
 

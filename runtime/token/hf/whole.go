@@ -20,31 +20,33 @@ type wholeTable struct {
 	// begins with one unused byte): its id in the low 24 bits, its length in the next
 	// 12 and its start in blob in the top 28.
 	slots []uint64
-	blob  []byte // the entries' bytes, back to back
+	blob  []byte // the entries' bytes: the decoder's blob, shared
 	mask  uint64
 }
 
-// maxWhole is the length of the longest entry kept and maxWholeBlob the most bytes of
-// entries, for the 12 and 28 bits of a slot; ids are below maxID, 24 bits.
+// maxWhole is the length of the longest entry kept and maxWholeBlob the bound of the
+// blob's offsets, for the 12 and 28 bits of a slot; ids are below maxID, 24 bits.
 const (
 	maxWhole     = 1<<12 - 1
 	maxWholeBlob = 1 << 28
 )
 
-func newWholeTable(n int) *wholeTable {
+// newWholeTable returns a table for n entries of blob, which must not change while the
+// table is in use.
+func newWholeTable(n int, blob []byte) *wholeTable {
 	size := 1 << bits.Len(uint(n*10/7)) // at most 70% full
-	return &wholeTable{seed: maphash.MakeSeed(), slots: make([]uint64, size), blob: []byte{0}, mask: uint64(size - 1)}
+	return &wholeTable{seed: maphash.MakeSeed(), slots: make([]uint64, size), blob: blob, mask: uint64(size - 1)}
 }
 
-// put adds the entry b with its id, which must not be in the table yet. It reports
-// false, having added nothing, for an entry that is empty or beyond the table's bounds.
-func (w *wholeTable) put(b []byte, id uint32) bool {
-	if len(b) == 0 || len(b) > maxWhole || len(w.blob)+len(b) > maxWholeBlob {
+// put adds the entry of n bytes at start in the blob with its id; the entry must not be
+// in the table yet. It reports false, having added nothing, for an entry that is empty,
+// starts at 0 or is beyond the table's bounds.
+func (w *wholeTable) put(start, n int, id uint32) bool {
+	if n == 0 || n > maxWhole || start == 0 || start+n > maxWholeBlob || start+n > len(w.blob) {
 		return false
 	}
-	slot := uint64(len(w.blob))<<36 | uint64(len(b))<<24 | uint64(id)
-	w.blob = append(w.blob, b...)
-	for i := maphash.Bytes(w.seed, b) & w.mask; ; i = (i + 1) & w.mask {
+	slot := uint64(start)<<36 | uint64(n)<<24 | uint64(id)
+	for i := maphash.Bytes(w.seed, w.blob[start:start+n]) & w.mask; ; i = (i + 1) & w.mask {
 		if w.slots[i] == 0 {
 			w.slots[i] = slot
 			return true

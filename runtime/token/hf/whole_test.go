@@ -65,7 +65,7 @@ func FuzzWholeTable(f *testing.F) {
 	tok := uncached(loadQwen(f))
 	merged := uncached(tok)
 	model := *tok.model
-	model.whole = newWholeTable(0)
+	model.whole = newWholeTable(0, nil)
 	merged.model = &model
 	f.Fuzz(func(t *testing.T, s string) {
 		s = s[:min(len(s), 4096)]
