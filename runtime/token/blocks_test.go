@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 // hashCase is one entry of testdata/block_hashes.golden.json.
@@ -126,6 +127,41 @@ func TestChainCacheGrowth(t *testing.T) {
 
 // TestChainCacheBound checks that the chain cache stays within its budget and does not
 // keep a prompt larger than half of it.
+// A conversation grown by a turn appends its new blocks to the arrays of the prompt it
+// extends, without copying the prompt; a second prompt extending the same one copies.
+func TestChainCacheGrowsInPlace(t *testing.T) {
+	c := newChainCache(DefaultChainBytes)
+	held := func(ids []uint32) *chain {
+		t.Helper()
+		if got, want := c.hashes(ids, 16), plainHashes(ids, 16); !slices.Equal(got, want) {
+			t.Fatalf("%d ids: the chain cache's hashes differ from plain hashing", len(ids))
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, e := range c.entries {
+			if len(e.ids) == len(ids)/16*16 && slices.Equal(e.ids, ids[:len(e.ids)]) {
+				return e
+			}
+		}
+		t.Fatalf("%d ids: not remembered", len(ids))
+		return nil
+	}
+	conv := make([]uint32, 0, 20000)
+	for i := range 9000 {
+		conv = append(conv, uint32(i*7919))
+	}
+	first := held(conv)
+	grown := held(append(conv, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17))
+	if unsafe.SliceData(grown.ids) != unsafe.SliceData(first.ids) || unsafe.SliceData(grown.digests) != unsafe.SliceData(first.digests) {
+		t.Error("the grown prompt copied the prompt it extends")
+	}
+	other := held(append(slices.Clone(conv), 99, 98, 97, 96, 95, 94, 93, 92, 91, 90, 89, 88, 87, 86, 85, 84))
+	if unsafe.SliceData(other.ids) == unsafe.SliceData(first.ids) {
+		t.Error("a second prompt extending the same one wrote into its arrays")
+	}
+	held(append(conv, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17))
+}
+
 func TestChainCacheBound(t *testing.T) {
 	const budget = 1 << 20
 	c := newChainCache(budget)
@@ -172,6 +208,20 @@ func FuzzChainCache(f *testing.F) {
 		}
 		if got, want := c.hashes(ids, int(bs)), plainHashes(ids, int(bs)); !slices.Equal(got, want) {
 			t.Fatal("second prompt: hashes differ from plain hashing")
+		}
+		// A third prompt extends the first otherwise: the second may have grown into the
+		// first's arrays, and neither may see the other's blocks.
+		third := slices.Clone(first)
+		for i := range int(grow) {
+			third = append(third, uint32(i)^delta)
+		}
+		if got, want := c.hashes(third, int(bs)), plainHashes(third, int(bs)); !slices.Equal(got, want) {
+			t.Fatal("third prompt: hashes differ from plain hashing")
+		}
+		for name, p := range map[string][]uint32{"first": first, "second": ids, "third": third} {
+			if got, want := c.hashes(p, int(bs)), plainHashes(p, int(bs)); !slices.Equal(got, want) {
+				t.Fatalf("%s prompt again: hashes differ from plain hashing", name)
+			}
 		}
 	})
 }

@@ -353,7 +353,7 @@ func (ix *Index) Lookup(ids []uint32, blockSize int) []Match {
 	if ix == nil || blockSize <= 0 || len(ids) < blockSize {
 		return nil
 	}
-	return ix.LookupHashes(token.BlockHashes(ids, blockSize), blockSize)
+	return ix.LookupHashes(token.ReadBlockHashes(ids, blockSize), blockSize)
 }
 
 // LookupHashes is Lookup for a request already hashed with the page size.
