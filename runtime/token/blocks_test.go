@@ -234,3 +234,36 @@ func (c *chainCache) stats() chainStats {
 	defer c.mu.Unlock()
 	return chainStats{len(c.entries), c.held}
 }
+
+// BenchmarkChainGrowth is the chain cache under a 128k-token conversation: grown by a turn
+// of 300 new ids per request (32 turns, then again from the history, as bench/proxy's
+// long_grow kind), and branched (the history and one new turn per request, as
+// runtime/server's BenchmarkGrowTurn). Each op hashes one prompt with ReadBlockHashes.
+func BenchmarkChainGrowth(b *testing.B) {
+	history := make([]uint32, 133_000)
+	for i := range history {
+		history[i] = uint32(i * 2654435761)
+	}
+	for _, c := range []struct {
+		name     string
+		turnsCap int
+	}{{"grown", 32}, {"branched", 1}} {
+		b.Run(c.name, func(b *testing.B) {
+			ids := slices.Clone(history)
+			ReadBlockHashes(ids, 16)
+			b.SetBytes(int64(4 * len(ids)))
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				if n%c.turnsCap == 0 {
+					ids = ids[:len(history)]
+				}
+				n++
+				for i := range 300 {
+					ids = append(ids, uint32(n<<16+i))
+				}
+				ReadBlockHashes(ids, 16)
+			}
+		})
+	}
+}
