@@ -101,7 +101,8 @@ var chains = newChainCache(DefaultChainBytes)
 //
 // Clients choose the prompts, so the cache is bounded by the bytes it holds and forgets
 // the oldest remembered prompt first: a conversation in use is remembered anew at every
-// turn. It is safe for concurrent use.
+// turn. The room chains keep to grow into (chainRoom) is not counted: it adds at most an
+// eighth and 64 blocks a remembered prompt. It is safe for concurrent use.
 type chainCache struct {
 	seed maphash.Seed
 	max  int // bytes
