@@ -24,11 +24,11 @@ import (
 // millisecond: prompts of at least MinChainTokens ids take the hashes of the blocks they
 // share with a remembered prompt from the chain cache and hash only the rest.
 func BlockHashes(ids []uint32, blockSize int) []int64 {
-	if len(ids) < MinChainTokens {
-		hs, _ := hashBlocks(ids, blockSize, nil, nil)
-		return hs
+	hs := ReadBlockHashes(ids, blockSize)
+	if len(ids) >= MinChainTokens {
+		return slices.Clone(hs) // the chain cache's
 	}
-	return slices.Clone(chains.hashes(ids, blockSize))
+	return hs
 }
 
 // ReadBlockHashes is BlockHashes for a caller that only reads the hashes, a prefix

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"sync"
 	"testing"
 	"unsafe"
 )
@@ -160,6 +161,32 @@ func TestChainCacheGrowsInPlace(t *testing.T) {
 		t.Error("a second prompt extending the same one wrote into its arrays")
 	}
 	held(append(conv, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17))
+}
+
+// Conversations grown and branched from the same history at once each get their own
+// hashes: a prompt appending in place never writes where another reads (run with -race).
+func TestChainCacheConcurrentGrowth(t *testing.T) {
+	c := newChainCache(DefaultChainBytes)
+	history := make([]uint32, 9000)
+	for i := range history {
+		history[i] = uint32(i * 7919)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			conv := slices.Clone(history)
+			for turn := range 6 {
+				for i := range 100 + 17*g {
+					conv = append(conv, uint32(g<<24|turn<<16|i))
+				}
+				if got, want := c.hashes(conv, 16), plainHashes(conv, 16); !slices.Equal(got, want) {
+					t.Errorf("conversation %d, turn %d: the chain cache's hashes differ from plain hashing", g, turn)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func TestChainCacheBound(t *testing.T) {
