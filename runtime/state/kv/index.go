@@ -380,10 +380,14 @@ func (ix *Index) LookupHashes(hashes []int64, blockSize int) []Match {
 		}
 	}
 	var out []Match
-	done := &walk{blocks: len(hashes), last: hashes[len(hashes)-1]}
+	var done *walk // what this walk leaves for the next, for prompts long enough to keep it
+	if len(hashes) >= minWalkMemo {
+		done = &walk{blocks: len(hashes), last: hashes[len(hashes)-1]}
+	}
 	record := func(o owner, blocks int) {
-		rs := ix.ranks[o]
-		done.held = append(done.held, walkHeld{o: o, rs: rs, unlinked: rs.unlinked, blocks: blocks})
+		if rs := ix.ranks[o]; done != nil {
+			done.held = append(done.held, walkHeld{o: o, rs: rs, unlinked: rs.unlinked, blocks: blocks})
+		}
 		id := ix.ownerOf[o].id
 		for i := range out {
 			if out[i].Engine == id {

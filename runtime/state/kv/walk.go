@@ -15,8 +15,13 @@ import "sync"
 // one walks in a few microseconds.
 const minWalkMemo = 64
 
-// maxWalks bounds the remembered walks; the memory is forgotten whole when full.
-const maxWalks = 1024
+// maxWalks bounds the remembered walks; the memory is forgotten whole when full. A walk
+// of more than maxWalkRanks ranks (a prefix the whole of a large fleet holds) is not
+// remembered, so the memory stays within maxWalks × maxWalkRanks ranks' entries.
+const (
+	maxWalks     = 1024
+	maxWalkRanks = 64
+)
 
 // walks remembers recent lookups' walks, under the hash of their prompt's block 2^k - 1
 // (2^k the largest power of two within the prompt, at least minWalkMemo): a conversation
@@ -44,6 +49,9 @@ type walkHeld struct {
 
 // get returns the remembered walk of a prompt that hashes starts with, or nil.
 func (w *walks) get(hashes []int64) *walk {
+	if len(hashes) < minWalkMemo {
+		return nil
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for span := spanOf(len(hashes)); span >= minWalkMemo; span /= 2 {
@@ -54,10 +62,10 @@ func (w *walks) get(hashes []int64) *walk {
 	return nil
 }
 
-// put remembers m, the walk of hashes.
+// put remembers m, the walk of hashes; nil is no walk to remember.
 func (w *walks) put(hashes []int64, m *walk) {
 	span := spanOf(len(hashes))
-	if span < minWalkMemo {
+	if m == nil || len(m.held) > maxWalkRanks || span < minWalkMemo {
 		return
 	}
 	w.mu.Lock()

@@ -99,3 +99,23 @@ func TestGrownPromptStartsWhereTheLastWalkEnded(t *testing.T) {
 		t.Fatalf("after the loss: %v, want 10 blocks", ms)
 	}
 }
+
+// The remembered walks are bounded: at most maxWalks of them, none of more than
+// maxWalkRanks ranks, and none for a short prompt.
+func TestRememberedWalksAreBounded(t *testing.T) {
+	var w walks
+	hashes := make([]int64, minWalkMemo)
+	for i := range 3 * maxWalks {
+		hashes[minWalkMemo-1] = int64(i)
+		w.put(hashes, &walk{blocks: minWalkMemo, last: int64(i)})
+		if len(w.m) > maxWalks {
+			t.Fatalf("%d walks remembered, bound %d", len(w.m), maxWalks)
+		}
+	}
+	w = walks{}
+	w.put(hashes, &walk{blocks: minWalkMemo, held: make([]walkHeld, maxWalkRanks+1)})
+	w.put(hashes[:minWalkMemo-1], &walk{blocks: minWalkMemo - 1})
+	if len(w.m) != 0 {
+		t.Errorf("%d walks remembered of too many ranks or too few blocks", len(w.m))
+	}
+}
