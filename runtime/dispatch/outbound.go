@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net"
@@ -11,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/upstream"
 )
 
 // neverForwarded are client headers no engine gets, whatever the config: hop-by-hop
@@ -191,12 +191,9 @@ func (p payload) len() int64 { return int64(len(p.head) + len(p.tail)) }
 
 func (p payload) getBody() (io.ReadCloser, error) { return p.reader(), nil }
 
-func (p payload) reader() io.ReadCloser {
-	if p.tail == nil {
-		return io.NopCloser(bytes.NewReader(p.head))
-	}
-	return io.NopCloser(io.MultiReader(bytes.NewReader(p.head), bytes.NewReader(p.tail)))
-}
+// reader is the payload as a request body the router's transport writes from these
+// bytes, without copying them (upstream.Body).
+func (p payload) reader() io.ReadCloser { return upstream.NewBody(p.head, p.tail) }
 
 // request is the request to the engine, under ctx: the client's method, path (under the
 // engine's URL) and query, the payload as an in-memory body and the engine's headers. An

@@ -16,6 +16,7 @@ import (
 	"github.com/routerkit/router/internal/rawengine"
 	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/upstream"
 )
 
 // transportEngine is a net/http engine on 127.0.0.1 that counts the connections it
@@ -64,6 +65,24 @@ func TestEngineTransportsAgree(t *testing.T) {
 			}
 			if n := e.opened.Load(); n != 1 {
 				t.Errorf("%d connections for three requests in a row, want 1", n)
+			}
+		}},
+		{"an in-memory body in parts", func(t *testing.T, tr http.RoundTripper) {
+			e := startTransportEngine(t, echoBody)
+			for _, size := range []int{10, 1 << 20} {
+				head, tail := []byte(strings.Repeat("h", size)), []byte(`,"bootstrap_room":7}`)
+				body := upstream.NewBody(head, tail)
+				req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, e.URL, body)
+				req.ContentLength = body.Len()
+				resp, err := tr.RoundTrip(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || string(got) != string(head)+string(tail) {
+					t.Fatalf("%d bytes and a tail: the engine got %d bytes back (%v)", size, len(got), err)
+				}
 			}
 		}},
 		{"engine closes the idle connection", func(t *testing.T, tr http.RoundTripper) {

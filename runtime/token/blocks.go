@@ -24,6 +24,16 @@ import (
 // millisecond: prompts of at least MinChainTokens ids take the hashes of the blocks they
 // share with a remembered prompt from the chain cache and hash only the rest.
 func BlockHashes(ids []uint32, blockSize int) []int64 {
+	hs := ReadBlockHashes(ids, blockSize)
+	if len(ids) >= MinChainTokens {
+		return slices.Clone(hs) // the chain cache's
+	}
+	return hs
+}
+
+// ReadBlockHashes is BlockHashes for a caller that only reads the hashes, a prefix
+// lookup: a long prompt's are the chain cache's own, not copied.
+func ReadBlockHashes(ids []uint32, blockSize int) []int64 {
 	if len(ids) < MinChainTokens {
 		hs, _ := hashBlocks(ids, blockSize, nil, nil)
 		return hs
@@ -91,7 +101,8 @@ var chains = newChainCache(DefaultChainBytes)
 //
 // Clients choose the prompts, so the cache is bounded by the bytes it holds and forgets
 // the oldest remembered prompt first: a conversation in use is remembered anew at every
-// turn. It is safe for concurrent use.
+// turn. The room chains keep to grow into (chainRoom) is not counted: it adds at most an
+// eighth and 64 blocks a remembered prompt. It is safe for concurrent use.
 type chainCache struct {
 	seed maphash.Seed
 	max  int // bytes
@@ -109,14 +120,29 @@ type chainKey struct {
 	sum             uint64
 }
 
-// chain is one remembered prompt. It is never modified once stored, so a reader may use
-// it after releasing the lock.
+// chain is one remembered prompt. Its blocks are never modified once stored, so a reader
+// may use them after releasing the lock.
+//
+// A conversation's prompts grow by a turn at a time, and copying the whole prompt into
+// each new chain cost more than hashing its new blocks: a chain's arrays have room to
+// grow, and the prompt that extends the last chain written into them (their tip) appends
+// its new blocks in place, past every block an earlier chain sees. Another prompt
+// extending the same chain copies.
 type chain struct {
 	key     chainKey
 	ids     []uint32 // whole blocks only
 	hashes  []int64
 	digests [][sha256.Size]byte
+	tip     *chainTip // shared by the chains whose blocks are in the same arrays
 }
+
+// chainTip is how many blocks of a chain's arrays hold a chain's blocks; the blocks past
+// it are free for the chain of that length to grow into. Guarded by chainCache.mu.
+type chainTip struct{ blocks int }
+
+// chainRoom is the room a chain's new arrays leave to grow, in blocks: an eighth of the
+// prompt, a few dozen turns of a 128k-token conversation.
+func chainRoom(blocks int) int { return blocks/8 + minChainSpan }
 
 func (c *chain) size() int { return 4*len(c.ids) + 8*len(c.hashes) + sha256.Size*len(c.digests) }
 
@@ -128,7 +154,7 @@ func newChainCache(maxBytes int) *chainCache {
 }
 
 // hashes returns BlockHashes(ids, blockSize), reusing a remembered prompt's leading
-// hashes, and remembers ids.
+// hashes, and remembers ids. The hashes are the cache's, not to be modified.
 func (c *chainCache) hashes(ids []uint32, blockSize int) []int64 {
 	n := len(ids) / blockSize
 	ids = ids[:n*blockSize]
@@ -148,18 +174,43 @@ func (c *chainCache) hashes(ids []uint32, blockSize int) []int64 {
 		shared = sharedBlocks(ids, prev.ids, blockSize)
 	}
 	if shared == n && len(prev.ids) == len(ids) && prev.key == keys[len(keys)-1] {
-		return slices.Clone(prev.hashes) // the same prompt again: nothing to remember
+		return prev.hashes[:n:n] // the same prompt again: nothing to remember
 	}
-	next := &chain{key: keys[len(keys)-1], ids: slices.Clone(ids), hashes: make([]int64, 0, n), digests: make([][sha256.Size]byte, 0, n)}
+	next := c.grow(prev, shared, n, blockSize)
+	next.key = keys[len(keys)-1]
+	next.ids = append(next.ids, ids[shared*blockSize:]...)
 	var parent *[sha256.Size]byte
 	if shared > 0 {
-		next.hashes = append(next.hashes, prev.hashes[:shared]...)
-		next.digests = append(next.digests, prev.digests[:shared]...)
 		parent = &prev.digests[shared-1]
 	}
 	next.hashes, next.digests = appendBlockHashes(next.hashes, ids[shared*blockSize:], blockSize, parent, next.digests)
 	c.remember(next)
-	return slices.Clone(next.hashes)
+	return next.hashes[:n:n]
+}
+
+// grow returns the chain of a prompt of n blocks whose first shared are prev's, holding
+// those shared blocks: in prev's arrays when prev is their tip and they have room for n
+// blocks (the tip then moves to n), or else in new arrays.
+func (c *chainCache) grow(prev *chain, shared, n, blockSize int) *chain {
+	if shared > 0 && shared == len(prev.hashes) && cap(prev.hashes) >= n {
+		c.mu.Lock()
+		inPlace := prev.tip.blocks == shared
+		if inPlace {
+			prev.tip.blocks = n
+		}
+		c.mu.Unlock()
+		if inPlace {
+			return &chain{ids: prev.ids, hashes: prev.hashes, digests: prev.digests, tip: prev.tip}
+		}
+	}
+	room := n + chainRoom(n)
+	next := &chain{ids: make([]uint32, 0, room*blockSize), hashes: make([]int64, 0, room), digests: make([][sha256.Size]byte, 0, room), tip: &chainTip{blocks: n}}
+	if shared > 0 {
+		next.ids = append(next.ids, prev.ids[:shared*blockSize]...)
+		next.hashes = append(next.hashes, prev.hashes[:shared]...)
+		next.digests = append(next.digests, prev.digests[:shared]...)
+	}
+	return next
 }
 
 // keys returns the keys of ids' spans of 2^k blocks, shortest first, from minChainSpan to

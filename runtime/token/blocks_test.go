@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"sync"
 	"testing"
+	"unsafe"
 )
 
 // hashCase is one entry of testdata/block_hashes.golden.json.
@@ -126,6 +128,67 @@ func TestChainCacheGrowth(t *testing.T) {
 
 // TestChainCacheBound checks that the chain cache stays within its budget and does not
 // keep a prompt larger than half of it.
+// A conversation grown by a turn appends its new blocks to the arrays of the prompt it
+// extends, without copying the prompt; a second prompt extending the same one copies.
+func TestChainCacheGrowsInPlace(t *testing.T) {
+	c := newChainCache(DefaultChainBytes)
+	held := func(ids []uint32) *chain {
+		t.Helper()
+		if got, want := c.hashes(ids, 16), plainHashes(ids, 16); !slices.Equal(got, want) {
+			t.Fatalf("%d ids: the chain cache's hashes differ from plain hashing", len(ids))
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, e := range c.entries {
+			if len(e.ids) == len(ids)/16*16 && slices.Equal(e.ids, ids[:len(e.ids)]) {
+				return e
+			}
+		}
+		t.Fatalf("%d ids: not remembered", len(ids))
+		return nil
+	}
+	conv := make([]uint32, 0, 20000)
+	for i := range 9000 {
+		conv = append(conv, uint32(i*7919))
+	}
+	first := held(conv)
+	grown := held(append(conv, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17))
+	if unsafe.SliceData(grown.ids) != unsafe.SliceData(first.ids) || unsafe.SliceData(grown.digests) != unsafe.SliceData(first.digests) {
+		t.Error("the grown prompt copied the prompt it extends")
+	}
+	other := held(append(slices.Clone(conv), 99, 98, 97, 96, 95, 94, 93, 92, 91, 90, 89, 88, 87, 86, 85, 84))
+	if unsafe.SliceData(other.ids) == unsafe.SliceData(first.ids) {
+		t.Error("a second prompt extending the same one wrote into its arrays")
+	}
+	held(append(conv, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17))
+}
+
+// Conversations grown and branched from the same history at once each get their own
+// hashes: a prompt appending in place never writes where another reads (run with -race).
+func TestChainCacheConcurrentGrowth(t *testing.T) {
+	c := newChainCache(DefaultChainBytes)
+	history := make([]uint32, 9000)
+	for i := range history {
+		history[i] = uint32(i * 7919)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			conv := slices.Clone(history)
+			for turn := range 6 {
+				for i := range 100 + 17*g {
+					conv = append(conv, uint32(g<<24|turn<<16|i))
+				}
+				if got, want := c.hashes(conv, 16), plainHashes(conv, 16); !slices.Equal(got, want) {
+					t.Errorf("conversation %d, turn %d: the chain cache's hashes differ from plain hashing", g, turn)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
 func TestChainCacheBound(t *testing.T) {
 	const budget = 1 << 20
 	c := newChainCache(budget)
@@ -173,6 +236,20 @@ func FuzzChainCache(f *testing.F) {
 		if got, want := c.hashes(ids, int(bs)), plainHashes(ids, int(bs)); !slices.Equal(got, want) {
 			t.Fatal("second prompt: hashes differ from plain hashing")
 		}
+		// A third prompt extends the first otherwise: the second may have grown into the
+		// first's arrays, and neither may see the other's blocks.
+		third := slices.Clone(first)
+		for i := range int(grow) {
+			third = append(third, uint32(i)^delta)
+		}
+		if got, want := c.hashes(third, int(bs)), plainHashes(third, int(bs)); !slices.Equal(got, want) {
+			t.Fatal("third prompt: hashes differ from plain hashing")
+		}
+		for name, p := range map[string][]uint32{"first": first, "second": ids, "third": third} {
+			if got, want := c.hashes(p, int(bs)), plainHashes(p, int(bs)); !slices.Equal(got, want) {
+				t.Fatalf("%s prompt again: hashes differ from plain hashing", name)
+			}
+		}
 	})
 }
 
@@ -183,4 +260,37 @@ func (c *chainCache) stats() chainStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return chainStats{len(c.entries), c.held}
+}
+
+// BenchmarkChainGrowth is the chain cache under a 128k-token conversation: grown by a turn
+// of 300 new ids per request (32 turns, then again from the history, as bench/proxy's
+// long_grow kind), and branched (the history and one new turn per request, as
+// runtime/server's BenchmarkGrowTurn). Each op hashes one prompt with ReadBlockHashes.
+func BenchmarkChainGrowth(b *testing.B) {
+	history := make([]uint32, 133_000)
+	for i := range history {
+		history[i] = uint32(i * 2654435761)
+	}
+	for _, c := range []struct {
+		name     string
+		turnsCap int
+	}{{"grown", 32}, {"branched", 1}} {
+		b.Run(c.name, func(b *testing.B) {
+			ids := slices.Clone(history)
+			ReadBlockHashes(ids, 16)
+			b.SetBytes(int64(4 * len(ids)))
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				if n%c.turnsCap == 0 {
+					ids = ids[:len(history)]
+				}
+				n++
+				for i := range 300 {
+					ids = append(ids, uint32(n<<16+i))
+				}
+				ReadBlockHashes(ids, 16)
+			}
+		})
+	}
 }

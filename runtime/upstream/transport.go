@@ -150,9 +150,9 @@ func (t *Transport) proxied(req *http.Request) bool {
 }
 
 // roundTrip writes req and reads the final response's headers. A request's headers and
-// an in-memory body go out in one write.
+// an in-memory body go out in one write; a larger Body in a second, a writev of its parts.
 func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
-	werr := req.Write(c.bw)
+	werr := req.Write(reqWriter{c.bw, c.Conn})
 	if werr == nil {
 		werr = c.bw.Flush()
 	}

@@ -11,13 +11,16 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/routerkit/router/bench/proxy"
+	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/sim"
+	"github.com/routerkit/router/runtime/token/hf"
 )
 
 func main() {
@@ -48,6 +51,7 @@ func run() error {
 	wrkRounds := flag.Int("wrk-rounds", 3, "rounds of the second harness, wrk, through every proxy per cell (0: none; left out when wrk is not installed)")
 	idleTime := flag.Duration("idle-time", 3*time.Second, "how long each target's CPU is measured with no requests, after the warm-up")
 	wrkTime := flag.Duration("wrk-time", 2*time.Second, "how long each wrk trial runs (whole seconds)")
+	engineTok := flag.String("engine-tokenizer", "", "the simulated engines' tokenizer `directory` (as -tokenizers; empty: the stand-in): with the routers', their KV events name the blocks the routers hash, so cache_aware matches prefixes")
 	baseline := flag.String("baseline", "", "a second router `binary` (another build): each router then runs at once beside this build's router of the same policy, not the bare proxy")
 	flag.Parse()
 	if *bare != "" {
@@ -92,7 +96,17 @@ func run() error {
 	// context holds the long kind's conversation.
 	cfg := sim.DefaultConfig()
 	cfg.TimeScale, cfg.ContextLength, cfg.KVCapacityTokens = 0, 256<<10, 512<<10
-	fleet, err := sim.Start(context.Background(), sim.PlainSGLang(*engines, "m", cfg, &sim.KVEventsSpec{Endpoint: "tcp://127.0.0.1:0"}))
+	specs := sim.PlainSGLang(*engines, "m", cfg, &sim.KVEventsSpec{Endpoint: "tcp://127.0.0.1:0"})
+	if *engineTok != "" {
+		tok, err := hf.Open(plan.Tokenizer{Path: filepath.Join(*engineTok, "tokenizer.json.gz"), Config: filepath.Join(*engineTok, "tokenizer_config.json")})
+		if err != nil {
+			return fmt.Errorf("the engines' tokenizer: %w", err)
+		}
+		for i := range specs {
+			specs[i].Tokenizer = tok
+		}
+	}
+	fleet, err := sim.Start(context.Background(), specs)
 	if err != nil {
 		return err
 	}

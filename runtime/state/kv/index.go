@@ -182,6 +182,8 @@ type Index struct {
 	// free lists the owners of dropped engines, reused by the next engine added, so an
 	// index whose engines come and go stays as large as its largest membership.
 	free []owner
+	// walks are recent lookups' results, where the next turn's walk starts.
+	walks walks
 
 	unknownTopics counter // bind-mode messages whose topic names no engine
 	// rejected counts the ZMQ connections closed by the zmtp bounds, by reason.
@@ -353,7 +355,7 @@ func (ix *Index) Lookup(ids []uint32, blockSize int) []Match {
 	if ix == nil || blockSize <= 0 || len(ids) < blockSize {
 		return nil
 	}
-	return ix.LookupHashes(token.BlockHashes(ids, blockSize), blockSize)
+	return ix.LookupHashes(token.ReadBlockHashes(ids, blockSize), blockSize)
 }
 
 // LookupHashes is Lookup for a request already hashed with the page size.
@@ -363,15 +365,29 @@ func (ix *Index) LookupHashes(hashes []int64, blockSize int) []Match {
 	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	var buf [16]owner
+	memo := ix.walks.get(hashes)
+	type walker struct {
+		o    owner
+		from int // the blocks before from are known held
+	}
+	var buf [16]walker
 	alive := buf[:0]
+	start := len(hashes)
 	for _, o := range ix.blocks[hashes[0]].owners {
 		if ix.ownerOf[o].blockSize == blockSize {
-			alive = append(alive, o)
+			w := walker{o, memo.from(o, ix.ranks[o])}
+			alive, start = append(alive, w), min(start, w.from)
 		}
 	}
 	var out []Match
+	var done *walk // what this walk leaves for the next, for prompts long enough to keep it
+	if len(hashes) >= minWalkMemo {
+		done = &walk{blocks: len(hashes), last: hashes[len(hashes)-1]}
+	}
 	record := func(o owner, blocks int) {
+		if rs := ix.ranks[o]; done != nil {
+			done.held = append(done.held, walkHeld{o: o, rs: rs, unlinked: rs.unlinked, blocks: blocks})
+		}
 		id := ix.ownerOf[o].id
 		for i := range out {
 			if out[i].Engine == id {
@@ -382,21 +398,31 @@ func (ix *Index) LookupHashes(hashes []int64, blockSize int) []Match {
 		out = append(out, Match{Engine: id, Blocks: blocks})
 	}
 	// Block i's hash chains over every earlier block, so a rank holding it holds the whole
-	// prefix up to it; walk while some rank holds every block so far.
-	for i := 1; i < len(hashes) && len(alive) > 0; i++ {
-		next := ix.blocks[hashes[i]].owners
+	// prefix up to it; walk while some rank holds every block so far. A rank whose
+	// remembered walk vouches for block i needs no probe of it.
+	for i := start; i < len(hashes) && len(alive) > 0; i++ {
+		var next []owner
+		probed := false
 		kept := alive[:0]
-		for _, o := range alive {
-			if slices.Contains(next, o) {
-				kept = append(kept, o)
+		for _, w := range alive {
+			if w.from > i {
+				kept = append(kept, w)
+				continue
+			}
+			if !probed {
+				next, probed = ix.blocks[hashes[i]].owners, true
+			}
+			if slices.Contains(next, w.o) {
+				kept = append(kept, w)
 			} else {
-				record(o, i)
+				record(w.o, i)
 			}
 		}
 		alive = kept
 	}
-	for _, o := range alive {
-		record(o, len(hashes))
+	for _, w := range alive {
+		record(w.o, len(hashes))
 	}
+	ix.walks.put(hashes, done)
 	return out
 }

@@ -28,6 +28,8 @@ type rankState struct {
 	head  int
 	gen   uint32
 	max   int // 0: unbounded
+	// unlinked counts the blocks the rank lost, for the walks remembered (walk.go).
+	unlinked uint64
 }
 
 func newRankState(maxBlocks int) *rankState {
@@ -214,6 +216,7 @@ func (ix *Index) unlink(o owner, router int64) {
 	if !ok || i < 0 {
 		return
 	}
+	ix.ranks[o].unlinked++
 	b.owners[i] = b.owners[len(b.owners)-1]
 	b.owners = b.owners[:len(b.owners)-1]
 	if len(b.owners) == 0 {
