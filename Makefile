@@ -71,6 +71,7 @@ fuzz:
 	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzMerge$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzWholeTable$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzCharsExact$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzFastLoad$$' -fuzztime $(FUZZTIME)
 
 bench:

@@ -31,12 +31,16 @@ var runeByte = func() (t [324]int16) {
 // unByteLevel turns a byte-level string back into the bytes it stands for. ok is false
 // when a character of s stands for no byte, as in an added token's plain content.
 func unByteLevel(s string) (b []byte, ok bool) {
-	b = make([]byte, 0, len(s))
+	return appendUnByteLevel(make([]byte, 0, len(s)), s)
+}
+
+// appendUnByteLevel is unByteLevel appending to dst.
+func appendUnByteLevel(dst []byte, s string) ([]byte, bool) {
 	for _, r := range s {
 		if r >= rune(len(runeByte)) || runeByte[r] < 0 {
 			return nil, false
 		}
-		b = append(b, byte(runeByte[r]))
+		dst = append(dst, byte(runeByte[r]))
 	}
-	return b, true
+	return dst, true
 }

@@ -87,6 +87,7 @@ func newModel(mj *modelJSON, vocab map[string]uint32) (*model, error) {
 	if err := m.setWhole(vocab, mj.IgnoreMerges); err != nil {
 		return nil, err
 	}
+	m.chars = m.newCharTable(vocab)
 	return m, nil
 }
 
