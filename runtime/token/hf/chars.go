@@ -241,33 +241,32 @@ func (m *model) premerge(syms []uint32, p string) []uint32 {
 		return syms
 	}
 	prevLetter := true // nothing before p[0]
-	r, n := decodeRune(p, 0)
 	for i := 0; i < len(p); {
-		var next rune
-		nn := 0 // 0 at the end of p
-		if i+n < len(p) {
-			next, nn = decodeRune(p, i+n)
+		if c := p[i]; c < utf8.RuneSelf {
+			syms = append(syms, m.byteID[c])
+			prevLetter = asciiClass[c] == cLetter
+			i++
+			continue
 		}
-		letter := isLetter(r)
-		if id, ok := t.get(r); ok && n > 1 && prevLetter && (nn == 0 || isLetter(next)) {
+		r, n := utf8.DecodeRuneInString(p[i:])
+		if id, ok := t.get(r); ok && n > 1 && prevLetter && (i+n == len(p) || letterAt(p, i+n)) {
 			syms = append(syms, id)
 		} else {
 			for k := i; k < i+n; k++ {
 				syms = append(syms, m.byteID[p[k]])
 			}
 		}
-		prevLetter = letter
+		prevLetter = isLetter(r)
 		i += n
-		r, n = next, nn
 	}
 	return syms
 }
 
-// decodeRune decodes the character at p[i]; an invalid byte gives utf8.RuneError and
-// length 1, which isLetter rejects.
-func decodeRune(p string, i int) (rune, int) {
+// letterAt reports whether p[i:] starts with a letter; an invalid byte is not one.
+func letterAt(p string, i int) bool {
 	if c := p[i]; c < utf8.RuneSelf {
-		return rune(c), 1
+		return asciiClass[c] == cLetter
 	}
-	return utf8.DecodeRuneInString(p[i:])
+	r, _ := utf8.DecodeRuneInString(p[i:])
+	return isLetter(r)
 }
