@@ -26,7 +26,6 @@ import (
 	"math"
 	"sync"
 
-	"golang.org/x/text/unicode/norm"
 
 	"github.com/routerkit/router/runtime/token"
 )
@@ -158,7 +157,7 @@ func (t *Tokenizer) Encode(meter *token.Meter, text string, addSpecial bool) ([]
 // is what makes the segment cache exact.
 func (t *Tokenizer) encodeSection(ids []uint32, s *scratch, text string, meter *token.Meter) ([]uint32, error) {
 	if t.nfc {
-		text = norm.NFC.String(text)
+		text = nfc(text)
 	}
 	if t.normAdded == nil {
 		return t.encodePlain(ids, s, text, meter)
