@@ -26,7 +26,6 @@ import (
 	"math"
 	"sync"
 
-
 	"github.com/routerkit/router/runtime/token"
 )
 
