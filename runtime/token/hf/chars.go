@@ -190,7 +190,9 @@ func (m *model) charSafe(c charToken, asRight, asLeft []uint32) bool {
 	for i := range n {
 		syms[i] = sym{m.byteID[b[i]], i, i + 1}
 	}
-	left, right := []uint32{syms[0].id}, []uint32{syms[n-1].id}
+	// The left and right parts: the first and last bytes, and at most two merges each.
+	left, right := make([]uint32, 1, n), make([]uint32, 1, n)
+	left[0], right[0] = syms[0].id, syms[n-1].id
 	last := uint32(0) // the rank of the last merge
 	for k := n; k > 1; k-- {
 		best, bi := uint64(noMerge), -1
