@@ -198,3 +198,33 @@ func FuzzCharsExact(f *testing.F) {
 		}
 	})
 }
+
+// TestCharsExactDeepSeek compares encoding with and without the table of whole
+// characters with DeepSeek-V3's vocabulary, whose pre-tokenizer is not Qwen's, on the
+// documents and on Chinese text mixed with other characters.
+func TestCharsExactDeepSeek(t *testing.T) {
+	tok, err := Load("../../../testdata/tokenizers/deepseek_v3/tokenizer.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.model.chars == nil {
+		t.Fatal("DeepSeek-V3 has no table of whole characters")
+	}
+	tok = uncached(tok)
+	plain := withoutChars(tok)
+	texts := []string{readText(t, "cjk"), readText(t, "prose"), readText(t, "code")}
+	alphabet := charsAlphabet(t, tok.model)
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 300 {
+		var b strings.Builder
+		for n := 1 + r.IntN(400); n > 0; n-- {
+			b.WriteString(alphabet[r.IntN(len(alphabet))])
+		}
+		texts = append(texts, b.String())
+	}
+	for _, s := range texts {
+		if got, want := tok.encodeAll(s, false), plain.encodeAll(s, false); !slices.Equal(got, want) {
+			t.Fatalf("Encode(%q) = %v with the table, %v without", s[:min(len(s), 200)], got, want)
+		}
+	}
+}
