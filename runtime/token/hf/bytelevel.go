@@ -31,16 +31,22 @@ var runeByte = func() (t [324]int16) {
 // unByteLevel turns a byte-level string back into the bytes it stands for. ok is false
 // when a character of s stands for no byte, as in an added token's plain content.
 func unByteLevel(s string) (b []byte, ok bool) {
-	return appendUnByteLevel(make([]byte, 0, len(s)), s)
+	if b, ok = appendUnByteLevel(make([]byte, 0, len(s)), s); !ok {
+		return nil, false
+	}
+	return b, true
 }
 
-// appendUnByteLevel is unByteLevel appending to dst.
-func appendUnByteLevel(dst []byte, s string) ([]byte, bool) {
+// appendUnByteLevel appends the bytes the byte-level string s stands for to dst. ok is
+// false, with dst returned as it was, when a character of s stands for no byte, as in an
+// added token's plain content.
+func appendUnByteLevel(dst []byte, s string) (b []byte, ok bool) {
+	b = dst
 	for _, r := range s {
 		if r >= rune(len(runeByte)) || runeByte[r] < 0 {
-			return nil, false
+			return dst, false
 		}
-		dst = append(dst, byte(runeByte[r]))
+		b = append(b, byte(runeByte[r]))
 	}
-	return dst, true
+	return b, true
 }

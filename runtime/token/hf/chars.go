@@ -144,18 +144,15 @@ func (m *model) newCharTable(vocab map[string]uint32) *charTable {
 	for i := range asRight {
 		asRight[i], asLeft[i] = math.MaxUint32, math.MaxUint32
 	}
-	for _, s := range m.merges.slots {
-		if s.key == emptyKey {
-			continue
-		}
-		a, b, rank := uint32(s.key>>32), uint32(s.key), uint32(s.val>>32)
+	m.merges.each(func(key, val uint64) {
+		a, b, rank := uint32(key>>32), uint32(key), uint32(val>>32)
 		if flags[a]&canEnd != 0 {
 			asRight[b] = min(asRight[b], rank)
 		}
 		if flags[b]&canStart != 0 {
 			asLeft[a] = min(asLeft[a], rank)
 		}
-	}
+	})
 	t := new(charTable)
 	held := 0
 	for _, c := range chars {

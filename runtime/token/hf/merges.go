@@ -53,3 +53,12 @@ func (t *mergeTable) get(a, b uint32) uint64 {
 		}
 	}
 }
+
+// each calls f with the key (a<<32 | b) and value (rank<<32 | merged id) of every merge.
+func (t *mergeTable) each(f func(key, val uint64)) {
+	for _, s := range t.slots {
+		if s.key != emptyKey {
+			f(s.key, s.val)
+		}
+	}
+}
