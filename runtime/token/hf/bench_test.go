@@ -95,7 +95,7 @@ func BenchmarkEncodeConversation(b *testing.B) {
 	benchEncode(b, fresh, sb.String(), func() { setCaches(fresh, nil) })
 }
 
-func readText(b *testing.B, doc string) string {
+func readText(b testing.TB, doc string) string {
 	data, err := os.ReadFile("testdata/text/" + doc + ".txt")
 	if err != nil {
 		b.Fatal(err)

@@ -38,6 +38,7 @@ type model struct {
 	// parts, as BPE training produces them: see mergeRanks.
 	monotone bool
 	whole    *wholeTable // the pre-tokens that are one token
+	chars    *charTable  // the characters merging starts from whole; nil for none
 }
 
 func (m *model) pair(a, b uint32) uint64 { return m.merges.get(a, b) }
@@ -81,10 +82,7 @@ func (m *model) merge(dst []uint32, p string, b *bpeBuf, meter *token.Meter) ([]
 // mergeScan is merge for short pre-tokens: it rescans the pairs for the lowest rank
 // after each merge.
 func (m *model) mergeScan(dst []uint32, p string, b *bpeBuf) []uint32 {
-	syms := b.syms[:0]
-	for i := 0; i < len(p); i++ {
-		syms = append(syms, m.byteID[p[i]])
-	}
+	syms := m.premerge(b.syms[:0], p)
 	vals := b.vals[:0]
 	for i := 0; i+1 < len(syms); i++ {
 		vals = append(vals, m.pair(syms[i], syms[i+1]))
@@ -123,19 +121,18 @@ func (h heapItem) less(o heapItem) bool {
 	return h.val>>32 < o.val>>32 || h.val>>32 == o.val>>32 && h.pos < o.pos
 }
 
-// symbols fills b's symbol list with the bytes of p, each linked to its neighbours.
+// symbols fills b's symbol list with the symbols of p (premerge), each linked to its
+// neighbours.
 func (m *model) symbols(p string, b *bpeBuf) (syms []uint32, next, prev []int32) {
-	n := len(p)
-	if cap(b.syms) < n { // at its size: growing a long pre-token's lists copies megabytes
-		b.syms, b.next, b.prev = make([]uint32, 0, n), make([]int32, 0, n), make([]int32, 0, n)
+	if cap(b.syms) < len(p) { // at its size: growing a long pre-token's lists copies megabytes
+		b.syms, b.next, b.prev = make([]uint32, 0, len(p)), make([]int32, 0, len(p)), make([]int32, 0, len(p))
 	}
-	syms, next, prev = b.syms[:0], b.next[:0], b.prev[:0]
-	for i := range n {
-		syms = append(syms, m.byteID[p[i]])
+	syms, next, prev = m.premerge(b.syms[:0], p), b.next[:0], b.prev[:0]
+	for i := range syms {
 		next = append(next, int32(i+1))
 		prev = append(prev, int32(i-1))
 	}
-	next[n-1] = -1
+	next[len(syms)-1] = -1
 	return syms, next, prev
 }
 
@@ -156,7 +153,7 @@ func appendSymbols(dst []uint32, b *bpeBuf, syms []uint32, next, prev []int32) [
 // many stale entries (about 1 µs a byte on a whitespace run).
 func (m *model) mergeHeap(dst []uint32, p string, b *bpeBuf, meter *token.Meter) ([]uint32, error) {
 	syms, next, prev := m.symbols(p, b)
-	n := len(p)
+	n := len(syms)
 	h := b.heap[:0]
 	defer func() { b.heap = h }()
 	for i := 0; i+1 < n; i++ {

@@ -23,9 +23,8 @@ package hf
 
 import (
 	"errors"
+	"math"
 	"sync"
-
-	"golang.org/x/text/unicode/norm"
 
 	"github.com/routerkit/router/runtime/token"
 )
@@ -157,7 +156,7 @@ func (t *Tokenizer) Encode(meter *token.Meter, text string, addSpecial bool) ([]
 // is what makes the segment cache exact.
 func (t *Tokenizer) encodeSection(ids []uint32, s *scratch, text string, meter *token.Meter) ([]uint32, error) {
 	if t.nfc {
-		text = norm.NFC.String(text)
+		text = nfc(text)
 	}
 	if t.normAdded == nil {
 		return t.encodePlain(ids, s, text, meter)
@@ -178,18 +177,22 @@ func (t *Tokenizer) encodeSection(ids []uint32, s *scratch, text string, meter *
 }
 
 // encodePlain appends the ids of normalized text without added tokens, recording each
-// pre-token's bytes as meter's work. A scanner's pre-tokens are encoded as it finds
-// them: a list of a long text's pre-tokens would take 16 bytes per pre-token, up to
-// 16 times the text.
+// pre-token's bytes as meter's work. A scanner's pre-tokens are encoded a batch at a
+// time as it finds them: a list of a long text's pre-tokens would take 16 bytes per
+// pre-token, up to 16 times the text.
 func (t *Tokenizer) encodePlain(ids []uint32, s *scratch, text string, meter *token.Meter) ([]uint32, error) {
 	if sc, ok := t.pre.scanner(); ok {
+		var batch [pieceBatch]string
 		for i := 0; i < len(text); {
-			j := sc.end(text, i)
+			n := 0
+			for ; n < len(batch) && i < len(text); n++ {
+				j := sc.end(text, i)
+				batch[n], i = text[i:j], j
+			}
 			var err error
-			if ids, err = t.encodeMetered(ids, s, text[i:j], meter); err != nil {
+			if ids, err = t.encodePieces(ids, s, batch[:n], meter); err != nil {
 				return ids, err
 			}
-			i = j
 		}
 		return ids, nil
 	}
@@ -201,33 +204,58 @@ func (t *Tokenizer) encodePlain(ids []uint32, s *scratch, text string, meter *to
 		clear(s.pieces)
 		clear(s.tmp)
 	}()
-	for _, p := range s.pieces {
-		var err error
-		if ids, err = t.encodeMetered(ids, s, p, meter); err != nil {
-			return ids, err
+	return t.encodePieces(ids, s, s.pieces, meter)
+}
+
+// pieceBatch is how many pre-tokens encodePieces looks up in the table of whole tokens
+// one after the other, before encoding any: the lookups do not wait for each other, so
+// the processor overlaps their cache misses, which on text never seen before are most
+// of the time a pre-token takes.
+const pieceBatch = 16
+
+// noID is the id of no token.
+const noID = math.MaxUint32
+
+// encodePieces appends the ids of pre-tokens, recording each one's bytes as meter's
+// work.
+func (t *Tokenizer) encodePieces(ids []uint32, s *scratch, pieces []string, meter *token.Meter) ([]uint32, error) {
+	var one [pieceBatch]uint32
+	for len(pieces) > 0 {
+		batch := pieces[:min(len(pieces), pieceBatch)]
+		pieces = pieces[len(batch):]
+		for k, p := range batch {
+			one[k] = t.model.oneToken(p)
+		}
+		for k, p := range batch {
+			var err error
+			if one[k] != noID {
+				ids = append(ids, one[k])
+			} else if ids, err = t.encodeMerged(ids, s, p, meter); err != nil {
+				return ids, err
+			}
+			if err := meter.Work(len(p)); err != nil {
+				return ids, err
+			}
 		}
 	}
 	return ids, nil
 }
 
-// encodeMetered is encodePiece, the pre-token's bytes then recorded as meter's work.
-func (t *Tokenizer) encodeMetered(ids []uint32, s *scratch, p string, meter *token.Meter) ([]uint32, error) {
-	ids, err := t.encodePiece(ids, s, p, meter)
-	if err == nil {
-		err = meter.Work(len(p))
-	}
-	return ids, err
-}
-
-// encodePiece appends the ids of one pre-token.
-func (t *Tokenizer) encodePiece(ids []uint32, s *scratch, p string, meter *token.Meter) ([]uint32, error) {
-	m := t.model
+// oneToken returns the id of the pre-token p when it is one token (a byte, or an entry of
+// the table of whole tokens), else noID.
+func (m *model) oneToken(p string) uint32 {
 	if len(p) == 1 {
-		return append(ids, m.byteID[p[0]]), nil
+		return m.byteID[p[0]]
 	}
 	if id, ok := m.whole.get(p); ok {
-		return append(ids, id), nil
+		return id
 	}
+	return noID
+}
+
+// encodeMerged appends the ids of a pre-token that is not one token: cached, or merged.
+func (t *Tokenizer) encodeMerged(ids []uint32, s *scratch, p string, meter *token.Meter) ([]uint32, error) {
+	m := t.model
 	if t.cache == nil {
 		return m.merge(ids, p, &s.bpe, meter)
 	}
