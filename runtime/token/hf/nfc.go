@@ -21,14 +21,25 @@ import (
 func nfc(s string) string {
 	start, other := 0, false // the stretch since the last boundary; whether it holds another character
 	for i := 0; i < len(s); {
-		n := 1
-		boundary := s[i] < utf8.RuneSelf
-		if !boundary {
-			var r rune
-			r, n = utf8.DecodeRuneInString(s[i:])
-			boundary = nfcBoundary(r)
+		if s[i] < utf8.RuneSelf {
+			// A run of ASCII, every byte a boundary: the stretch before it ends at its
+			// first byte, and the next starts at its last.
+			if other && !norm.NFC.IsNormalString(s[start:i]) {
+				return norm.NFC.String(s)
+			}
+			for i++; i < len(s) && s[i] < utf8.RuneSelf; i++ {
+			}
+			start, other = i-1, false
+			continue
 		}
-		if boundary {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			// For a stretch that starts with a byte outside UTF-8, IsNormalString can
+			// say normal where String changes it (FuzzNFC found "\xf3\u0374", whose
+			// U+0374 String maps to U+02B9): such text goes to norm whole.
+			return norm.NFC.String(s)
+		}
+		if nfcBoundary(r) {
 			if other && !norm.NFC.IsNormalString(s[start:i]) {
 				return norm.NFC.String(s)
 			}
