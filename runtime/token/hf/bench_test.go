@@ -132,26 +132,30 @@ func setCaches(t, from *Tokenizer) {
 	for i := range t.cache.shards {
 		s := &t.cache.shards[i]
 		clear(s.index)
-		s.slots, s.hand = s.slots[:0], 0
+		s.slots, s.hand, s.door = s.slots[:0], 0, [doorSlots]uint32{}
 		if from != nil {
 			f := &from.cache.shards[i]
 			maps.Copy(s.index, f.index)
-			s.slots, s.hand = append(s.slots, f.slots...), f.hand
+			s.slots, s.hand, s.door = append(s.slots, f.slots...), f.hand, f.door
 		}
 	}
 }
 
 // otherText is text that shares no pre-token with the documents: made-up words of
 // consonants, long enough to be cached (minCachedKey), more of them than the pre-token
-// cache holds (cacheShards*shardEntries).
+// cache holds (cacheShards*shardEntries), each twice in a row, as the cache takes a
+// pre-token on its second miss.
 func otherText() string {
 	r := rand.New(rand.NewPCG(1, 2))
 	var sb strings.Builder
+	word := make([]byte, 0, minCachedKey+8)
 	for range cacheShards * shardEntries * 3 / 2 {
-		sb.WriteByte(' ')
+		word = append(word[:0], ' ')
 		for n := minCachedKey + r.IntN(8); n > 0; n-- {
-			sb.WriteByte("bcdfghjklmnpqrstvwxz"[r.IntN(20)])
+			word = append(word, "bcdfghjklmnpqrstvwxz"[r.IntN(20)])
 		}
+		sb.Write(word)
+		sb.Write(word)
 	}
 	return sb.String()
 }

@@ -109,7 +109,9 @@ func TestCacheBounds(t *testing.T) {
 		if len(key) > maxCachedKey {
 			key = key[:maxCachedKey]
 		}
-		c.put(key, []uint32{uint32(i), 1, 2, 3, 4}[:1+i%5])
+		for range 2 { // cached on its second miss
+			c.put(key, c.hash(key), []uint32{uint32(i), 1, 2, 3, 4}[:1+i%5])
+		}
 	}
 	for i := range c.shards {
 		s := &c.shards[i]
@@ -122,20 +124,23 @@ func TestCacheBounds(t *testing.T) {
 			}
 		}
 	}
-	long := strings.Repeat("z", maxCachedKey+1)
-	c.put(long, []uint32{7})
-	if _, ok := c.get(nil, long); ok {
-		t.Error("a key longer than maxCachedKey was cached")
+	for _, key := range []string{strings.Repeat("z", maxCachedKey+1), strings.Repeat("s", minCachedKey-1)} {
+		h := c.hash(key)
+		c.put(key, h, []uint32{7})
+		c.put(key, h, []uint32{7})
+		if _, ok := c.get(nil, key, h); ok {
+			t.Errorf("a key of %d bytes was cached, outside [minCachedKey, maxCachedKey]", len(key))
+		}
 	}
-	short := strings.Repeat("s", minCachedKey-1)
-	c.put(short, []uint32{7})
-	if _, ok := c.get(nil, short); ok {
-		t.Error("a key shorter than minCachedKey was cached")
+	kept := strings.Repeat("q", minCachedKey)
+	h := c.hash(kept)
+	c.put(kept, h, []uint32{1, 2, 3, 4})
+	if _, ok := c.get(nil, kept, h); ok {
+		t.Errorf("%q was cached on its first miss", kept)
 	}
-	kept := strings.Repeat("k", minCachedKey)
-	c.put(kept, []uint32{1, 2, 3, 4})
-	if got, ok := c.get([]uint32{9}, kept); !ok || !slices.Equal(got, []uint32{9, 1, 2, 3, 4}) {
-		t.Errorf("get(%q) = %v, %v, want [9 1 2 3 4], true", kept, got, ok)
+	c.put(kept, h, []uint32{1, 2, 3, 4})
+	if got, ok := c.get([]uint32{9}, kept, h); !ok || !slices.Equal(got, []uint32{9, 1, 2, 3, 4}) {
+		t.Errorf("get(%q) after its second miss = %v, %v, want [9 1 2 3 4], true", kept, got, ok)
 	}
 }
 

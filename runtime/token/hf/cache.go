@@ -15,9 +15,14 @@ import (
 // costs about what a miss does (a lookup, a copy of the key, an eviction), most
 // pre-tokens that short are in the table of whole tokens anyway, and keeping them would
 // halve the speed on text never seen before (BenchmarkEncode's "new").
+//
+// A pre-token is cached on its second miss, not its first (see shard.door): most of the
+// long pre-tokens of text never seen, such as runs of CJK letters, never come back, and
+// storing each would cost a copy of its key and ids, an eviction and two map updates.
 const (
 	cacheShards  = 32
 	shardEntries = 1024
+	doorSlots    = 1024
 	minCachedKey = 12
 	maxCachedKey = 128
 )
@@ -35,6 +40,11 @@ type shard struct {
 	index map[string]int32 // key -> slot
 	slots []slot
 	hand  int // next eviction candidate
+	// door remembers the pre-tokens that missed once, a 32-bit fingerprint of each in
+	// a slot chosen by its hash (a later miss overwrites it): a pre-token is cached
+	// when it misses while its fingerprint is there. Fixed in size, it bounds nothing
+	// but itself; a fingerprint shared by chance only lets a pre-token in early.
+	door [doorSlots]uint32
 }
 
 // slot is one cache entry. Most pre-tokens are one to three tokens, whose ids are kept in
@@ -62,16 +72,19 @@ func newCache() *cache {
 	return c
 }
 
-func (c *cache) shard(key string) *shard {
-	return &c.shards[maphash.String(c.seed, key)%cacheShards]
-}
+// cacheable reports whether the cache may hold key.
+func cacheable(key string) bool { return len(key) >= minCachedKey && len(key) <= maxCachedKey }
 
-// get appends the cached ids of key to dst and reports whether there were any.
-func (c *cache) get(dst []uint32, key string) ([]uint32, bool) {
-	if len(key) < minCachedKey || len(key) > maxCachedKey {
+// hash is the hash of key that get and put take.
+func (c *cache) hash(key string) uint64 { return maphash.String(c.seed, key) }
+
+// get appends the cached ids of key, whose hash is h, to dst and reports whether there
+// were any.
+func (c *cache) get(dst []uint32, key string, h uint64) ([]uint32, bool) {
+	if !cacheable(key) {
 		return dst, false
 	}
-	s := c.shard(key)
+	s := &c.shards[h%cacheShards]
 	s.mu.Lock()
 	i, ok := s.index[key]
 	if ok {
@@ -82,9 +95,21 @@ func (c *cache) get(dst []uint32, key string) ([]uint32, bool) {
 	return dst, ok
 }
 
-// put caches copies of key and ids.
-func (c *cache) put(key string, ids []uint32) {
-	if len(key) < minCachedKey || len(key) > maxCachedKey {
+// put caches copies of key, whose hash is h, and ids, which get missed: on the second
+// such miss of key while the shard's door remembers the first.
+func (c *cache) put(key string, h uint64, ids []uint32) {
+	if !cacheable(key) {
+		return
+	}
+	s := &c.shards[h%cacheShards]
+	door, fp := &s.door[h/cacheShards%doorSlots], uint32(h>>32)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if *door != fp {
+		*door = fp
+		return
+	}
+	if _, ok := s.index[key]; ok {
 		return
 	}
 	e := slot{key: strings.Clone(key), n: int32(len(ids))}
@@ -92,12 +117,6 @@ func (c *cache) put(key string, ids []uint32) {
 		copy(e.short[:], ids)
 	} else {
 		e.long = slices.Clone(ids)
-	}
-	s := c.shard(key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.index[key]; ok {
-		return
 	}
 	if len(s.slots) < shardEntries {
 		s.index[e.key] = int32(len(s.slots))

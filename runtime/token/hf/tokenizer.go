@@ -256,16 +256,17 @@ func (m *model) oneToken(p string) uint32 {
 // encodeMerged appends the ids of a pre-token that is not one token: cached, or merged.
 func (t *Tokenizer) encodeMerged(ids []uint32, s *scratch, p string, meter *token.Meter) ([]uint32, error) {
 	m := t.model
-	if t.cache == nil {
+	if t.cache == nil || !cacheable(p) {
 		return m.merge(ids, p, &s.bpe, meter)
 	}
-	if out, ok := t.cache.get(ids, p); ok {
+	h := t.cache.hash(p)
+	if out, ok := t.cache.get(ids, p, h); ok {
 		return out, nil
 	}
 	n := len(ids)
 	ids, err := m.merge(ids, p, &s.bpe, meter)
 	if err == nil {
-		t.cache.put(p, ids[n:])
+		t.cache.put(p, h, ids[n:])
 	}
 	return ids, err
 }
