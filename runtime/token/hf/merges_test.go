@@ -38,3 +38,32 @@ func TestMergeTablePacking(t *testing.T) {
 		t.Errorf("each gives %d merges, want %d", n, len(merges))
 	}
 }
+
+// TestMergeFilter holds the filter of Qwen's merge table to its promise: every merge is
+// found through it, and it turns away most pairs without a merge (pairs of the ids of
+// the merges' parts, taken crosswise, as neighbouring letters make them).
+func TestMergeFilter(t *testing.T) {
+	tab := loadQwen(t).model.merges
+	var lefts, rights []uint32
+	tab.each(func(key, val uint64) {
+		if got := tab.get(uint32(key>>32), uint32(key)); got != val {
+			t.Fatalf("get(%#x, %#x) = %#x, want %#x", key>>32, uint32(key), got, val)
+		}
+		lefts, rights = append(lefts, uint32(key>>32)), append(rights, uint32(key))
+	})
+	none, passed := 0, 0
+	for i := range lefts {
+		a, b := lefts[i], rights[(i*7919+13)%len(rights)]
+		if tab.get(a, b) != noMerge {
+			continue
+		}
+		none++
+		if w, set := tab.filterBits(uint64(a)<<32 | uint64(b)); tab.filter[w]&set == set {
+			passed++
+		}
+	}
+	if none == 0 || passed*10 > none {
+		t.Errorf("the filter lets %d of %d pairs without a merge through, want under a tenth", passed, none)
+	}
+	t.Logf("%d merges, filter of %d KB lets %d of %d pairs without a merge through", len(lefts), len(tab.filter)*8>>10, passed, none)
+}
