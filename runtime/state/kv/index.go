@@ -159,8 +159,8 @@ type engineInfo struct {
 	stats     engineStats
 }
 
-// block is one router-hashed block held by at least one rank. It is a map value, not a
-// pointer, so a lookup reads the owners with one map probe.
+// block is one router-hashed block held by at least one rank. It is a table value, not a
+// pointer, so a lookup reads the owners with one probe.
 type block struct {
 	owners []owner
 	// digest is the block's full SHA-256, which its children's hashes chain over; nil for
@@ -176,9 +176,9 @@ type Index struct {
 	members atomic.Pointer[members]
 
 	mu      sync.RWMutex
-	blocks  map[int64]block // router hash -> block
-	ownerOf []*engineInfo   // by owner; nil for a freed owner
-	ranks   []*rankState    // by owner
+	blocks  table[block]  // by the router's hash
+	ownerOf []*engineInfo // by owner; nil for a freed owner
+	ranks   []*rankState  // by owner
 	// free lists the owners of dropped engines, reused by the next engine added, so an
 	// index whose engines come and go stays as large as its largest membership.
 	free []owner
@@ -194,7 +194,7 @@ type Index struct {
 // engine without kv_events never owns a block). A nil plan gives an index of no engines,
 // on which every lookup misses.
 func NewIndex(p *plan.Plan) *Index {
-	ix := &Index{blocks: map[int64]block{}, rejected: map[zmtp.Reason]*counter{}}
+	ix := &Index{rejected: map[zmtp.Reason]*counter{}}
 	for _, r := range zmtp.Reasons {
 		ix.rejected[r] = &counter{}
 	}
@@ -331,6 +331,12 @@ func (ix *Index) owns(o owner, engineID string) bool {
 	return ix.ownerOf[o] != nil && ix.ownerOf[o].id == engineID
 }
 
+// owners returns the ranks holding the router's block hash. Call with ix.mu held.
+func (ix *Index) owners(hash int64) []owner {
+	b, _ := ix.blocks.get(hash)
+	return b.owners
+}
+
 // Blocks returns how many blocks the engine's ranks hold in total.
 func (ix *Index) Blocks(engineID string) int {
 	info := ix.m().engines[engineID]
@@ -342,7 +348,7 @@ func (ix *Index) Blocks(engineID string) int {
 	n := 0
 	for _, o := range info.ranks {
 		if ix.owns(o, engineID) {
-			n += len(ix.ranks[o].held)
+			n += ix.ranks[o].held.len()
 		}
 	}
 	return n
@@ -373,7 +379,7 @@ func (ix *Index) LookupHashes(hashes []int64, blockSize int) []Match {
 	var buf [16]walker
 	alive := buf[:0]
 	start := len(hashes)
-	for _, o := range ix.blocks[hashes[0]].owners {
+	for _, o := range ix.owners(hashes[0]) {
 		if ix.ownerOf[o].blockSize == blockSize {
 			w := walker{o, memo.from(o, ix.ranks[o])}
 			alive, start = append(alive, w), min(start, w.from)
@@ -410,7 +416,7 @@ func (ix *Index) LookupHashes(hashes []int64, blockSize int) []Match {
 				continue
 			}
 			if !probed {
-				next, probed = ix.blocks[hashes[i]].owners, true
+				next, probed = ix.owners(hashes[i]), true
 			}
 			if slices.Contains(next, w.o) {
 				kept = append(kept, w)

@@ -127,7 +127,7 @@ func TestIndexClearRankAndRemoveEngine(t *testing.T) {
 	if got := matches(ix.Lookup(prompt, 16)); got != "B=2" {
 		t.Fatalf("after removing A: %s", got)
 	}
-	if len(ix.blocks) != 2 || len(ix.blocks[h[0]].owners) != 1 {
+	if ix.blocks.len() != 2 || len(ix.owners(h[0])) != 1 {
 		t.Fatalf("removed owners linger in the hash map: %v", ix.blocks)
 	}
 

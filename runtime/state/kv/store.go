@@ -23,7 +23,7 @@ type orderEntry struct {
 // router's. order lists the blocks oldest first, with entries made stale by removals
 // skipped and compacted away, so that at most max blocks are tracked.
 type rankState struct {
-	held  map[int64]held
+	held  table[held] // by the engine's hash
 	order []orderEntry
 	head  int
 	gen   uint32
@@ -33,7 +33,7 @@ type rankState struct {
 }
 
 func newRankState(maxBlocks int) *rankState {
-	return &rankState{held: map[int64]held{}, max: maxBlocks}
+	return &rankState{max: maxBlocks}
 }
 
 // Apply applies one rank's events in order and reports whether the index knows the rank.
@@ -89,9 +89,10 @@ func (ix *Index) store(o owner, e Event, st *engineStats, buf []byte) []byte {
 	size := len(e.Tokens) / n
 	var parent *[sha256.Size]byte
 	if e.HasParent {
-		h, ok := ix.ranks[o].held[e.Parent]
+		h, ok := ix.ranks[o].held.get(e.Parent)
 		if ok {
-			parent = ix.blocks[h.router].digest
+			b, _ := ix.blocks.get(h.router)
+			parent = b.digest
 		}
 		if parent == nil && !(e.ParentMayBeRoot && !ok) {
 			st.orphans.add(n)
@@ -112,39 +113,41 @@ func (ix *Index) store(o owner, e Event, st *engineStats, buf []byte) []byte {
 // block's digest as the index keeps it, nil when unknown.
 func (ix *Index) hold(o owner, engine, router int64, digest *[sha256.Size]byte, w placement, st *engineStats) *[sha256.Size]byte {
 	rs := ix.ranks[o]
-	if cur, ok := rs.held[engine]; ok {
-		if cur.router == router {
-			cur.where |= w
-			rs.held[engine] = cur
-			return ix.learnDigest(router, digest)
-		}
-		ix.drop(o, engine) // the engine reused its name for other tokens
+	cur, had := rs.held.upsert(engine)
+	if had && cur.router == router {
+		cur.where |= w
+		return ix.learnDigest(router, digest)
 	}
-	b := ix.blocks[router]
+	if had { // the engine reused its name for other tokens
+		ix.unlink(o, cur.router)
+	}
+	rs.gen++
+	*cur = held{router: router, where: w, gen: rs.gen}
+	b, _ := ix.blocks.upsert(router)
 	if b.digest == nil {
 		b.digest = digest
 	}
 	if !slices.Contains(b.owners, o) {
 		b.owners = append(b.owners, o)
 	}
-	ix.blocks[router] = b
-	rs.gen++
-	rs.held[engine] = held{router: router, where: w, gen: rs.gen}
+	kept := b.digest
 	rs.order = append(rs.order, orderEntry{engine: engine, gen: rs.gen})
-	if rs.max > 0 && len(rs.held) > rs.max {
+	if rs.max > 0 && rs.held.len() > rs.max {
 		ix.evictOldest(o, st)
 	}
 	rs.compact()
-	return b.digest
+	return kept
 }
 
 // learnDigest records the digest of a block stored by hash alone, once a store with
 // token ids names it, and returns the digest the index keeps.
 func (ix *Index) learnDigest(router int64, digest *[sha256.Size]byte) *[sha256.Size]byte {
-	b, ok := ix.blocks[router]
-	if ok && b.digest == nil && digest != nil {
+	b := ix.blocks.ref(router)
+	if b == nil {
+		return nil
+	}
+	if b.digest == nil {
 		b.digest = digest
-		ix.blocks[router] = b
 	}
 	return b.digest
 }
@@ -155,7 +158,7 @@ func (ix *Index) evictOldest(o owner, st *engineStats) {
 	for rs.head < len(rs.order) {
 		e := rs.order[rs.head]
 		rs.head++
-		if cur, ok := rs.held[e.engine]; ok && cur.gen == e.gen {
+		if cur, ok := rs.held.get(e.engine); ok && cur.gen == e.gen {
 			ix.drop(o, e.engine)
 			st.evicted.add(1)
 			return
@@ -166,7 +169,7 @@ func (ix *Index) evictOldest(o owner, st *engineStats) {
 // compact bounds order: once stale entries outnumber current ones it keeps only the
 // current entries, oldest first.
 func (rs *rankState) compact() {
-	if live := len(rs.order) - rs.head; live <= 2*len(rs.held)+64 {
+	if live := len(rs.order) - rs.head; live <= 2*rs.held.len()+64 {
 		if rs.head > len(rs.order)/2 {
 			rs.order = append(rs.order[:0], rs.order[rs.head:]...)
 			rs.head = 0
@@ -175,7 +178,7 @@ func (rs *rankState) compact() {
 	}
 	kept := rs.order[:0]
 	for _, e := range rs.order[rs.head:] {
-		if cur, ok := rs.held[e.engine]; ok && cur.gen == e.gen {
+		if cur, ok := rs.held.get(e.engine); ok && cur.gen == e.gen {
 			kept = append(kept, e)
 		}
 	}
@@ -185,14 +188,12 @@ func (rs *rankState) compact() {
 // remove takes placements w away from the rank's block; the rank holds it until no group
 // holds it on any tier.
 func (ix *Index) remove(o owner, engine int64, w placement) {
-	rs := ix.ranks[o]
-	cur, ok := rs.held[engine]
-	if !ok {
+	cur := ix.ranks[o].held.ref(engine)
+	if cur == nil {
 		return
 	}
 	if left := cur.where &^ w; left != 0 {
 		cur.where = left
-		rs.held[engine] = cur
 		return
 	}
 	ix.drop(o, engine)
@@ -201,36 +202,35 @@ func (ix *Index) remove(o owner, engine int64, w placement) {
 // drop forgets the rank's block entirely.
 func (ix *Index) drop(o owner, engine int64) {
 	rs := ix.ranks[o]
-	cur, ok := rs.held[engine]
+	cur, ok := rs.held.get(engine)
 	if !ok {
 		return
 	}
-	delete(rs.held, engine)
+	rs.held.remove(engine)
 	ix.unlink(o, cur.router)
 }
 
 // unlink removes o from the router block's owners, and the block once nobody holds it.
 func (ix *Index) unlink(o owner, router int64) {
-	b, ok := ix.blocks[router]
+	b := ix.blocks.ref(router)
+	if b == nil {
+		return
+	}
 	i := slices.Index(b.owners, o)
-	if !ok || i < 0 {
+	if i < 0 {
 		return
 	}
 	ix.ranks[o].unlinked++
 	b.owners[i] = b.owners[len(b.owners)-1]
 	b.owners = b.owners[:len(b.owners)-1]
 	if len(b.owners) == 0 {
-		delete(ix.blocks, router)
-	} else {
-		ix.blocks[router] = b
+		ix.blocks.remove(router)
 	}
 }
 
 func (ix *Index) clear(o owner) {
 	rs := ix.ranks[o]
-	for _, cur := range rs.held {
-		ix.unlink(o, cur.router)
-	}
-	rs.held = map[int64]held{}
+	rs.held.each(func(_ int64, cur held) { ix.unlink(o, cur.router) })
+	rs.held.reset()
 	rs.order, rs.head = nil, 0
 }
