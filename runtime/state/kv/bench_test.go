@@ -79,8 +79,9 @@ func BenchmarkDecodeMessage(b *testing.B) {
 	fr := frames(1, payload)
 	b.SetBytes(int64(len(payload)))
 	b.ReportAllocs()
+	var sc scratch
 	for b.Loop() {
-		if m, err := decodeMessage(fr); err != nil || len(m.events) != 32 {
+		if m, err := decodeMessage(fr, &sc); err != nil || len(m.events) != 32 {
 			b.Fatalf("decoding the batch: %v (%d events, want 32)", err, len(m.events))
 		}
 	}
@@ -167,9 +168,10 @@ func BenchmarkKVEvents(b *testing.B) {
 		b.Run(engine+"/decode+apply", func(b *testing.B) {
 			ix := NewIndex(&plan.Plan{Engines: []plan.Engine{{ID: "E1", Model: "m", KVEvents: &plan.KVEvents{Endpoint: "tcp://127.0.0.1:1"}}}})
 			i := 0
+			var sc scratch // a subscription's, as the router decodes
 			for b.Loop() {
 				for _, fr := range [][][]byte{batches.stored[i%benchBatches], batches.evicted[(i+benchBatches/2)%benchBatches]} {
-					m, err := decodeMessage(fr)
+					m, err := decodeMessage(fr, &sc)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -184,9 +186,10 @@ func BenchmarkKVEvents(b *testing.B) {
 		})
 		b.Run(engine+"/decode", func(b *testing.B) {
 			i := 0
+			var sc scratch
 			for b.Loop() {
 				for _, fr := range [][][]byte{batches.stored[i%benchBatches], batches.evicted[i%benchBatches]} {
-					if _, err := decodeMessage(fr); err != nil {
+					if _, err := decodeMessage(fr, &sc); err != nil {
 						b.Fatal(err)
 					}
 				}
