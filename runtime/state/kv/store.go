@@ -3,7 +3,6 @@ package kv
 import (
 	"cmp"
 	"crypto/sha256"
-	"slices"
 )
 
 // held is one block a rank holds, under the engine's name for it.
@@ -87,12 +86,14 @@ func (ix *Index) store(o owner, e Event, st *engineStats, buf []byte) []byte {
 		return buf
 	}
 	size := len(e.Tokens) / n
-	var parent *[sha256.Size]byte
+	var parent *[sha256.Size]byte // nil, or &digest: the previous block's
+	var digest [sha256.Size]byte
 	if e.HasParent {
 		h, ok := ix.ranks[o].held.get(e.Parent)
 		if ok {
-			b, _ := ix.blocks.get(h.router)
-			parent = b.digest
+			if b := ix.blocks.ref(h.router); b != nil && b.digested {
+				digest, parent = b.digest, &digest
+			}
 		}
 		if parent == nil && !(e.ParentMayBeRoot && !ok) {
 			st.orphans.add(n)
@@ -100,23 +101,31 @@ func (ix *Index) store(o owner, e Event, st *engineStats, buf []byte) []byte {
 		}
 	}
 	for i, h := range e.Hashes {
-		digest := new([sha256.Size]byte)
 		var router int64
-		*digest, router, buf = chainHash(parent, e.Tokens[i*size:(i+1)*size], buf)
-		parent = ix.hold(o, h, router, digest, where, st)
+		var kept bool
+		digest, router, buf = chainHash(parent, e.Tokens[i*size:(i+1)*size], buf)
+		if digest, kept = ix.hold(o, h, router, &digest, where, st); kept {
+			parent = &digest
+		} else {
+			parent = nil
+		}
 	}
 	return buf
 }
 
 // hold makes rank o hold the block the engine calls engine and the router calls router,
-// in placements w, evicting the rank's oldest block when that passes its cap. It returns the
-// block's digest as the index keeps it, nil when unknown.
-func (ix *Index) hold(o owner, engine, router int64, digest *[sha256.Size]byte, w placement, st *engineStats) *[sha256.Size]byte {
+// in placements w, evicting the rank's oldest block when that passes its cap. digest is
+// the block's SHA-256, nil when unknown. It returns the digest the index keeps for the
+// block and whether it keeps one.
+func (ix *Index) hold(o owner, engine, router int64, digest *[sha256.Size]byte, w placement, st *engineStats) ([sha256.Size]byte, bool) {
 	rs := ix.ranks[o]
 	cur, had := rs.held.upsert(engine)
 	if had && cur.router == router {
 		cur.where |= w
-		return ix.learnDigest(router, digest)
+		if b := ix.blocks.ref(router); b != nil {
+			return b.learn(digest)
+		}
+		return [sha256.Size]byte{}, false
 	}
 	if had { // the engine reused its name for other tokens
 		ix.unlink(o, cur.router)
@@ -124,32 +133,14 @@ func (ix *Index) hold(o owner, engine, router int64, digest *[sha256.Size]byte, 
 	rs.gen++
 	*cur = held{router: router, where: w, gen: rs.gen}
 	b, _ := ix.blocks.upsert(router)
-	if b.digest == nil {
-		b.digest = digest
-	}
-	if !slices.Contains(b.owners, o) {
-		b.owners = append(b.owners, o)
-	}
-	kept := b.digest
+	b.add(o)
+	kept, ok := b.learn(digest)
 	rs.order = append(rs.order, orderEntry{engine: engine, gen: rs.gen})
 	if rs.max > 0 && rs.held.len() > rs.max {
 		ix.evictOldest(o, st)
 	}
 	rs.compact()
-	return kept
-}
-
-// learnDigest records the digest of a block stored by hash alone, once a store with
-// token ids names it, and returns the digest the index keeps.
-func (ix *Index) learnDigest(router int64, digest *[sha256.Size]byte) *[sha256.Size]byte {
-	b := ix.blocks.ref(router)
-	if b == nil {
-		return nil
-	}
-	if b.digest == nil {
-		b.digest = digest
-	}
-	return b.digest
+	return kept, ok
 }
 
 // evictOldest drops the rank's oldest current block.
@@ -213,17 +204,11 @@ func (ix *Index) drop(o owner, engine int64) {
 // unlink removes o from the router block's owners, and the block once nobody holds it.
 func (ix *Index) unlink(o owner, router int64) {
 	b := ix.blocks.ref(router)
-	if b == nil {
-		return
-	}
-	i := slices.Index(b.owners, o)
-	if i < 0 {
+	if b == nil || !b.remove(o) {
 		return
 	}
 	ix.ranks[o].unlinked++
-	b.owners[i] = b.owners[len(b.owners)-1]
-	b.owners = b.owners[:len(b.owners)-1]
-	if len(b.owners) == 0 {
+	if len(b.owners()) == 0 {
 		ix.blocks.remove(router)
 	}
 }
