@@ -240,6 +240,8 @@ type Index struct {
 	free []owner
 	// walks are recent lookups' results, where the next turn's walk starts.
 	walks walks
+	// warmed keeps what warm reads, so that the compiler keeps the reads.
+	warmed int64
 
 	unknownTopics counter // bind-mode messages whose topic names no engine
 	// rejected counts the ZMQ connections closed by the zmtp bounds, by reason.

@@ -47,6 +47,7 @@ func (ix *Index) Apply(engineID string, rank int, events ...Event) bool {
 		return false
 	}
 	st := &ix.ownerOf[o].stats
+	ix.warm(o, events)
 	var buf []byte
 	for _, e := range events {
 		switch e.Kind {
@@ -61,6 +62,44 @@ func (ix *Index) Apply(engineID string, rank int, events ...Event) bool {
 		}
 	}
 	return true
+}
+
+// maxWarm bounds the blocks of a batch warm reads ahead: more would push the first ones
+// out of the cache before they are applied.
+const maxWarm = 256
+
+// warm reads, before a batch is applied, the table slots its probes will read: the
+// rank's entry of each block the batch names, then the router's entry of each block it
+// removes. Each probe of a large table is a cache miss; loads that do not wait for one
+// another are in flight together, so the batch's misses overlap rather than follow one
+// another as the probes, each waiting for the last, would have them.
+func (ix *Index) warm(o owner, events []Event) {
+	rs := ix.ranks[o]
+	var sum int64
+	n := 0
+	for _, e := range events {
+		for _, h := range e.Hashes[:min(len(e.Hashes), maxWarm-n)] {
+			sum += rs.held.touch(h)
+		}
+		if n += len(e.Hashes); n >= maxWarm {
+			break
+		}
+	}
+	n = 0
+	for _, e := range events {
+		if e.Kind != BlockRemoved {
+			continue
+		}
+		for _, h := range e.Hashes[:min(len(e.Hashes), maxWarm-n)] {
+			if cur, ok := rs.held.get(h); ok {
+				sum += ix.blocks.touch(cur.router)
+			}
+		}
+		if n += len(e.Hashes); n >= maxWarm {
+			break
+		}
+	}
+	ix.warmed = sum
 }
 
 // store records a BlockStored event. With token ids, the router hashes each block,

@@ -61,6 +61,15 @@ func (t *table[V]) find(key int64) (int, bool) {
 	}
 }
 
+// touch reads the slot key hashes to and returns its key, for warm (store.go): reading
+// ahead of the probes that follow, so that their cache misses overlap.
+func (t *table[V]) touch(key int64) int64 {
+	if len(t.slots) == 0 {
+		return 0
+	}
+	return t.slots[t.home(key)].key
+}
+
 // get returns key's value, or the zero V and false.
 func (t *table[V]) get(key int64) (V, bool) {
 	if key == 0 {
