@@ -126,3 +126,32 @@ func TestScanRefusesWhatCheckPayloadRefuses(t *testing.T) {
 		t.Fatal("the scanner read none of the payloads")
 	}
 }
+
+// TestScratchKeepsNoLargeBatch: a subscription's scratch keeps the arrays of the
+// publishers' usual batches for the next, and lets go of those a peer's large batch grew
+// past maxScratch elements.
+func TestScratchKeepsNoLargeBatch(t *testing.T) {
+	batch := func(blocks int) []byte {
+		hashes, toks := make([]any, blocks), make([]any, blocks*4)
+		for i := range hashes {
+			hashes[i] = i + 1
+		}
+		for i := range toks {
+			toks[i] = i % 100
+		}
+		return encode(t, []any{1.5, []any{[]any{"BlockStored", hashes, nil, toks, 4, nil, "GPU"}}})
+	}
+	var sc scratch
+	if events, _, ok := scanBatch(batch(32), &sc); !ok || len(events) != 1 || len(events[0].Tokens) != 128 {
+		t.Fatalf("a 32-block batch: ok %v, events %d", ok, len(events))
+	}
+	if cap(sc.tokens) < 128 || cap(sc.hashes) < 32 || cap(sc.events) < 1 {
+		t.Fatalf("the scratch kept %d tokens, %d hashes, %d events of a small batch", cap(sc.tokens), cap(sc.hashes), cap(sc.events))
+	}
+	if events, _, ok := scanBatch(batch(maxScratch), &sc); !ok || len(events[0].Tokens) != 4*maxScratch {
+		t.Fatalf("a large batch: ok %v", ok)
+	}
+	if cap(sc.tokens) > maxScratch || cap(sc.hashes) > maxScratch || cap(sc.events) > maxScratch {
+		t.Fatalf("the scratch kept %d tokens, %d hashes, %d events after a large batch", cap(sc.tokens), cap(sc.hashes), cap(sc.events))
+	}
+}
