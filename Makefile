@@ -63,6 +63,7 @@ fuzz:
 	$(GO) test ./runtime/state/kv/zmtp -run '^$$' -fuzz '^FuzzConn$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/state/kv -run '^$$' -fuzz '^FuzzDecodeMessage$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/state/kv -run '^$$' -fuzz '^FuzzScanMatchesGeneric$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/state/kv -run '^$$' -fuzz '^FuzzTable$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/token/hf -run '^$$' -fuzz '^FuzzSegmentCache$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/token -run '^$$' -fuzz '^FuzzChainCache$$' -fuzztime $(FUZZTIME)

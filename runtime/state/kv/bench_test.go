@@ -79,8 +79,9 @@ func BenchmarkDecodeMessage(b *testing.B) {
 	fr := frames(1, payload)
 	b.SetBytes(int64(len(payload)))
 	b.ReportAllocs()
+	var sc scratch
 	for b.Loop() {
-		if m, err := decodeMessage(fr); err != nil || len(m.events) != 32 {
+		if m, err := decodeMessage(fr, &sc); err != nil || len(m.events) != 32 {
 			b.Fatalf("decoding the batch: %v (%d events, want 32)", err, len(m.events))
 		}
 	}
@@ -167,9 +168,10 @@ func BenchmarkKVEvents(b *testing.B) {
 		b.Run(engine+"/decode+apply", func(b *testing.B) {
 			ix := NewIndex(&plan.Plan{Engines: []plan.Engine{{ID: "E1", Model: "m", KVEvents: &plan.KVEvents{Endpoint: "tcp://127.0.0.1:1"}}}})
 			i := 0
+			var sc scratch // a subscription's, as the router decodes
 			for b.Loop() {
 				for _, fr := range [][][]byte{batches.stored[i%benchBatches], batches.evicted[(i+benchBatches/2)%benchBatches]} {
-					m, err := decodeMessage(fr)
+					m, err := decodeMessage(fr, &sc)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -184,9 +186,10 @@ func BenchmarkKVEvents(b *testing.B) {
 		})
 		b.Run(engine+"/decode", func(b *testing.B) {
 			i := 0
+			var sc scratch
 			for b.Loop() {
 				for _, fr := range [][][]byte{batches.stored[i%benchBatches], batches.evicted[i%benchBatches]} {
-					if _, err := decodeMessage(fr); err != nil {
+					if _, err := decodeMessage(fr, &sc); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -202,4 +205,57 @@ func reportPer(b *testing.B, events int) {
 	perOp := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 	b.ReportMetric(perOp/benchBlocksPerBatch, "ns/block")
 	b.ReportMetric(perOp/float64(events), "ns/event")
+}
+
+// BenchmarkIndexChurn is the index's share of bench/cmd/kvevents's steady state with a
+// working set larger than the CPU's caches: 4 ranks each holding 65 536 blocks, and one
+// op a batch to the next rank in turn of 25 chained 16-token blocks stored (one event
+// each, as SGLang publishes them) and the rank's 25 oldest removed. ns/block is per
+// stored block with its removal.
+func BenchmarkIndexChurn(b *testing.B) {
+	const ranks, live, batch = 4, 1 << 16, 25
+	p := &plan.Plan{}
+	for i := range ranks {
+		p.Engines = append(p.Engines, plan.Engine{ID: fmt.Sprintf("E%d", i), Model: "m", KVEvents: &plan.KVEvents{}})
+	}
+	ix := NewIndex(p)
+	next := make([]int64, ranks) // each rank's next engine hash; it holds [next-live, next)
+	toks := make([]uint32, batch*DefaultBlockSize)
+	events := make([]Event, 2*batch)
+	hashes := make([]int64, 2*batch)
+	apply := func(r int, removals bool) {
+		for i := range batch {
+			for j := range DefaultBlockSize {
+				toks[i*DefaultBlockSize+j] = uint32(next[r]+int64(i))*31 + uint32(j)
+			}
+			hashes[i] = int64(r)<<48 | (next[r] + int64(i) + 1)
+			events[i] = Event{Kind: BlockStored, Hashes: hashes[i : i+1], Tokens: toks[i*DefaultBlockSize : (i+1)*DefaultBlockSize], Medium: MediumGPU}
+			if i > 0 {
+				events[i].Parent, events[i].HasParent = hashes[i-1], true
+			}
+			hashes[batch+i] = int64(r)<<48 | (next[r] - live + int64(i) + 1)
+			events[batch+i] = Event{Kind: BlockRemoved, Hashes: hashes[batch+i : batch+i+1], Medium: allMedia}
+		}
+		n := batch
+		if removals {
+			n = 2 * batch
+		}
+		ix.Apply(p.Engines[r].ID, 0, events[:n]...)
+		next[r] += batch
+	}
+	for r := range ranks {
+		for next[r] < live {
+			apply(r, false)
+		}
+	}
+	b.ResetTimer()
+	r := 0
+	for b.Loop() {
+		apply(r, true)
+		r = (r + 1) % ranks
+	}
+	if n := ix.Blocks("E0"); n < live-batch || n > live+batch {
+		b.Fatalf("rank 0 holds %d blocks, want about %d", n, live)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/block")
 }

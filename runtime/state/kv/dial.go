@@ -17,6 +17,7 @@ type dialer struct {
 	// goZeroMQ subscribes through go-zeromq's SUB socket rather than zmtp.Sub: the
 	// switch back (engine_transport: net_http), the standard part zmtp.Sub replaces.
 	goZeroMQ bool
+	scratch  scratch // what its messages are decoded into, one at a time
 }
 
 func (d *dialer) run(ctx context.Context) {
@@ -77,7 +78,7 @@ func (d *dialer) follow(ctx context.Context, recv func() ([][]byte, error)) (rec
 			return received, err
 		}
 		received = true
-		m, err := decodeMessage(frames)
+		m, err := decodeMessage(frames, &d.scratch)
 		if err != nil {
 			d.feed.undecodable(err)
 			continue

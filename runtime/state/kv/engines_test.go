@@ -10,7 +10,7 @@ import (
 // pages in testPlan), failing the test on a decoding error.
 func applyMessage(t *testing.T, ix *Index, seq uint64, batch any) {
 	t.Helper()
-	m, err := decodeMessage(frames(seq, encode(t, batch)))
+	m, err := decodeMessage(frames(seq, encode(t, batch)), nil)
 	if err != nil {
 		t.Fatalf("decoding: %v", err)
 	}
@@ -112,7 +112,7 @@ func TestSGLangEagleBigramKeys(t *testing.T) {
 	// Pairs that do not chain are not bigram keys: the message is refused, not guessed.
 	broken := bigrams(0, 16)
 	broken[3] = []any{uint32(1), uint32(2)}
-	if _, err := decodeMessage(frames(1, encode(t, []any{1.0, []any{[]any{"BlockStored", []any{-5}, nil, broken, 16}}}))); err == nil {
+	if _, err := decodeMessage(frames(1, encode(t, []any{1.0, []any{[]any{"BlockStored", []any{-5}, nil, broken, 16}}})), nil); err == nil {
 		t.Fatal("bigrams that do not chain were accepted")
 	}
 }

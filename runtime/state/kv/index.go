@@ -16,6 +16,7 @@
 package kv
 
 import (
+	"crypto/sha256"
 	"maps"
 	"slices"
 	"sync"
@@ -159,13 +160,68 @@ type engineInfo struct {
 	stats     engineStats
 }
 
-// block is one router-hashed block held by at least one rank. It is a map value, not a
-// pointer, so a lookup reads the owners with one map probe.
+// block is one router-hashed block held by at least one rank: a table value of 56
+// bytes, so that with its key a slot is one cache line, a probe reads it whole, and
+// storing a block allocates nothing while at most len(first) ranks hold it.
 type block struct {
-	owners []owner
-	// digest is the block's full SHA-256, which its children's hashes chain over; nil for
-	// a block stored by hash alone, which then has no children.
-	digest *[32]byte
+	// digest is the block's full SHA-256, which its children's hashes chain over; unknown
+	// (digested false) for a block stored by hash alone, which then has no children.
+	digest   [sha256.Size]byte
+	digested bool
+	n        uint8 // owners in first, while more is nil
+	first    [3]owner
+	// more holds every owner once more than len(first) ranks hold the block.
+	more *[]owner
+}
+
+// owners returns the ranks holding the block. The slice aliases the block: it is valid
+// while the block stays where it is.
+func (b *block) owners() []owner {
+	if b.more != nil {
+		return *b.more
+	}
+	return b.first[:b.n]
+}
+
+// add makes o an owner of the block.
+func (b *block) add(o owner) {
+	switch {
+	case slices.Contains(b.owners(), o):
+	case b.more != nil:
+		*b.more = append(*b.more, o)
+	case int(b.n) < len(b.first):
+		b.first[b.n] = o
+		b.n++
+	default:
+		more := append(slices.Clone(b.first[:]), o)
+		b.more = &more
+	}
+}
+
+// remove takes o out of the block's owners and reports whether it was one.
+func (b *block) remove(o owner) bool {
+	owners := b.owners()
+	i := slices.Index(owners, o)
+	if i < 0 {
+		return false
+	}
+	last := len(owners) - 1
+	owners[i] = owners[last]
+	if b.more != nil {
+		*b.more = owners[:last]
+	} else {
+		b.n--
+	}
+	return true
+}
+
+// learn records the block's digest if it had none; nil is no digest. It returns the
+// digest the block keeps and whether it has one.
+func (b *block) learn(digest *[sha256.Size]byte) ([sha256.Size]byte, bool) {
+	if !b.digested && digest != nil {
+		b.digest, b.digested = *digest, true
+	}
+	return b.digest, b.digested
 }
 
 // Index is the local prefix index: for each router block hash, the engine ranks holding
@@ -176,14 +232,16 @@ type Index struct {
 	members atomic.Pointer[members]
 
 	mu      sync.RWMutex
-	blocks  map[int64]block // router hash -> block
-	ownerOf []*engineInfo   // by owner; nil for a freed owner
-	ranks   []*rankState    // by owner
+	blocks  table[block]  // by the router's hash
+	ownerOf []*engineInfo // by owner; nil for a freed owner
+	ranks   []*rankState  // by owner
 	// free lists the owners of dropped engines, reused by the next engine added, so an
 	// index whose engines come and go stays as large as its largest membership.
 	free []owner
 	// walks are recent lookups' results, where the next turn's walk starts.
 	walks walks
+	// warmed keeps what warm reads, so that the compiler keeps the reads.
+	warmed int64
 
 	unknownTopics counter // bind-mode messages whose topic names no engine
 	// rejected counts the ZMQ connections closed by the zmtp bounds, by reason.
@@ -194,7 +252,7 @@ type Index struct {
 // engine without kv_events never owns a block). A nil plan gives an index of no engines,
 // on which every lookup misses.
 func NewIndex(p *plan.Plan) *Index {
-	ix := &Index{blocks: map[int64]block{}, rejected: map[zmtp.Reason]*counter{}}
+	ix := &Index{rejected: map[zmtp.Reason]*counter{}}
 	for _, r := range zmtp.Reasons {
 		ix.rejected[r] = &counter{}
 	}
@@ -331,6 +389,15 @@ func (ix *Index) owns(o owner, engineID string) bool {
 	return ix.ownerOf[o] != nil && ix.ownerOf[o].id == engineID
 }
 
+// owners returns the ranks holding the router's block hash, valid until the index
+// changes. Call with ix.mu held.
+func (ix *Index) owners(hash int64) []owner {
+	if b := ix.blocks.ref(hash); b != nil {
+		return b.owners()
+	}
+	return nil
+}
+
 // Blocks returns how many blocks the engine's ranks hold in total.
 func (ix *Index) Blocks(engineID string) int {
 	info := ix.m().engines[engineID]
@@ -342,7 +409,7 @@ func (ix *Index) Blocks(engineID string) int {
 	n := 0
 	for _, o := range info.ranks {
 		if ix.owns(o, engineID) {
-			n += len(ix.ranks[o].held)
+			n += ix.ranks[o].held.len()
 		}
 	}
 	return n
@@ -373,7 +440,7 @@ func (ix *Index) LookupHashes(hashes []int64, blockSize int) []Match {
 	var buf [16]walker
 	alive := buf[:0]
 	start := len(hashes)
-	for _, o := range ix.blocks[hashes[0]].owners {
+	for _, o := range ix.owners(hashes[0]) {
 		if ix.ownerOf[o].blockSize == blockSize {
 			w := walker{o, memo.from(o, ix.ranks[o])}
 			alive, start = append(alive, w), min(start, w.from)
@@ -410,7 +477,7 @@ func (ix *Index) LookupHashes(hashes []int64, blockSize int) []Match {
 				continue
 			}
 			if !probed {
-				next, probed = ix.blocks[hashes[i]].owners, true
+				next, probed = ix.owners(hashes[i]), true
 			}
 			if slices.Contains(next, w.o) {
 				kept = append(kept, w)

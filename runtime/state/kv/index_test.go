@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -127,7 +128,7 @@ func TestIndexClearRankAndRemoveEngine(t *testing.T) {
 	if got := matches(ix.Lookup(prompt, 16)); got != "B=2" {
 		t.Fatalf("after removing A: %s", got)
 	}
-	if len(ix.blocks) != 2 || len(ix.blocks[h[0]].owners) != 1 {
+	if ix.blocks.len() != 2 || len(ix.owners(h[0])) != 1 {
 		t.Fatalf("removed owners linger in the hash map: %v", ix.blocks)
 	}
 
@@ -137,4 +138,37 @@ func TestIndexClearRankAndRemoveEngine(t *testing.T) {
 	}
 	ix.ClearRank("Z", 0)
 	ix.RemoveEngine("Z")
+}
+
+// TestManyOwnersOfABlock: a block keeps its first owners in itself and moves them all
+// out once more ranks hold it; lookups and removals see every owner either way.
+func TestManyOwnersOfABlock(t *testing.T) {
+	p := &plan.Plan{}
+	for i := range 6 {
+		p.Engines = append(p.Engines, plan.Engine{ID: fmt.Sprintf("E%d", i), Model: "m", KVEvents: &plan.KVEvents{}})
+	}
+	ix := NewIndex(p)
+	prompt := ids(16 * 2)
+	h := token.BlockHashes(prompt, 16)
+	want := ""
+	for i, e := range p.Engines {
+		ix.Apply(e.ID, 0, vllmStore(prompt, []int64{int64(10 * i), int64(10*i + 1)}, nil))
+		want = strings.TrimSpace(want + fmt.Sprintf(" %s=2", e.ID))
+		if got := matches(ix.Lookup(prompt, 16)); got != want {
+			t.Fatalf("after %d stores: lookup = %s, want %s", i+1, got, want)
+		}
+	}
+	for _, i := range []int{4, 0, 5, 2, 1} {
+		ix.Apply(p.Engines[i].ID, 0, Event{Kind: BlockRemoved, Hashes: []int64{int64(10 * i)}, Medium: allMedia})
+	}
+	if got := matches(ix.LookupHashes(h, 16)); got != "E3=2" {
+		t.Fatalf("after five removals of block 0: lookup = %s, want E3=2", got)
+	}
+	if got := len(ix.owners(h[1])); got != 6 {
+		t.Fatalf("block 1 has %d owners, want 6", got)
+	}
+	ix.Apply("E3", 0, Event{Kind: AllBlocksCleared})
+	if ix.blocks.ref(h[0]) != nil || len(ix.owners(h[1])) != 5 {
+		t.Fatalf("after E3 cleared: block 0 %v, block 1's owners %v", ix.blocks.ref(h[0]), ix.owners(h[1]))
+	}
 }

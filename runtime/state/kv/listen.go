@@ -31,9 +31,10 @@ type listener struct {
 
 	// mu guards feeds and is held while a message is applied, so that once swap
 	// returns, no feed it dropped is written to again.
-	mu     sync.Mutex
-	feeds  map[string]*feed // by topic
-	logged map[string]bool  // unknown topics already logged
+	mu      sync.Mutex
+	feeds   map[string]*feed // by topic
+	logged  map[string]bool  // unknown topics already logged
+	scratch scratch          // what messages are decoded into, under mu
 }
 
 func newListener(ix *Index, endpoint string, log *slog.Logger) *listener {
@@ -141,7 +142,7 @@ func (l *listener) apply(ctx context.Context, frames [][]byte) {
 		l.unknown(frames)
 		return
 	}
-	m, err := decodeMessage(frames)
+	m, err := decodeMessage(frames, &l.scratch)
 	if err != nil {
 		f.undecodable(err)
 		return

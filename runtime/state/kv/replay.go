@@ -75,7 +75,7 @@ func (f *feed) replayRange(ctx context.Context, from, to uint64, partial bool) e
 		case seq > next && (!partial || next > from):
 			return fmt.Errorf("the publisher's buffer lacks batch %d (it starts at %d)", next, seq)
 		}
-		m, err := decodeMessage([][]byte{nil, fr[0], fr[1]})
+		m, err := decodeMessage([][]byte{nil, fr[0], fr[1]}, nil) // the live message waits in the scratch
 		if err != nil {
 			return fmt.Errorf("replayed batch %d: %w", seq, err)
 		}

@@ -13,9 +13,21 @@ import (
 // know: bigram token ids, non-string map keys, a repeated field, an extension type.
 // decodeMessage then takes the generic path, so a batch the scanner gives up on is
 // decoded, or refused, exactly as before; FuzzScanMatchesGeneric holds the two to the
-// same events on every input the scanner reads. b has passed checkPayload.
-func scanBatch(b []byte) (events []Event, skipped int, ok bool) {
+// same events on every input the scanner reads.
+//
+// b need not have passed checkPayload: the scanner never allocates to a declared length
+// and gives up on what checkPayload refuses (a value cut short, a declared size past the
+// end, nesting deeper than maxNesting, bytes after the payload), so the check runs only
+// before the generic path; FuzzScanMatchesGeneric holds it to that too.
+//
+// The events, hashes and token ids are read into sc's arrays when sc is not nil, and sc
+// keeps them for the next batch: the events returned are valid until then.
+func scanBatch(b []byte, sc *scratch) (events []Event, skipped int, ok bool) {
 	s := scanner{b: b}
+	if sc != nil {
+		s.hashBuf, s.tokenBuf, s.eventBuf = sc.hashes[:0], sc.tokens[:0], sc.events[:0]
+		defer sc.keep(&s)
+	}
 	var n int
 	switch {
 	case s.array(&n):
@@ -60,6 +72,35 @@ type scanner struct {
 	b        []byte
 	hashBuf  []int64
 	tokenBuf []uint32
+	eventBuf []Event // the array the batch's events are appended to, empty
+}
+
+// scratch is the arrays a subscription's scanner reads its batches into, kept from one
+// batch to the next so that a batch allocates nothing once they have grown to fit. The
+// events of a batch are applied before the next is read, and the index keeps none of
+// their slices.
+type scratch struct {
+	events []Event
+	hashes []int64
+	tokens []uint32
+}
+
+// maxScratch bounds what a scratch keeps, in elements of each array: a batch larger than
+// the publishers' usual ones (SGLang's and vLLM's carry tens of blocks) is read into
+// arrays of its own, so one large batch does not pin its memory for good.
+const maxScratch = 1 << 14
+
+// keep takes the scanner's arrays for the next batch, each if within maxScratch.
+func (sc *scratch) keep(s *scanner) {
+	if cap(s.eventBuf) <= maxScratch {
+		sc.events = s.eventBuf
+	}
+	if cap(s.hashBuf) <= maxScratch {
+		sc.hashes = s.hashBuf
+	}
+	if cap(s.tokenBuf) <= maxScratch {
+		sc.tokens = s.tokenBuf
+	}
 }
 
 // events reads the batch's events: nil or an array of events.
@@ -71,6 +112,7 @@ func (s *scanner) events() (out []Event, skipped int, ok bool) {
 	if !s.array(&n) {
 		return nil, 0, false
 	}
+	out = s.eventBuf
 	for range n {
 		e, known, ok := s.event()
 		if !ok {
@@ -81,6 +123,9 @@ func (s *scanner) events() (out []Event, skipped int, ok bool) {
 			continue
 		}
 		out = append(out, e)
+	}
+	if s.eventBuf = out; len(out) == 0 {
+		return nil, skipped, true // as without a scratch
 	}
 	return out, skipped, true
 }
@@ -536,9 +581,17 @@ func (s *scanner) integer() (int64, bool) {
 	return v, true
 }
 
+// skipDepth is how deeply a value skip consumes may nest: a skipped value sits within at
+// most 4 levels of the batch (its array, the events, an event, vLLM's extra_keys), so the
+// scanner reads no payload nesting deeper than checkPayload allows (maxNesting).
+const skipDepth = maxNesting - 5
+
 // skip consumes one value of the kinds the publishers write: nil, booleans, integers,
-// floats, strings, byte strings, arrays and maps of them.
-func (s *scanner) skip() bool {
+// floats, strings, byte strings, arrays and maps of them, nested at most skipDepth deep.
+func (s *scanner) skip() bool { return s.skipWithin(skipDepth) }
+
+// skipWithin is skip for a value whose arrays and maps nest at most depth deep.
+func (s *scanner) skipWithin(depth int) bool {
 	if len(s.b) == 0 {
 		return false
 	}
@@ -564,17 +617,17 @@ func (s *scanner) skip() bool {
 	case c == 0xc4 || c == 0xc5 || c == 0xc6:
 		_, ok := s.bin()
 		return ok
-	case s.array(&n):
+	case depth > 0 && s.array(&n):
 		for range n {
-			if !s.skip() {
+			if !s.skipWithin(depth - 1) {
 				return false
 			}
 		}
 		return true
-	case s.mapHeader(&n):
+	case depth > 0 && s.mapHeader(&n):
 		// String keys only: msgpack.Unmarshal refuses a map mixing string and other keys.
 		for range n {
-			if _, ok := s.str(); !ok || !s.skip() {
+			if _, ok := s.str(); !ok || !s.skipWithin(depth-1) {
 				return false
 			}
 		}

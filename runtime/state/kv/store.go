@@ -3,7 +3,6 @@ package kv
 import (
 	"cmp"
 	"crypto/sha256"
-	"slices"
 )
 
 // held is one block a rank holds, under the engine's name for it.
@@ -23,7 +22,7 @@ type orderEntry struct {
 // router's. order lists the blocks oldest first, with entries made stale by removals
 // skipped and compacted away, so that at most max blocks are tracked.
 type rankState struct {
-	held  map[int64]held
+	held  table[held] // by the engine's hash
 	order []orderEntry
 	head  int
 	gen   uint32
@@ -33,7 +32,7 @@ type rankState struct {
 }
 
 func newRankState(maxBlocks int) *rankState {
-	return &rankState{held: map[int64]held{}, max: maxBlocks}
+	return &rankState{max: maxBlocks}
 }
 
 // Apply applies one rank's events in order and reports whether the index knows the rank.
@@ -48,6 +47,7 @@ func (ix *Index) Apply(engineID string, rank int, events ...Event) bool {
 		return false
 	}
 	st := &ix.ownerOf[o].stats
+	ix.warm(o, events)
 	var buf []byte
 	for _, e := range events {
 		switch e.Kind {
@@ -62,6 +62,44 @@ func (ix *Index) Apply(engineID string, rank int, events ...Event) bool {
 		}
 	}
 	return true
+}
+
+// maxWarm bounds the blocks of a batch warm reads ahead: more would push the first ones
+// out of the cache before they are applied.
+const maxWarm = 256
+
+// warm reads, before a batch is applied, the table slots its probes will read: the
+// rank's entry of each block the batch names, then the router's entry of each block it
+// removes. Each probe of a large table is a cache miss; loads that do not wait for one
+// another are in flight together, so the batch's misses overlap rather than follow one
+// another as the probes, each waiting for the last, would have them.
+func (ix *Index) warm(o owner, events []Event) {
+	rs := ix.ranks[o]
+	var sum int64
+	n := 0
+	for _, e := range events {
+		for _, h := range e.Hashes[:min(len(e.Hashes), maxWarm-n)] {
+			sum += rs.held.touch(h)
+		}
+		if n += len(e.Hashes); n >= maxWarm {
+			break
+		}
+	}
+	n = 0
+	for _, e := range events {
+		if e.Kind != BlockRemoved {
+			continue
+		}
+		for _, h := range e.Hashes[:min(len(e.Hashes), maxWarm-n)] {
+			if cur, ok := rs.held.get(h); ok {
+				sum += ix.blocks.touch(cur.router)
+			}
+		}
+		if n += len(e.Hashes); n >= maxWarm {
+			break
+		}
+	}
+	ix.warmed = sum
 }
 
 // store records a BlockStored event. With token ids, the router hashes each block,
@@ -87,11 +125,14 @@ func (ix *Index) store(o owner, e Event, st *engineStats, buf []byte) []byte {
 		return buf
 	}
 	size := len(e.Tokens) / n
-	var parent *[sha256.Size]byte
+	var parent *[sha256.Size]byte // nil, or &digest: the previous block's
+	var digest [sha256.Size]byte
 	if e.HasParent {
-		h, ok := ix.ranks[o].held[e.Parent]
+		h, ok := ix.ranks[o].held.get(e.Parent)
 		if ok {
-			parent = ix.blocks[h.router].digest
+			if b := ix.blocks.ref(h.router); b != nil && b.digested {
+				digest, parent = b.digest, &digest
+			}
 		}
 		if parent == nil && !(e.ParentMayBeRoot && !ok) {
 			st.orphans.add(n)
@@ -99,54 +140,46 @@ func (ix *Index) store(o owner, e Event, st *engineStats, buf []byte) []byte {
 		}
 	}
 	for i, h := range e.Hashes {
-		digest := new([sha256.Size]byte)
 		var router int64
-		*digest, router, buf = chainHash(parent, e.Tokens[i*size:(i+1)*size], buf)
-		parent = ix.hold(o, h, router, digest, where, st)
+		var kept bool
+		digest, router, buf = chainHash(parent, e.Tokens[i*size:(i+1)*size], buf)
+		if digest, kept = ix.hold(o, h, router, &digest, where, st); kept {
+			parent = &digest
+		} else {
+			parent = nil
+		}
 	}
 	return buf
 }
 
 // hold makes rank o hold the block the engine calls engine and the router calls router,
-// in placements w, evicting the rank's oldest block when that passes its cap. It returns the
-// block's digest as the index keeps it, nil when unknown.
-func (ix *Index) hold(o owner, engine, router int64, digest *[sha256.Size]byte, w placement, st *engineStats) *[sha256.Size]byte {
+// in placements w, evicting the rank's oldest block when that passes its cap. digest is
+// the block's SHA-256, nil when unknown. It returns the digest the index keeps for the
+// block and whether it keeps one.
+func (ix *Index) hold(o owner, engine, router int64, digest *[sha256.Size]byte, w placement, st *engineStats) ([sha256.Size]byte, bool) {
 	rs := ix.ranks[o]
-	if cur, ok := rs.held[engine]; ok {
-		if cur.router == router {
-			cur.where |= w
-			rs.held[engine] = cur
-			return ix.learnDigest(router, digest)
+	cur, had := rs.held.upsert(engine)
+	if had && cur.router == router {
+		cur.where |= w
+		if b := ix.blocks.ref(router); b != nil {
+			return b.learn(digest)
 		}
-		ix.drop(o, engine) // the engine reused its name for other tokens
+		return [sha256.Size]byte{}, false
 	}
-	b := ix.blocks[router]
-	if b.digest == nil {
-		b.digest = digest
+	if had { // the engine reused its name for other tokens
+		ix.unlink(o, cur.router)
 	}
-	if !slices.Contains(b.owners, o) {
-		b.owners = append(b.owners, o)
-	}
-	ix.blocks[router] = b
 	rs.gen++
-	rs.held[engine] = held{router: router, where: w, gen: rs.gen}
+	*cur = held{router: router, where: w, gen: rs.gen}
+	b, _ := ix.blocks.upsert(router)
+	b.add(o)
+	kept, ok := b.learn(digest)
 	rs.order = append(rs.order, orderEntry{engine: engine, gen: rs.gen})
-	if rs.max > 0 && len(rs.held) > rs.max {
+	if rs.max > 0 && rs.held.len() > rs.max {
 		ix.evictOldest(o, st)
 	}
 	rs.compact()
-	return b.digest
-}
-
-// learnDigest records the digest of a block stored by hash alone, once a store with
-// token ids names it, and returns the digest the index keeps.
-func (ix *Index) learnDigest(router int64, digest *[sha256.Size]byte) *[sha256.Size]byte {
-	b, ok := ix.blocks[router]
-	if ok && b.digest == nil && digest != nil {
-		b.digest = digest
-		ix.blocks[router] = b
-	}
-	return b.digest
+	return kept, ok
 }
 
 // evictOldest drops the rank's oldest current block.
@@ -155,7 +188,7 @@ func (ix *Index) evictOldest(o owner, st *engineStats) {
 	for rs.head < len(rs.order) {
 		e := rs.order[rs.head]
 		rs.head++
-		if cur, ok := rs.held[e.engine]; ok && cur.gen == e.gen {
+		if cur, ok := rs.held.get(e.engine); ok && cur.gen == e.gen {
 			ix.drop(o, e.engine)
 			st.evicted.add(1)
 			return
@@ -166,7 +199,7 @@ func (ix *Index) evictOldest(o owner, st *engineStats) {
 // compact bounds order: once stale entries outnumber current ones it keeps only the
 // current entries, oldest first.
 func (rs *rankState) compact() {
-	if live := len(rs.order) - rs.head; live <= 2*len(rs.held)+64 {
+	if live := len(rs.order) - rs.head; live <= 2*rs.held.len()+64 {
 		if rs.head > len(rs.order)/2 {
 			rs.order = append(rs.order[:0], rs.order[rs.head:]...)
 			rs.head = 0
@@ -175,7 +208,7 @@ func (rs *rankState) compact() {
 	}
 	kept := rs.order[:0]
 	for _, e := range rs.order[rs.head:] {
-		if cur, ok := rs.held[e.engine]; ok && cur.gen == e.gen {
+		if cur, ok := rs.held.get(e.engine); ok && cur.gen == e.gen {
 			kept = append(kept, e)
 		}
 	}
@@ -185,14 +218,12 @@ func (rs *rankState) compact() {
 // remove takes placements w away from the rank's block; the rank holds it until no group
 // holds it on any tier.
 func (ix *Index) remove(o owner, engine int64, w placement) {
-	rs := ix.ranks[o]
-	cur, ok := rs.held[engine]
-	if !ok {
+	cur := ix.ranks[o].held.ref(engine)
+	if cur == nil {
 		return
 	}
 	if left := cur.where &^ w; left != 0 {
 		cur.where = left
-		rs.held[engine] = cur
 		return
 	}
 	ix.drop(o, engine)
@@ -201,36 +232,29 @@ func (ix *Index) remove(o owner, engine int64, w placement) {
 // drop forgets the rank's block entirely.
 func (ix *Index) drop(o owner, engine int64) {
 	rs := ix.ranks[o]
-	cur, ok := rs.held[engine]
+	cur, ok := rs.held.get(engine)
 	if !ok {
 		return
 	}
-	delete(rs.held, engine)
+	rs.held.remove(engine)
 	ix.unlink(o, cur.router)
 }
 
 // unlink removes o from the router block's owners, and the block once nobody holds it.
 func (ix *Index) unlink(o owner, router int64) {
-	b, ok := ix.blocks[router]
-	i := slices.Index(b.owners, o)
-	if !ok || i < 0 {
+	b := ix.blocks.ref(router)
+	if b == nil || !b.remove(o) {
 		return
 	}
 	ix.ranks[o].unlinked++
-	b.owners[i] = b.owners[len(b.owners)-1]
-	b.owners = b.owners[:len(b.owners)-1]
-	if len(b.owners) == 0 {
-		delete(ix.blocks, router)
-	} else {
-		ix.blocks[router] = b
+	if len(b.owners()) == 0 {
+		ix.blocks.remove(router)
 	}
 }
 
 func (ix *Index) clear(o owner) {
 	rs := ix.ranks[o]
-	for _, cur := range rs.held {
-		ix.unlink(o, cur.router)
-	}
-	rs.held = map[int64]held{}
+	rs.held.each(func(_ int64, cur held) { ix.unlink(o, cur.router) })
+	rs.held.reset()
 	rs.order, rs.head = nil, 0
 }

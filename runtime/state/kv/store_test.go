@@ -96,8 +96,8 @@ func TestMaxBlocksEvictsTheOldest(t *testing.T) {
 	if ms := ix.Lookup(prompt, 16); len(ms) != 0 {
 		t.Fatalf("lookup after evicting the first blocks = %v", ms)
 	}
-	if len(ix.blocks) != 4 {
-		t.Fatalf("router blocks = %d, want 4", len(ix.blocks))
+	if ix.blocks.len() != 4 {
+		t.Fatalf("router blocks = %d, want 4", ix.blocks.len())
 	}
 	// Churn keeps the eviction order bounded by the cap, not by the events seen.
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -110,8 +110,8 @@ func TestMaxBlocksEvictsTheOldest(t *testing.T) {
 		}
 	}
 	rs := ix.ranks[0]
-	if len(rs.held) > 4 || len(rs.order) > 2*4+64+1 {
-		t.Fatalf("held %d, order %d: not bounded by the cap", len(rs.held), len(rs.order))
+	if rs.held.len() > 4 || len(rs.order) > 2*4+64+1 {
+		t.Fatalf("held %d, order %d: not bounded by the cap", rs.held.len(), len(rs.order))
 	}
 }
 

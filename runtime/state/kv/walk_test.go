@@ -15,12 +15,12 @@ func referenceLookup(ix *Index, hashes []int64, blockSize int) map[string]int {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	out := map[string]int{}
-	for _, o := range ix.blocks[hashes[0]].owners {
+	for _, o := range ix.owners(hashes[0]) {
 		if ix.ownerOf[o].blockSize != blockSize {
 			continue
 		}
 		n := 1
-		for n < len(hashes) && slices.Contains(ix.blocks[hashes[n]].owners, o) {
+		for n < len(hashes) && slices.Contains(ix.owners(hashes[n]), o) {
 			n++
 		}
 		id := ix.ownerOf[o].id

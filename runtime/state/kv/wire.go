@@ -42,8 +42,9 @@ type message struct {
 // may be omitted and unknown fields are ignored; events of unknown types are skipped and
 // counted. The payload is decoded into generic values and read with guards rather than
 // into fixed structs, because msgpack's array-encoded structs fail on any change in field
-// count, and both engines add fields.
-func decodeMessage(frames [][]byte) (message, error) {
+// count, and both engines add fields. sc, when not nil, is the subscription's scratch
+// (scanBatch): the events are then valid until its next message.
+func decodeMessage(frames [][]byte, sc *scratch) (message, error) {
 	if len(frames) != 3 {
 		return message{}, fmt.Errorf("want 3 frames (topic, sequence, payload), got %d", len(frames))
 	}
@@ -51,12 +52,12 @@ func decodeMessage(frames [][]byte) (message, error) {
 		return message{}, fmt.Errorf("sequence frame has %d bytes, want 8", len(frames[1]))
 	}
 	m := message{topic: string(frames[0]), seq: binary.BigEndian.Uint64(frames[1])}
-	if err := checkPayload(frames[2]); err != nil {
-		return message{}, fmt.Errorf("decoding payload: %w", err)
-	}
-	if events, skipped, ok := scanBatch(frames[2]); ok {
+	if events, skipped, ok := scanBatch(frames[2], sc); ok {
 		m.events, m.skipped = events, skipped
 		return m, nil
+	}
+	if err := checkPayload(frames[2]); err != nil {
+		return message{}, fmt.Errorf("decoding payload: %w", err)
 	}
 	return decodeGeneric(m, frames[2])
 }

@@ -89,7 +89,7 @@ func TestDecodeGolden(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			m, err := decodeMessage(frames(41, golden(t, tt.file)))
+			m, err := decodeMessage(frames(41, golden(t, tt.file)), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +132,7 @@ func TestDecodeTolerance(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, err := decodeMessage(frames(0, encode(t, tt.payload)))
+			m, err := decodeMessage(frames(0, encode(t, tt.payload)), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,7 +171,7 @@ func TestDecodeRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := decodeMessage(tt.frames)
+			_, err := decodeMessage(tt.frames, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want one containing %q", err, tt.want)
 			}
