@@ -163,7 +163,9 @@ func (c *conn) run(err error) {
 // client that leaves (cancelling the request) and waits for the next request, and
 // whichever of it and the serving goroutine finishes second carries the connection on.
 func (c *conn) wait() {
-	_, err := c.br.Peek(1)
+	// Four bytes, as net/http's server waits for: fewer before the client's end are no
+	// request worth an answer.
+	_, err := c.br.Peek(4)
 	if err != nil {
 		c.cancel()
 	}
@@ -281,14 +283,13 @@ func (c *conn) readRequest() (*http.Request, error) {
 func (c *conn) refuse(err error) {
 	const errorHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
 	var se statusError
-	var ne net.Error
 	switch {
 	case err == errTooLarge:
 		const public = "431 Request Header Fields Too Large"
 		_, _ = io.WriteString(c.rwc, "HTTP/1.1 "+public+errorHeaders+public)
 	case strings.HasPrefix(err.Error(), "unsupported transfer encoding"):
 		_, _ = io.WriteString(c.rwc, "HTTP/1.1 501 Not Implemented"+errorHeaders+"Unsupported transfer encoding")
-	case err == io.EOF, errors.As(err, &ne), errors.Is(err, net.ErrClosed):
+	case isCommonNetReadError(err):
 	case errors.As(err, &se):
 		msg := fmt.Sprintf("%d %s: %s", se.code, http.StatusText(se.code), se.text)
 		_, _ = io.WriteString(c.rwc, "HTTP/1.1 "+msg+errorHeaders+msg)
@@ -296,6 +297,19 @@ func (c *conn) refuse(err error) {
 		const public = "400 Bad Request"
 		_, _ = io.WriteString(c.rwc, "HTTP/1.1 "+public+errorHeaders+public)
 	}
+}
+
+// isCommonNetReadError is net/http's test for a read error not worth an answer: the
+// client left, or its head timed out.
+func isCommonNetReadError(err error) bool {
+	if err == io.EOF {
+		return true
+	}
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		return true
+	}
+	oe, ok := err.(*net.OpError)
+	return ok && oe.Op == "read"
 }
 
 // serveOne reads one request, runs the handler and finishes the response; it reports

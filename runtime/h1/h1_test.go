@@ -57,8 +57,7 @@ func servers(t testing.TB, h http.Handler, tune func(*Server)) (string, string) 
 	if tune != nil {
 		tune(ours)
 	}
-	theirs := &http.Server{Handler: h, ReadHeaderTimeout: ours.ReadHeaderTimeout, IdleTimeout: ours.IdleTimeout, MaxHeaderBytes: ours.MaxHeaderBytes,
-		ErrorLog: nil}
+	theirs := &http.Server{Handler: h, ReadHeaderTimeout: ours.ReadHeaderTimeout, IdleTimeout: ours.IdleTimeout, MaxHeaderBytes: ours.MaxHeaderBytes}
 	var addrs []string
 	for _, serve := range []func(net.Listener) error{ours.Serve, theirs.Serve} {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -154,40 +153,41 @@ func methods(raw []byte) []string {
 	}
 }
 
+// agreeCases are requests both servers answer alike; FuzzServeConn starts from them.
+var agreeCases = map[string]string{
+	"get":           "GET /x?y=1 HTTP/1.1\r\nHost: h\r\n\r\n",
+	"post":          "POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello",
+	"chunked":       "POST /p HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+	"pipelined":     "GET /a HTTP/1.1\r\nHost: h\r\n\r\nPOST /b HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nokGET /c HTTP/1.1\r\nHost: h\r\n\r\n",
+	"close":         "GET /a HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\nGET /b HTTP/1.1\r\nHost: h\r\n\r\n",
+	"handler close": "GET /close HTTP/1.1\r\nHost: h\r\n\r\nGET /b HTTP/1.1\r\nHost: h\r\n\r\n",
+	"http10":        "GET /a HTTP/1.0\r\n\r\nGET /b HTTP/1.0\r\n\r\n",
+	"http10 keep":   "GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /b HTTP/1.0\r\n\r\n",
+	"http10 big":    "GET /big HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /b HTTP/1.0\r\n\r\n",
+	"head":          "HEAD /x HTTP/1.1\r\nHost: h\r\n\r\nHEAD /big HTTP/1.1\r\nHost: h\r\n\r\nGET /z HTTP/1.1\r\nHost: h\r\n\r\n",
+	"statuses":      "GET /status/204 HTTP/1.1\r\nHost: h\r\n\r\nGET /status/404 HTTP/1.1\r\nHost: h\r\n\r\nGET /status/304 HTTP/1.1\r\nHost: h\r\n\r\nGET /z HTTP/1.1\r\nHost: h\r\n\r\n",
+	"big":           "GET /big HTTP/1.1\r\nHost: h\r\n\r\nGET /z HTTP/1.1\r\nHost: h\r\n\r\n",
+	"flush":         "GET /flush HTTP/1.1\r\nHost: h\r\n\r\nGET /z HTTP/1.1\r\nHost: h\r\n\r\n",
+	"trailer":       "GET /trailer HTTP/1.1\r\nHost: h\r\n\r\n",
+	"expect":        "POST /p HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nok",
+	"expect other":  "POST /p HTTP/1.1\r\nHost: h\r\nExpect: teapot\r\nContent-Length: 2\r\n\r\nok",
+	"no host":       "GET / HTTP/1.1\r\n\r\n",
+	"two hosts":     "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+	"bad host":      "GET / HTTP/1.1\r\nHost: a b\r\n\r\n",
+	"bad name":      "GET / HTTP/1.1\r\nHost: a\r\nBad Name: v\r\n\r\n",
+	"http2":         "GET / HTTP/2.0\r\nHost: a\r\n\r\n",
+	"garbage":       "\x00\x01hello\r\n\r\n",
+	"huge head":     "GET / HTTP/1.1\r\nHost: a\r\nX-Big: " + strings.Repeat("a", 1<<20+10) + "\r\n\r\n",
+	"bad te":        "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n",
+	"short body":    "POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 50\r\n\r\nhello",
+	"options star":  "OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n",
+	"post crlf":     "POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nok\r\nGET /z HTTP/1.1\r\nHost: h\r\n\r\n",
+	"unread body":   "POST /status/201 HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabcGET /z HTTP/1.1\r\nHost: h\r\n\r\n",
+}
+
 func TestAgreesWithNetHTTP(t *testing.T) {
 	ours, theirs := servers(t, http.HandlerFunc(echo), nil)
-	big := strings.Repeat("a", 1<<20+10)
-	cases := map[string]string{
-		"get":           "GET /x?y=1 HTTP/1.1\r\nHost: h\r\n\r\n",
-		"post":          "POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello",
-		"chunked":       "POST /p HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
-		"pipelined":     "GET /a HTTP/1.1\r\nHost: h\r\n\r\nPOST /b HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nokGET /c HTTP/1.1\r\nHost: h\r\n\r\n",
-		"close":         "GET /a HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\nGET /b HTTP/1.1\r\nHost: h\r\n\r\n",
-		"handler close": "GET /close HTTP/1.1\r\nHost: h\r\n\r\nGET /b HTTP/1.1\r\nHost: h\r\n\r\n",
-		"http10":        "GET /a HTTP/1.0\r\n\r\nGET /b HTTP/1.0\r\n\r\n",
-		"http10 keep":   "GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /b HTTP/1.0\r\n\r\n",
-		"http10 big":    "GET /big HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /b HTTP/1.0\r\n\r\n",
-		"head":          "HEAD /x HTTP/1.1\r\nHost: h\r\n\r\nHEAD /big HTTP/1.1\r\nHost: h\r\n\r\nGET /z HTTP/1.1\r\nHost: h\r\n\r\n",
-		"statuses":      "GET /status/204 HTTP/1.1\r\nHost: h\r\n\r\nGET /status/404 HTTP/1.1\r\nHost: h\r\n\r\nGET /status/304 HTTP/1.1\r\nHost: h\r\n\r\nGET /z HTTP/1.1\r\nHost: h\r\n\r\n",
-		"big":           "GET /big HTTP/1.1\r\nHost: h\r\n\r\nGET /z HTTP/1.1\r\nHost: h\r\n\r\n",
-		"flush":         "GET /flush HTTP/1.1\r\nHost: h\r\n\r\nGET /z HTTP/1.1\r\nHost: h\r\n\r\n",
-		"trailer":       "GET /trailer HTTP/1.1\r\nHost: h\r\n\r\n",
-		"expect":        "POST /p HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nok",
-		"expect other":  "POST /p HTTP/1.1\r\nHost: h\r\nExpect: teapot\r\nContent-Length: 2\r\n\r\nok",
-		"no host":       "GET / HTTP/1.1\r\n\r\n",
-		"two hosts":     "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
-		"bad host":      "GET / HTTP/1.1\r\nHost: a b\r\n\r\n",
-		"bad name":      "GET / HTTP/1.1\r\nHost: a\r\nBad Name: v\r\n\r\n",
-		"http2":         "GET / HTTP/2.0\r\nHost: a\r\n\r\n",
-		"garbage":       "\x00\x01hello\r\n\r\n",
-		"huge head":     "GET / HTTP/1.1\r\nHost: a\r\nX-Big: " + big + "\r\n\r\n",
-		"bad te":        "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n",
-		"short body":    "POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 50\r\n\r\nhello",
-		"options star":  "OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n",
-		"post crlf":     "POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nok\r\nGET /z HTTP/1.1\r\nHost: h\r\n\r\n",
-		"unread body":   "POST /status/201 HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabcGET /z HTTP/1.1\r\nHost: h\r\n\r\n",
-	}
-	for name, raw := range cases {
+	for name, raw := range agreeCases {
 		t.Run(name, func(t *testing.T) {
 			ms := methods([]byte(raw))
 			a := parse(t, exchange(t, ours, []byte(raw)), ms)
@@ -207,7 +207,7 @@ func TestAgreesWithNetHTTP(t *testing.T) {
 func TestRefusesMoreThanNetHTTP(t *testing.T) {
 	ours, _ := servers(t, http.HandlerFunc(echo), nil)
 	for raw, want := range map[string]int{
-		"GET http://a/b HTTP/1.1\r\nHost: a\r\n\r\n":   400,
+		"GET http://a/b HTTP/1.1\r\nHost: a\r\n\r\n":    400,
 		"CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n": 400,
 		"GET / HTTP/1.1\r\nHost:\r\n\r\n":               400,
 		"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n":              505,
