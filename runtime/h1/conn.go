@@ -63,6 +63,8 @@ type conn struct {
 
 	// deadlines: the handler set a read or write deadline, cleared after it.
 	readDL, writeDL bool
+	// unread: a request body was left unread; the client may still be sending it.
+	unread bool
 	// afterPOST: the last request was a POST, whose client may have sent a stray CRLF
 	// after the body (RFC 9112 §2.2), skipped as net/http skips it.
 	afterPOST bool
@@ -139,6 +141,9 @@ func (c *conn) run(err error) {
 			c.state(http.StateIdle)
 		} else {
 			keep = false
+			if c.unread {
+				c.closeWriteAndWait()
+			}
 			_ = c.rwc.Close() // ends a pending read
 		}
 		c.keep = keep
@@ -179,6 +184,20 @@ func (c *conn) wait() {
 		return
 	}
 	c.run(err)
+}
+
+// rstAvoidanceDelay is how long a connection whose client may still be sending a body
+// stays open after the answer, net/http's figure: closing a socket with unread bytes
+// resets it, and the reset can reach the client before it has read the answer.
+const rstAvoidanceDelay = 500 * time.Millisecond
+
+// closeWriteAndWait ends the sending side, where the connection allows it, and waits
+// rstAvoidanceDelay before the close, as net/http's server does.
+func (c *conn) closeWriteAndWait() {
+	if cw, ok := c.rwc.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	time.Sleep(rstAvoidanceDelay)
 }
 
 // startWait starts the pending read; the request's body has been read to its end.
@@ -393,7 +412,8 @@ type body struct {
 	c      *conn
 	w      *response
 	src    io.ReadCloser
-	expect bool // a 100 Continue is owed before the first read
+	expect bool  // a 100 Continue is owed before the first read
+	n      int64 // bytes read
 	eof    bool
 	closed bool
 }
@@ -417,6 +437,7 @@ func (b *body) read(p []byte) (int, error) {
 		}
 	}
 	n, err := b.src.Read(p)
+	b.n += int64(n)
 	if err == io.EOF {
 		b.eof = true
 		b.c.startWait()
@@ -440,15 +461,20 @@ func (b *body) drain() bool {
 	if b.eof {
 		return true
 	}
+	c := b.c
+	c.unread = true
 	if b.expect {
 		return false // the client waits for a 100 Continue before it sends the body
 	}
-	c := b.c
+	if cl := b.w.req.ContentLength; cl > 0 && cl-b.n >= maxPostHandlerReadBytes {
+		return false // as net/http: too much left to read
+	}
 	c.since.Store(c.s.now.Load())
 	if !c.phase.CompareAndSwap(phaseActive, phaseHead) {
 		return false
 	}
 	_, err := io.CopyN(io.Discard, readerFunc(b.read), maxPostHandlerReadBytes+1)
+	c.unread = err != io.EOF
 	return c.phase.CompareAndSwap(phaseHead, phaseActive) && err == io.EOF
 }
 

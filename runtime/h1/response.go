@@ -169,7 +169,7 @@ func (w *response) finish() {
 	}
 	if !w.committed {
 		w.commit(true, w.c.pre[:w.buffered])
-	} else if w.body != nil && !w.body.drain() {
+	} else if w.body != nil && !w.closeAfter && !w.body.drain() {
 		w.closeAfter = true
 	}
 	if w.chunked {
@@ -244,9 +244,6 @@ func (w *response) commit(done bool, first []byte) {
 			}
 		}
 	}
-	if done && w.body != nil && !w.body.drain() {
-		w.closeAfter = true
-	}
 	var excl int
 	var setLength, setType, setConnection string
 	if done && !trailers && bodyOK && w.contentLength == -1 && (!isHEAD || w.buffered > 0) {
@@ -266,6 +263,9 @@ func (w *response) commit(done bool, first []byte) {
 		w.closeAfter = true
 	}
 	if h.Get("Connection") == "close" || !keepAlives {
+		w.closeAfter = true
+	}
+	if done && w.body != nil && !w.closeAfter && !w.body.drain() {
 		w.closeAfter = true
 	}
 	if bodyOK {
