@@ -34,9 +34,8 @@ var (
 	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, bufSize) }}
 )
 
-// conn is one client connection. One goroutine owns it at a time: the serving
-// goroutine, or, once a request's body is read, the pending read that waits for the
-// next request and becomes the serving goroutine when it comes (see wait).
+// conn is one client connection, served by one goroutine; once a request's body is read
+// a second one, wait, holds a read pending on it (see wait).
 type conn struct {
 	s      *Server
 	rwc    net.Conn
@@ -53,13 +52,10 @@ type conn struct {
 	// cancel ends the current request's context; the pending read calls it when the
 	// client leaves.
 	cancel context.CancelFunc
-	// waiting: a read is pending for the next request (started at the body's end).
+	// waiting: a read is pending for the next request (started at the body's end); its
+	// result comes on waited.
 	waiting bool
-	// met counts the arrivals of the serving goroutine (its response done) and the
-	// pending read (its byte or error in); the second to arrive carries on.
-	met     atomic.Int32
-	waitErr error // the pending read's error
-	keep    bool  // whether the connection serves another request
+	waited  chan error
 
 	// deadlines: the handler set a read or write deadline, cleared after it.
 	readDL, writeDL bool
@@ -120,13 +116,8 @@ func (c *conn) serve(base context.Context) {
 	c.br.Reset(&c.lr)
 	c.bw = writers.Get().(*bufio.Writer)
 	c.bw.Reset(connWriter{c})
+	c.waited = make(chan error, 1)
 	_, err := c.br.Peek(1)
-	c.run(err)
-}
-
-// run serves requests whose first byte is in the read buffer (or err, when the read
-// failed) until the connection ends or a pending read takes it over.
-func (c *conn) run(err error) {
 	for {
 		ph := c.phase.Load()
 		if err != nil || ph == phaseClosed || !c.phase.CompareAndSwap(ph, phaseHead) {
@@ -146,27 +137,21 @@ func (c *conn) run(err error) {
 			}
 			_ = c.rwc.Close() // ends a pending read
 		}
-		c.keep = keep
-		if !c.waiting {
-			c.finish()
-			return
+		if c.waiting {
+			c.waiting = false
+			err = <-c.waited
 		}
-		c.waiting = false
-		if c.met.Add(1) == 1 {
-			return // the pending read carries on
-		}
-		c.met.Store(0)
 		if !keep {
 			c.finish()
 			return
 		}
-		err = c.waitErr
 	}
 }
 
 // wait is the read pending while a handler runs and after its response: it notices a
-// client that leaves (cancelling the request) and waits for the next request, and
-// whichever of it and the serving goroutine finishes second carries the connection on.
+// client that leaves (cancelling the request) and is the wait for the next request,
+// whose first bytes it leaves in the read buffer. It is a goroutine of its own so that
+// the serving goroutine keeps its stack, grown by the handler, from request to request.
 func (c *conn) wait() {
 	// Four bytes, as net/http's server waits for: fewer before the client's end are no
 	// request worth an answer.
@@ -174,16 +159,7 @@ func (c *conn) wait() {
 	if err != nil {
 		c.cancel()
 	}
-	c.waitErr = err
-	if c.met.Add(1) == 1 {
-		return // the handler runs on; the serving goroutine will carry on
-	}
-	c.met.Store(0)
-	if !c.keep {
-		c.finish()
-		return
-	}
-	c.run(err)
+	c.waited <- err
 }
 
 // rstAvoidanceDelay is how long a connection whose client may still be sending a body
