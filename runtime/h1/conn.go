@@ -314,6 +314,7 @@ func (c *conn) serveOne() bool {
 	req, err := c.readRequest()
 	if err != nil {
 		c.refuse(err)
+		c.unread = err == errTooLarge // the client may still be sending its head
 		return false
 	}
 	if c.s.inShut.Load() {
