@@ -3,7 +3,6 @@ package server
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"github.com/routerkit/router/runtime/plan"
-	"github.com/routerkit/router/runtime/sim"
 )
 
 var clientTransports = []plan.ClientTransport{plan.ClientTransportRouter, plan.ClientTransportNetHTTP}
@@ -122,35 +120,6 @@ func TestClientTransportsAgree(t *testing.T) {
 		if len(ours) == 0 || !slices.Equal(ours, theirs) {
 			t.Errorf("%s:\nrouter:   %+v\nnet_http: %+v", tc.name, ours, theirs)
 		}
-	}
-}
-
-// Both transports stream an answer as it comes (the first event arrives while the engine
-// still generates), and a client that leaves mid-stream ends the engine's request.
-func TestClientTransportsStreamAndCancel(t *testing.T) {
-	for _, kind := range clientTransports {
-		t.Run(string(kind), func(t *testing.T) {
-			p := plainPlan("E1")
-			p.ClientTransport = kind
-			fc := startFleet(t, p)
-			_ = fc.fleet.Engine("E1").SetFaults(sim.Faults{Slowdown: 100})
-			ctx, cancel := context.WithCancel(testCtx(t))
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, fc.url+"/v1/chat/completions",
-				strings.NewReader(chat("m", "a long story please", `, "stream": true, "max_tokens": 1500`)))
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || !strings.HasPrefix(line, "data: ") {
-				t.Fatalf("first line %q, %v", line, err)
-			}
-			if fc.srv.reg.Get("E1").Inflight() != 1 {
-				t.Error("the first event came after the engine finished")
-			}
-			cancel()
-			resp.Body.Close()
-			fc.inflightZero(t)
-		})
 	}
 }
 
