@@ -52,10 +52,11 @@ type conn struct {
 	// cancel ends the current request's context; the pending read calls it when the
 	// client leaves.
 	cancel context.CancelFunc
-	// waiting: a read is pending for the next request (started at the body's end); its
-	// result comes on waited.
-	waiting bool
-	waited  chan error
+	// waiting: the pending read is armed (at the body's end): waitTimer starts it after
+	// waitDelay, and its result comes on waited.
+	waiting   bool
+	waitTimer *time.Timer
+	waited    chan error
 
 	// deadlines: the handler set a read or write deadline, cleared after it.
 	readDL, writeDL bool
@@ -139,7 +140,12 @@ func (c *conn) serve(base context.Context) {
 		}
 		if c.waiting {
 			c.waiting = false
-			err = <-c.waited
+			switch {
+			case !c.waitTimer.Stop():
+				err = <-c.waited // the pending read started (Stop's guarantee for AfterFunc)
+			case keep:
+				_, err = c.br.Peek(4) // it never started: this goroutine waits instead
+			}
 		}
 		if !keep {
 			c.finish()
@@ -150,8 +156,9 @@ func (c *conn) serve(base context.Context) {
 
 // wait is the read pending while a handler runs and after its response: it notices a
 // client that leaves (cancelling the request) and is the wait for the next request,
-// whose first bytes it leaves in the read buffer. It is a goroutine of its own so that
-// the serving goroutine keeps its stack, grown by the handler, from request to request.
+// whose first bytes it leaves in the read buffer. It runs in the goroutine of
+// waitTimer's function, so that the serving goroutine keeps its stack, grown by the
+// handler, from request to request.
 func (c *conn) wait() {
 	// Four bytes, as net/http's server waits for: fewer before the client's end are no
 	// request worth an answer.
@@ -176,10 +183,20 @@ func (c *conn) closeWriteAndWait() {
 	time.Sleep(rstAvoidanceDelay)
 }
 
-// startWait starts the pending read; the request's body has been read to its end.
+// waitDelay is how long after a request's body the pending read starts. A request
+// answered sooner (health, tokenize, a refusal) never starts one and costs no goroutine
+// and no thread woken for it; one that takes longer (a generation) notices its client
+// leaving from then on, waitDelay late at most.
+const waitDelay = 2 * time.Millisecond
+
+// startWait arms the pending read; the request's body has been read to its end.
 func (c *conn) startWait() {
 	c.waiting = true
-	go c.wait()
+	if c.waitTimer == nil {
+		c.waitTimer = time.AfterFunc(waitDelay, c.wait)
+	} else {
+		c.waitTimer.Reset(waitDelay)
+	}
 }
 
 // finish closes the connection and returns its buffers. No read is pending.
