@@ -34,8 +34,8 @@ var (
 	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, bufSize) }}
 )
 
-// conn is one client connection, served by one goroutine; once a request's body is read
-// a second one, wait, holds a read pending on it (see wait).
+// conn is one client connection, served by one goroutine; from waitDelay after a
+// request's body, a second one, wait, holds a read pending on it (see wait).
 type conn struct {
 	s      *Server
 	rwc    net.Conn
