@@ -440,3 +440,21 @@ func TestShutdownFinishesActive(t *testing.T) {
 		t.Errorf("Serve returned %v", err)
 	}
 }
+
+// Serve after Shutdown returns http.ErrServerClosed at once and closes its listener.
+func TestServeAfterShutdown(t *testing.T) {
+	s := &Server{Handler: http.HandlerFunc(echo)}
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		t.Errorf("Serve after Shutdown: %v", err)
+	}
+	if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("the listener is still open after Serve returned: %v", err)
+	}
+}

@@ -64,8 +64,9 @@ func (s *Server) maxHeaderBytes() int64 {
 }
 
 // Serve accepts connections on ln and serves each in a goroutine of its own until
-// Shutdown or Close, when it returns http.ErrServerClosed.
+// Shutdown or Close, when it returns http.ErrServerClosed; it closes ln.
 func (s *Server) Serve(ln net.Listener) error {
+	defer ln.Close() // as net/http: Serve owns ln, even when called after Shutdown
 	if !s.track(&ln, true) {
 		return http.ErrServerClosed
 	}
