@@ -60,6 +60,7 @@ fuzz:
 	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzExplainRequest$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/monitor -run '^$$' -fuzz '^FuzzLoadReports$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/monitor -run '^$$' -fuzz '^FuzzReadHead$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/h1 -run '^$$' -fuzz '^FuzzServeConn$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/state/kv/zmtp -run '^$$' -fuzz '^FuzzConn$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/state/kv -run '^$$' -fuzz '^FuzzDecodeMessage$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/state/kv -run '^$$' -fuzz '^FuzzScanMatchesGeneric$$' -fuzztime $(FUZZTIME)

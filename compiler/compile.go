@@ -138,6 +138,7 @@ type file struct {
 	RateLimit         *plan.RateLimit       `json:"rate_limit"`
 	Bindings          *plan.Bindings        `json:"bindings"`
 	EngineTransport   plan.EngineTransport  `json:"engine_transport"`
+	ClientTransport   plan.ClientTransport  `json:"client_transport"`
 	Tracing           *plan.Tracing         `json:"tracing"`
 	RequestID         plan.RequestID        `json:"request_id"`
 	Debug             plan.Debug            `json:"debug"`
@@ -151,7 +152,7 @@ func (f *file) plan() *plan.Plan {
 	p := &plan.Plan{Listen: f.Listen, AdminToken: f.AdminToken, Health: f.Health,
 		ShutdownGraceSecs: f.ShutdownGraceSecs, ShutdownDelaySecs: f.ShutdownDelaySecs, Readiness: f.Readiness, Engines: f.Engines,
 		Timeouts: f.Timeouts, Limits: f.Limits, Breaker: f.Breaker, Retries: f.Retries,
-		Headers: f.Headers, State: f.State, Bindings: f.Bindings, EngineTransport: f.EngineTransport,
+		Headers: f.Headers, State: f.State, Bindings: f.Bindings, EngineTransport: f.EngineTransport, ClientTransport: f.ClientTransport,
 		Tracing: f.Tracing, RequestID: f.RequestID, Debug: f.Debug,
 		Queue: f.Queue, RateLimit: f.RateLimit,
 		Auth: f.Auth.plan(), TLS: f.TLS, EngineTLS: f.EngineTLS, Metrics: f.Metrics}

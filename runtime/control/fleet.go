@@ -91,6 +91,9 @@ func RestartOnly(old, new *plan.Plan) []string {
 	if old.EngineTransport != new.EngineTransport {
 		out = append(out, "engine_transport")
 	}
+	if old.ClientTransport != new.ClientTransport {
+		out = append(out, "client_transport")
+	}
 	if old.Limits.MaxConnectionsPerClient != new.Limits.MaxConnectionsPerClient {
 		out = append(out, "limits.max_connections_per_client")
 	}

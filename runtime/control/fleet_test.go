@@ -54,8 +54,9 @@ func TestRestartOnly(t *testing.T) {
 	old := &plan.Plan{Listen: "127.0.0.1:30000"}
 	changed := *old
 	changed.Listen, changed.Limits.MaxConnections, changed.ShutdownGraceSecs = "0.0.0.0:30000", 10, 99
+	changed.ClientTransport = plan.ClientTransportNetHTTP
 	got := RestartOnly(old, &changed)
-	if len(got) != 2 || got[0] != "listen (running 127.0.0.1:30000, config 0.0.0.0:30000)" || got[1] != "limits.max_connections" {
+	if len(got) != 3 || got[0] != "listen (running 127.0.0.1:30000, config 0.0.0.0:30000)" || got[1] != "limits.max_connections" || got[2] != "client_transport" {
 		t.Errorf("RestartOnly = %q", got)
 	}
 	if got := RestartOnly(old, old); got != nil {

@@ -67,6 +67,8 @@ type Plan struct {
 	Bindings *Bindings `json:"bindings,omitempty"`
 	// EngineTransport says what speaks HTTP to engines; empty is TransportRouter.
 	EngineTransport EngineTransport `json:"engine_transport,omitempty"`
+	// ClientTransport says what serves HTTP to clients; empty is ClientTransportRouter.
+	ClientTransport ClientTransport `json:"client_transport,omitempty"`
 	// Tracing, request ids and debug headers: see trace.go. Tracing is nil when off.
 	Tracing   *Tracing  `json:"tracing,omitempty"`
 	RequestID RequestID `json:"request_id"`
@@ -88,6 +90,17 @@ const (
 	TransportRouter EngineTransport = "router"
 	// TransportNetHTTP is net/http's Transport for every engine: the switch back.
 	TransportNetHTTP EngineTransport = "net_http"
+)
+
+// ClientTransport names the HTTP server of the router's clients.
+type ClientTransport string
+
+const (
+	// ClientTransportRouter is the router's own HTTP/1.1 server (runtime/h1); with edge
+	// TLS the router serves through net/http's, which negotiates HTTP/2.
+	ClientTransportRouter ClientTransport = "router"
+	// ClientTransportNetHTTP is net/http's server: the switch back.
+	ClientTransportNetHTTP ClientTransport = "net_http"
 )
 
 // Health configures active health checks. An engine leaves every candidate set after

@@ -28,7 +28,7 @@ import (
 // never written).
 //
 // An idle connection costs the router about 20 KiB of Go memory (the serving goroutine's
-// stack, net/http's 4 KiB read and write buffers and the connection's state;
+// stack, the server's 4 KiB read and write buffers and the connection's state;
 // TestIdleConnectionCost measures it and bounds it at 32 KiB), plus the kernel's socket
 // buffers: the default 4,096 connections are about 80 MiB at most.
 
@@ -38,7 +38,8 @@ func reapMark(max int) int { return max - max/16 }
 
 // clientListener counts accepted connections per client address, refuses the excess
 // over the per-address cap, and keeps the idle ones in the order they became idle for
-// reaping. Its ConnState method is the http.Server's ConnState hook.
+// reaping. Its ConnState method is the client server's ConnState hook (http.Server's,
+// or h1.Server's, which reports the same transitions).
 type clientListener struct {
 	net.Listener
 	perAddr int // 0: no per-address cap
@@ -98,7 +99,7 @@ func (l *clientListener) admit(c net.Conn, addr string) *clientConn {
 	return &clientConn{Conn: c, l: l, addr: addr}
 }
 
-// ConnState follows net/http's view of each connection: an idle keep-alive connection
+// ConnState follows the server's view of each connection: an idle keep-alive connection
 // joins the back of the reaping order, and leaves it when a request starts on it or it
 // closes.
 func (l *clientListener) ConnState(c net.Conn, state http.ConnState) {

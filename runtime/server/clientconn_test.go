@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/routerkit/router/internal/wait"
+	"github.com/routerkit/router/runtime/plan"
 )
 
 // flooder opens keep-alive connections to the router from 127.0.0.2 (a client address of
@@ -99,98 +100,112 @@ func served(t *testing.T, url, method, path, body string) {
 // requests is answered, and another client's chat and /metrics are served within a
 // second.
 func TestIdleFloodDoesNotLockOut(t *testing.T) {
-	const max = 64
-	p := plainPlan("E1")
-	p.Limits.MaxConnections = max
-	fc := startFleet(t, p)
-	f := &flooder{t: t, addr: strings.TrimPrefix(fc.url, "http://")}
-	for range 2 * max {
-		if !f.open(20 * time.Second) {
-			t.Fatalf("connection %d of the flood was refused with no per-client cap", len(f.conns)+1)
+	forClientTransports(t, func(t *testing.T, kind plan.ClientTransport) {
+		const max = 64
+		p := plainPlan("E1")
+		p.Limits.MaxConnections = max
+		p.ClientTransport = kind
+		fc := startFleet(t, p)
+		f := &flooder{t: t, addr: strings.TrimPrefix(fc.url, "http://")}
+		for range 2 * max {
+			if !f.open(20 * time.Second) {
+				t.Fatalf("connection %d of the flood was refused with no per-client cap", len(f.conns)+1)
+			}
 		}
-	}
-	served(t, fc.url, http.MethodPost, "/v1/chat/completions", chat("m", "hello", `, "max_tokens": 2`))
-	served(t, fc.url, http.MethodGet, "/metrics", "")
-	if closed := f.closedByRouter(); closed < max {
-		t.Errorf("the router closed %d of the flood's %d idle connections, want at least %d to stay under the cap of %d", closed, len(f.conns), max, max)
-	}
+		served(t, fc.url, http.MethodPost, "/v1/chat/completions", chat("m", "hello", `, "max_tokens": 2`))
+		served(t, fc.url, http.MethodGet, "/metrics", "")
+		if closed := f.closedByRouter(); closed < max {
+			t.Errorf("the router closed %d of the flood's %d idle connections, want at least %d to stay under the cap of %d", closed, len(f.conns), max, max)
+		}
+	})
 }
 
 // The per-client cap refuses one client's connections beyond it, at once, while another
 // client is served; a closed connection frees its place.
 func TestPerClientConnectionCap(t *testing.T) {
-	const perClient = 8
-	p := plainPlan("E1")
-	p.Limits.MaxConnections, p.Limits.MaxConnectionsPerClient = 64, perClient
-	fc := startFleet(t, p)
-	f := &flooder{t: t, addr: strings.TrimPrefix(fc.url, "http://")}
-	for i := range perClient {
-		if !f.open(20 * time.Second) {
-			t.Fatalf("connection %d of %d was refused", i+1, perClient)
+	forClientTransports(t, func(t *testing.T, kind plan.ClientTransport) {
+		const perClient = 8
+		p := plainPlan("E1")
+		p.Limits.MaxConnections, p.Limits.MaxConnectionsPerClient = 64, perClient
+		p.ClientTransport = kind
+		fc := startFleet(t, p)
+		f := &flooder{t: t, addr: strings.TrimPrefix(fc.url, "http://")}
+		for i := range perClient {
+			if !f.open(20 * time.Second) {
+				t.Fatalf("connection %d of %d was refused", i+1, perClient)
+			}
 		}
-	}
-	for range 3 {
-		if f.open(20 * time.Second) {
-			t.Fatalf("connection %d from one client was answered past the cap of %d", len(f.conns), perClient)
+		for range 3 {
+			if f.open(20 * time.Second) {
+				t.Fatalf("connection %d from one client was answered past the cap of %d", len(f.conns), perClient)
+			}
 		}
-	}
-	served(t, fc.url, http.MethodPost, "/v1/chat/completions", chat("m", "hello", `, "max_tokens": 2`))
-	served(t, fc.url, http.MethodGet, "/metrics", "")
-	f.conns[0].Close()
-	f.conns = f.conns[1:]
-	wait.For(t, "a closed connection's place freed", func() bool { return f.open(20 * time.Second) })
+		served(t, fc.url, http.MethodPost, "/v1/chat/completions", chat("m", "hello", `, "max_tokens": 2`))
+		served(t, fc.url, http.MethodGet, "/metrics", "")
+		f.conns[0].Close()
+		f.conns = f.conns[1:]
+		wait.For(t, "a closed connection's place freed", func() bool { return f.open(20 * time.Second) })
+	})
 }
 
 // A request with both Content-Length and Transfer-Encoding gets its answer with
 // Connection: close, and the request smuggled behind its chunked body in the same write
 // is never served.
 func TestContentLengthWithTransferEncodingClosesConnection(t *testing.T) {
-	fc := startFleet(t, plainPlan("E1"))
-	c, err := net.Dial("tcp", strings.TrimPrefix(fc.url, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	// A front end that frames by Content-Length forwards 38 bytes of body; the router
-	// frames by the chunks and would find GET /v1/models next.
-	smuggled := "GET /v1/models HTTP/1.1\r\nHost: r\r\n\r\n"
-	body := "0\r\n\r\n" + smuggled
-	if _, err := io.WriteString(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: r\r\nContent-Length: "+strconv.Itoa(len(body))+
-		"\r\nTransfer-Encoding: chunked\r\n\r\n"+body); err != nil {
-		t.Fatal(err)
-	}
-	all, err := io.ReadAll(c)
-	if err != nil {
-		t.Fatalf("reading the answers: %v (the connection stayed open); got:\n%s", err, all)
-	}
-	answers := strings.Count(string(all), "HTTP/1.1 ")
-	if answers != 1 || !strings.Contains(string(all), "Connection: close") {
-		t.Fatalf("got %d answers on the connection, want 1 with Connection: close:\n%s", answers, all)
-	}
-	if strings.Contains(string(all), `"object":"list"`) {
-		t.Fatalf("the smuggled GET /v1/models was served:\n%s", all)
-	}
+	forClientTransports(t, func(t *testing.T, kind plan.ClientTransport) {
+		p := plainPlan("E1")
+		p.ClientTransport = kind
+		fc := startFleet(t, p)
+		c, err := net.Dial("tcp", strings.TrimPrefix(fc.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		// A front end that frames by Content-Length forwards 38 bytes of body; the router
+		// frames by the chunks and would find GET /v1/models next.
+		smuggled := "GET /v1/models HTTP/1.1\r\nHost: r\r\n\r\n"
+		body := "0\r\n\r\n" + smuggled
+		if _, err := io.WriteString(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: r\r\nContent-Length: "+strconv.Itoa(len(body))+
+			"\r\nTransfer-Encoding: chunked\r\n\r\n"+body); err != nil {
+			t.Fatal(err)
+		}
+		all, err := io.ReadAll(c)
+		if err != nil {
+			t.Fatalf("reading the answers: %v (the connection stayed open); got:\n%s", err, all)
+		}
+		answers := strings.Count(string(all), "HTTP/1.1 ")
+		if answers != 1 || !strings.Contains(string(all), "Connection: close") {
+			t.Fatalf("got %d answers on the connection, want 1 with Connection: close:\n%s", answers, all)
+		}
+		if strings.Contains(string(all), `"object":"list"`) {
+			t.Fatalf("the smuggled GET /v1/models was served:\n%s", all)
+		}
+	})
 }
 
 // An idle keep-alive connection costs the router a bounded amount of memory, the figure
-// clientconn.go states: the serving goroutine's stack and net/http's buffers.
+// clientconn.go states: the serving goroutine's stack and the server's buffers.
 func TestIdleConnectionCost(t *testing.T) {
-	const n, bound = 200, 32 << 10
-	fc := startFleet(t, plainPlan("E1"))
-	f := &flooder{t: t, addr: strings.TrimPrefix(fc.url, "http://")}
-	f.open(20 * time.Second) // the first connection pays for lazily built state
-	before := goMemory()
-	for range n {
-		if !f.open(20 * time.Second) {
-			t.Fatal("a connection was refused")
+	forClientTransports(t, func(t *testing.T, kind plan.ClientTransport) {
+		const n, bound = 200, 32 << 10
+		p := plainPlan("E1")
+		p.ClientTransport = kind
+		fc := startFleet(t, p)
+		f := &flooder{t: t, addr: strings.TrimPrefix(fc.url, "http://")}
+		f.open(20 * time.Second) // the first connection pays for lazily built state
+		before := goMemory()
+		for range n {
+			if !f.open(20 * time.Second) {
+				t.Fatal("a connection was refused")
+			}
 		}
-	}
-	per := (goMemory() - before) / n
-	t.Logf("%d bytes of Go memory per idle keep-alive connection", per)
-	if per > bound {
-		t.Errorf("an idle connection costs %d bytes, want at most %d", per, bound)
-	}
+		per := (goMemory() - before) / n
+		t.Logf("%d bytes of Go memory per idle keep-alive connection", per)
+		if per > bound {
+			t.Errorf("an idle connection costs %d bytes, want at most %d", per, bound)
+		}
+	})
 }
 
 // goMemory is the heap and stacks in use after a collection.

@@ -23,6 +23,7 @@ import (
 	"github.com/routerkit/router/runtime/dispatch"
 	"github.com/routerkit/router/runtime/edge/certs"
 	"github.com/routerkit/router/runtime/engine"
+	"github.com/routerkit/router/runtime/h1"
 	"github.com/routerkit/router/runtime/monitor"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
@@ -329,17 +330,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.startDNS(monCtx, s.current().plan.EnginesFromDNS)
 	defer s.stopDNS()
 
-	srv := &http.Server{
-		Handler:           s.Handler(),
-		BaseContext:       func(net.Listener) context.Context { return s.hardStop },
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		// No WriteTimeout: it would cut long generation streams.
-		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
 	limits := s.current().plan.Limits
 	cl := newClientListener(ln, limits.MaxConnections, limits.MaxConnectionsPerClient)
-	srv.ConnState = cl.ConnState
+	srv := s.clientServer(cl.ConnState)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(s.tlsListener(cl)) }()
 	select {
@@ -368,6 +361,30 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	s.log.Info("drained")
 	return nil
+}
+
+// clientServer is what serves HTTP to the router's clients: http.Server, or h1.Server.
+type clientServer interface {
+	Serve(net.Listener) error
+	Shutdown(context.Context) error
+	Close() error
+}
+
+// clientServer builds the plan's server of clients (client_transport): the router's own
+// HTTP/1.1 server, or net/http's, which also serves edge TLS (it negotiates HTTP/2).
+// Both have the same settings; connState is the connection caps' hook.
+func (s *Server) clientServer(connState func(net.Conn, http.ConnState)) clientServer {
+	p := s.current().plan
+	base := func(net.Listener) context.Context { return s.hardStop }
+	errorLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
+	const readHeader, idle = 10 * time.Second, 120 * time.Second
+	if p.ClientTransport == plan.ClientTransportNetHTTP || s.current().edge.tls != nil {
+		// No WriteTimeout: it would cut long generation streams.
+		return &http.Server{Handler: s.Handler(), BaseContext: base, ReadHeaderTimeout: readHeader, IdleTimeout: idle,
+			ConnState: connState, ErrorLog: errorLog}
+	}
+	return &h1.Server{Handler: s.Handler(), BaseContext: base, ReadHeaderTimeout: readHeader, IdleTimeout: idle,
+		ConnState: connState, ErrorLog: errorLog}
 }
 
 // routes lists what the router serves, for the answer to a request it does not.

@@ -109,39 +109,44 @@ func TestPDBothHalvesShareTheRoomAndDecodeAnswers(t *testing.T) {
 	fc.inflightZero(t)
 }
 
+// Both client transports: a stream arrives as the engine makes it, and a client that
+// leaves mid-stream ends the engine's request.
 func TestStreamCutAndClientCancelReleaseInflight(t *testing.T) {
-	p := testPlan([]plan.Engine{plainEngine("E1")}, plan.Model{Name: "m", Buckets: []plan.Bucket{
-		{ID: "all", Groups: plan.Groups{Plain: ptr(group(plan.RoundRobin, plan.Admission{}))}},
-	}})
-	fc := startFleet(t, p)
-	e1 := fc.fleet.Engine("E1")
+	forClientTransports(t, func(t *testing.T, kind plan.ClientTransport) {
+		p := testPlan([]plan.Engine{plainEngine("E1")}, plan.Model{Name: "m", Buckets: []plan.Bucket{
+			{ID: "all", Groups: plan.Groups{Plain: ptr(group(plan.RoundRobin, plan.Admission{}))}},
+		}})
+		p.ClientTransport = kind
+		fc := startFleet(t, p)
+		e1 := fc.fleet.Engine("E1")
 
-	// The engine cuts the stream: the client gets an error event, not a silent cut.
-	_ = e1.SetFaults(sim.Faults{CutStream: true, CutAfterTokens: 2})
-	status, _, body := fc.post(t, chat("m", "tell me more", `, "stream": true, "max_tokens": 20`))
-	if status != 200 || !strings.Contains(body, `"code":"engine_error"`) || strings.Contains(body, "[DONE]") {
-		t.Errorf("cut stream: %d %s", status, body)
-	}
-	fc.inflightZero(t)
+		// The engine cuts the stream: the client gets an error event, not a silent cut.
+		_ = e1.SetFaults(sim.Faults{CutStream: true, CutAfterTokens: 2})
+		status, _, body := fc.post(t, chat("m", "tell me more", `, "stream": true, "max_tokens": 20`))
+		if status != 200 || !strings.Contains(body, `"code":"engine_error"`) || strings.Contains(body, "[DONE]") {
+			t.Errorf("cut stream: %d %s", status, body)
+		}
+		fc.inflightZero(t)
 
-	// The client goes away mid-stream.
-	_ = e1.SetFaults(sim.Faults{Slowdown: 100})
-	ctx, cancel := contextWithCancel(t)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, fc.url+"/v1/chat/completions",
-		strings.NewReader(chat("m", "a long story please", `, "stream": true, "max_tokens": 2000`)))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
-		t.Fatal(err)
-	}
-	if fc.srv.reg.Get("E1").Inflight() != 1 {
-		t.Error("the streaming request must be in flight")
-	}
-	cancel()
-	resp.Body.Close()
-	fc.inflightZero(t)
+		// The client goes away mid-stream.
+		_ = e1.SetFaults(sim.Faults{Slowdown: 100})
+		ctx, cancel := contextWithCancel(t)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, fc.url+"/v1/chat/completions",
+			strings.NewReader(chat("m", "a long story please", `, "stream": true, "max_tokens": 2000`)))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+		if fc.srv.reg.Get("E1").Inflight() != 1 {
+			t.Error("the streaming request must be in flight")
+		}
+		cancel()
+		resp.Body.Close()
+		fc.inflightZero(t)
+	})
 }
 
 func TestUnhealthyEngineLeavesCandidates(t *testing.T) {
