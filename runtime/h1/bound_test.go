@@ -3,6 +3,7 @@ package h1
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -192,5 +193,42 @@ func comparable(raw []byte) bool {
 		if _, err := io.Copy(io.Discard, req.Body); err != nil {
 			return true
 		}
+	}
+}
+
+// A head that trickles in while the server drains is still closed at ReadHeaderTimeout:
+// Shutdown returns then, not at the end of its context.
+func TestShutdownClosesSlowlorisHead(t *testing.T) {
+	var srv *Server
+	addr := shortServer(t, func(s *Server) { srv = s })
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, _ = io.WriteString(c, "GET / HTTP/1.1\r\nHost: h\r\n")
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			if _, err := io.WriteString(c, "X-A: b\r\n"); err != nil {
+				return
+			}
+		}
+	}()
+	time.Sleep(50 * time.Millisecond) // the head has begun
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with a trickling head: %v after %v, want nil within the 200ms header timeout", err, time.Since(start))
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Shutdown took %v with a trickling head, want about the 200ms header timeout", d)
 	}
 }

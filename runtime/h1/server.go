@@ -199,6 +199,10 @@ func (s *Server) expire(now int64) {
 // Shutdown stops accepting, closes idle connections and waits for the active ones to
 // finish their responses (sent with Connection: close) and close, or for ctx to end,
 // whose error it then returns. Serve returns http.ErrServerClosed.
+//
+// The sweeper runs on until no connection is left: a head that trickles in during the
+// drain is still closed at ReadHeaderTimeout, so a hostile client cannot hold the drain
+// to the end of ctx.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closeListeners()
 	poll := time.Millisecond
@@ -206,6 +210,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		if s.closeIdle() {
+			s.stopSweep()
 			return nil
 		}
 		select {
@@ -221,6 +226,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Close stops accepting and closes every connection at once.
 func (s *Server) Close() error {
 	err := s.closeListeners()
+	s.stopSweep()
 	s.mu.Lock()
 	for c := range s.conns {
 		c.kill(c.phase.Load())
@@ -230,13 +236,21 @@ func (s *Server) Close() error {
 	return err
 }
 
-// closeListeners marks the server shut down, closes its listeners and stops the sweeper.
+// stopSweep stops the sweeper, once.
+func (s *Server) stopSweep() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sweeping {
+		s.sweeping = false
+		close(s.stop)
+	}
+}
+
+// closeListeners marks the server shut down and closes its listeners.
 func (s *Server) closeListeners() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.inShut.Swap(true) && s.sweeping {
-		close(s.stop)
-	}
+	s.inShut.Store(true)
 	var err error
 	for ln := range s.listeners {
 		if cerr := (*ln).Close(); cerr != nil && err == nil {
