@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -32,6 +33,8 @@ import (
 type shard struct {
 	m      *Monitor
 	epfd   int
+	ep     *os.File // epfd in Go's poller
+	raw    syscall.RawConn
 	wakefd int // an eventfd in epfd: commands wait in cmds, or a dial finished
 
 	mu    sync.Mutex
@@ -41,6 +44,7 @@ type shard struct {
 
 	engines map[*shardEngine]struct{}
 	byFD    map[int32]*shardEngine
+	next    time.Time // when step is next due: the first wake or deadline of an engine
 	events  []syscall.EpollEvent
 	scratch []byte
 	rd      bytes.Reader
@@ -115,8 +119,20 @@ func newShard(m *Monitor) (*shard, error) {
 		syscall.Close(wakefd)
 		return nil, fmt.Errorf("epoll_ctl: %w", err)
 	}
+	if err := syscall.SetNonblock(epfd, true); err != nil {
+		syscall.Close(epfd)
+		syscall.Close(wakefd)
+		return nil, fmt.Errorf("epoll instance: %w", err)
+	}
+	ep := os.NewFile(uintptr(epfd), "epoll")
+	raw, err := ep.SyscallConn()
+	if err != nil {
+		ep.Close()
+		syscall.Close(wakefd)
+		return nil, fmt.Errorf("epoll instance: %w", err)
+	}
 	s := &shard{
-		m: m, epfd: epfd, wakefd: wakefd,
+		m: m, epfd: epfd, ep: ep, raw: raw, wakefd: wakefd,
 		engines: map[*shardEngine]struct{}{}, byFD: map[int32]*shardEngine{},
 		events: make([]syscall.EpollEvent, 256), scratch: make([]byte, 64<<10),
 		done: make(chan struct{}),
@@ -170,17 +186,33 @@ func (s *shard) stop() {
 	<-s.done
 }
 
+// run is the shard's goroutine. It waits for its epoll instance in Go's poller, not in
+// a blocking epoll_wait: a thread blocked in a system call has its processor taken by
+// sysmon, which then keeps waking every 20 µs, and that cost more than the shard saved.
+// The wait's deadline is the shard's one timer, set to the next slot or poll deadline.
 func (s *shard) run() {
 	defer close(s.done)
 	defer s.closeAll()
+	var set time.Time
 	for {
-		timeout := s.step(time.Now())
-		n, err := syscall.EpollWait(s.epfd, s.events, timeout)
-		if err != nil && err != syscall.EINTR {
-			s.m.log.Error("monitor shard: epoll_wait failed", "error", err)
+		if now := time.Now(); !now.Before(s.next) {
+			s.next = now.Add(time.Hour)
+			s.step(now)
+		}
+		if !s.next.Equal(set) {
+			_ = s.ep.SetReadDeadline(s.next)
+			set = s.next
+		}
+		n := 0
+		err := s.raw.Read(func(fd uintptr) bool {
+			n, _ = syscall.EpollWait(int(fd), s.events, 0)
+			return n > 0
+		})
+		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			s.m.log.Error("monitor shard: waiting for its epoll instance failed", "error", err)
 			return
 		}
-		for i := range n {
+		for i := range max(n, 0) {
 			ev := s.events[i]
 			if int(ev.Fd) == s.wakefd {
 				if !s.commands() {
@@ -214,6 +246,7 @@ func (s *shard) commands() bool {
 		case c.add:
 			c.e.sched.start(s.m.now())
 			c.e.wakeAt = alignUp(c.e.sched.wake(), c.e.slot)
+			s.at(c.e.wakeAt)
 			s.engines[c.e] = struct{}{}
 		default:
 			s.drop(c.e)
@@ -225,10 +258,10 @@ func (s *shard) commands() bool {
 	return true
 }
 
-// step starts the polls that are due, fails those past their deadline, and returns how
-// long epoll_wait may sleep, in milliseconds.
-func (s *shard) step(now time.Time) int {
-	next := now.Add(time.Hour)
+// step starts the polls that are due and fails those past their deadline. It runs when
+// the shard's next is reached, not at every event, so a shard's polls cost no walk of
+// its engines each.
+func (s *shard) step(now time.Time) {
 	for se := range s.engines {
 		switch se.stage {
 		case stageIdle:
@@ -240,19 +273,19 @@ func (s *shard) step(now time.Time) int {
 				s.failed(se, now, fmt.Errorf("GET %s: %w", se.current(), context.DeadlineExceeded))
 			}
 		}
-		at := se.wakeAt
-		if se.stage != stageIdle {
-			at = se.deadline
-		}
-		if at.Before(next) {
-			next = at
+		if se.stage == stageIdle {
+			s.at(se.wakeAt)
+		} else {
+			s.at(se.deadline)
 		}
 	}
-	d := next.Sub(time.Now())
-	if d <= 0 {
-		return 0
+}
+
+// at moves the shard's next step to t if t is sooner.
+func (s *shard) at(t time.Time) {
+	if t.Before(s.next) {
+		s.next = t
 	}
-	return int((d + time.Millisecond - 1) / time.Millisecond)
 }
 
 // current is the URL of the poll in flight.
@@ -273,12 +306,14 @@ func (s *shard) begin(se *shardEngine, now time.Time) {
 		s.request(se, stageHealth, time.Duration(s.m.health.TimeoutMS)*time.Millisecond)
 	default:
 		se.wakeAt = alignUp(se.sched.wake(), se.slot)
+		s.at(se.wakeAt)
 	}
 }
 
 // request sends the request of stage, dialling first when se has no connection.
 func (s *shard) request(se *shardEngine, stage int, timeout time.Duration) {
 	se.stage, se.deadline, se.retried = stage, time.Now().Add(timeout), false
+	s.at(se.deadline)
 	se.pending, se.need = se.pending[:0], 0
 	if se.fd < 0 {
 		s.dial(se)
@@ -566,6 +601,7 @@ func (s *shard) answered(se *shardEngine, body []byte, err error) {
 		m.recordCheck(id, err)
 	}
 	se.wakeAt = alignUp(se.sched.wake(), se.slot)
+	s.at(se.wakeAt)
 }
 
 func (s *shard) closeAll() {
@@ -587,6 +623,6 @@ func (s *shard) closeAll() {
 	}
 	s.cmds, s.dials = nil, nil
 	s.mu.Unlock()
-	syscall.Close(s.epfd)
+	s.ep.Close()
 	syscall.Close(s.wakefd)
 }
