@@ -196,8 +196,14 @@ func (s *shard) run() {
 	var set time.Time
 	for {
 		if now := time.Now(); !now.Before(s.next) {
-			s.next = now.Add(time.Hour)
-			s.step(now)
+			// Answers that came in while the shard waited are read before any poll is
+			// failed for its deadline: a shard woken late must not fail what arrived.
+			n, _ := syscall.EpollWait(s.epfd, s.events, 0)
+			if !s.ready(n) {
+				return
+			}
+			s.next = time.Now().Add(time.Hour)
+			s.step(time.Now())
 		}
 		if !s.next.Equal(set) {
 			_ = s.ep.SetReadDeadline(s.next)
@@ -212,19 +218,28 @@ func (s *shard) run() {
 			s.m.log.Error("monitor shard: waiting for its epoll instance failed", "error", err)
 			return
 		}
-		for i := range max(n, 0) {
-			ev := s.events[i]
-			if int(ev.Fd) == s.wakefd {
-				if !s.commands() {
-					return
-				}
-				continue
-			}
-			if se := s.byFD[ev.Fd]; se != nil {
-				s.readable(se, time.Now())
-			}
+		if !s.ready(n) {
+			return
 		}
 	}
+}
+
+// ready handles the first n events of s.events. It reports false when the shard is to
+// stop.
+func (s *shard) ready(n int) bool {
+	for i := range max(n, 0) {
+		ev := s.events[i]
+		if int(ev.Fd) == s.wakefd {
+			if !s.commands() {
+				return false
+			}
+			continue
+		}
+		if se := s.byFD[ev.Fd]; se != nil {
+			s.readable(se, time.Now())
+		}
+	}
+	return true
 }
 
 // commands applies what add, remove and stop sent, and the dials that finished. It
