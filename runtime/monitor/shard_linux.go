@@ -553,6 +553,9 @@ func (s *shard) parse(se *shardEngine, data []byte, eof bool) (body []byte, clos
 		}
 		return nil, false, true, fmt.Errorf("GET %s: %w", se.current(), err)
 	}
+	if h.length > maxBody && !h.gzip && h.status/100 == 2 {
+		return nil, false, true, errTooLarge // a declared length is never waited for
+	}
 	if h.length >= 0 && !h.chunked {
 		if need := len(data) - unread() + int(h.length); len(data) < need && !eof {
 			se.need = need
