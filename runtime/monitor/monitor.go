@@ -5,13 +5,13 @@
 package monitor
 
 import (
-	"os"
 	"context"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"

@@ -92,6 +92,7 @@ type shardEngine struct {
 	retried    bool
 	pending    []byte // an answer's bytes so far, when it came in more than one read
 	need       int    // bytes pending must reach before it is worth parsing again
+	chunked    bool   // the answer in pending is chunked
 	dialCancel context.CancelFunc
 }
 
@@ -329,7 +330,7 @@ func (s *shard) begin(se *shardEngine, now time.Time) {
 func (s *shard) request(se *shardEngine, stage int, timeout time.Duration) {
 	se.stage, se.deadline, se.retried = stage, time.Now().Add(timeout), false
 	s.at(se.deadline)
-	se.pending, se.need = se.pending[:0], 0
+	se.pending, se.need, se.chunked = se.pending[:0], 0, false
 	if se.fd < 0 {
 		s.dial(se)
 		return
@@ -360,7 +361,7 @@ func (s *shard) write(se *shardEngine) {
 func (s *shard) retry(se *shardEngine) {
 	s.drop(se)
 	se.retried = true
-	se.pending, se.need = se.pending[:0], 0
+	se.pending, se.need, se.chunked = se.pending[:0], 0, false
 	s.dial(se)
 }
 
@@ -458,7 +459,9 @@ func (s *shard) drop(se *shardEngine) {
 func (s *shard) readable(se *shardEngine, now time.Time) {
 	eof := false
 	var data []byte
-	for {
+	// A few reads at most per event: a long answer is read over several, level-triggered
+	// epoll reporting the socket again, so other engines' answers are not held behind it.
+	for range 4 {
 		n, err := syscall.Read(se.fd, s.scratch)
 		if err == syscall.EAGAIN {
 			break
@@ -490,10 +493,6 @@ func (s *shard) readable(se *shardEngine, now time.Time) {
 			data = s.scratch[:n] // the usual case: the whole answer in one read
 			break
 		}
-		if data != nil {
-			se.pending = append(se.pending, data...)
-			data = nil
-		}
 		se.pending = append(se.pending, s.scratch[:n]...)
 		if len(se.pending) > maxHeadBytes+maxBody {
 			s.failed(se, now, errTooLarge)
@@ -513,8 +512,8 @@ func (s *shard) readable(se *shardEngine, now time.Time) {
 		s.retry(se)
 		return
 	}
-	if !eof && len(data) < se.need {
-		return
+	if !eof && (len(data) < se.need || se.chunked && !bytes.HasSuffix(data, []byte("\n\r\n"))) {
+		return // not whole yet: a chunked answer ends in an empty line after its last chunk
 	}
 	body, closes, complete, err := s.parse(se, data, eof)
 	if !complete {
@@ -535,7 +534,7 @@ func (s *shard) readable(se *shardEngine, now time.Time) {
 		s.drop(se)
 	} else {
 		se.reused = true
-		se.pending, se.need = se.pending[:0], 0
+		se.pending, se.need, se.chunked = se.pending[:0], 0, false
 	}
 	s.answered(se, body, nil)
 }
@@ -562,6 +561,7 @@ func (s *shard) parse(se *shardEngine, data []byte, eof bool) (body []byte, clos
 			return nil, false, false, nil
 		}
 	}
+	se.chunked = h.chunked
 	if h.length < 0 && !h.chunked && !eof {
 		return nil, false, false, nil // the body ends where the connection does
 	}
