@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -168,7 +167,7 @@ func samePolling(a, b plan.Engine) bool {
 // connections of its own and the system has shards, else in a loop of e's own. The
 // caller holds setMu.
 func (m *Monitor) start(ctx context.Context, e plan.Engine) {
-	if u := m.direct(e.URL); u != nil && os.Getenv("NOSHARD") == "" {
+	if u := m.direct(e.URL); u != nil {
 		if s := m.shardWithRoom(); s != nil {
 			s.size++
 			stop := s.add(e, u)
