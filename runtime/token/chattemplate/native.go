@@ -120,7 +120,9 @@ func renderQwen3(vars map[string]jinja.Value) (string, bool) {
 	var b strings.Builder
 	b.Grow(size)
 	if msgs[0].role == "system" {
-		b.WriteString("<|im_start|>system\n" + msgs[0].content + "<|im_end|>\n")
+		b.WriteString("<|im_start|>system\n")
+		b.WriteString(msgs[0].content) // not concatenated: a long system prompt would be copied twice
+		b.WriteString("<|im_end|>\n")
 	}
 	for i, m := range msgs {
 		switch {
