@@ -61,7 +61,7 @@ func TestPrepareChatMatchesTheReference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, msgs, parsed, herr := decodeChat(body); herr != nil || msgs == nil || parsed == nil {
+			if _, msgs, parsed, herr := decodeChat(body, nil); herr != nil || msgs == nil || parsed == nil {
 				t.Fatalf("not decoded in one pass: %v", herr)
 			}
 			for range 2 {

@@ -31,7 +31,7 @@ func compareNative(t testing.TB, tpl *Template, c token.Chat, agp bool) bool {
 	if err != nil {
 		return false
 	}
-	_, ok := tpl.native(vars)
+	_, ok := tpl.native(vars, nil)
 	return ok
 }
 
