@@ -9,6 +9,7 @@
 package arena
 
 import (
+	"os"
 	"sync"
 	"sync/atomic"
 )
@@ -35,8 +36,17 @@ type Bytes struct {
 
 var pool = sync.Pool{New: func() any { return new(Bytes) }}
 
-// Get returns an empty Bytes from the pool.
-func Get() *Bytes { return pool.Get().(*Bytes) }
+// off turns arenas off (ROUTER_REQUEST_ARENA=off in the environment): Get returns nil,
+// and every slice is allocated as it was before them.
+var off = os.Getenv("ROUTER_REQUEST_ARENA") == "off"
+
+// Get returns an empty Bytes from the pool, or nil when arenas are off.
+func Get() *Bytes {
+	if off {
+		return nil
+	}
+	return pool.Get().(*Bytes)
+}
 
 // Alloc returns a slice of length 0 and capacity n. Appending beyond n reallocates, as
 // for any slice, and never reaches another slice's bytes.
