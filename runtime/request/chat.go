@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/routerkit/router/runtime/arena"
 	"github.com/routerkit/router/runtime/strictjson"
 	"github.com/routerkit/router/runtime/token"
 )
@@ -46,8 +47,19 @@ type sampling struct {
 // Chat reads and validates a chat request and extracts its routing facts: the
 // model's resolver, the input token count and ids, the expected peak, and the session and
 // routing keys from the model's configured headers.
+//
+// The decoded strings and the rendered prompt are cut from an arena (package arena) that
+// is released when Chat returns: nothing of them outlives the ids (the model's name is a
+// copy, the tokenizer's caches copy what they keep, and a failed render's error is
+// formatted into a message of its own, see Tokenizing).
 func (ms *Models) Chat(r *http.Request, body []byte) (*Prepared, error) {
-	req, msgs, parsed, herr := decodeChat(body)
+	a := arena.Get()
+	defer a.Release()
+	return ms.chat(r, body, a)
+}
+
+func (ms *Models) chat(r *http.Request, body []byte, a *arena.Bytes) (*Prepared, error) {
+	req, msgs, parsed, herr := decodeChat(body, a)
 	if herr != nil {
 		return nil, herr
 	}
@@ -64,7 +76,7 @@ func (ms *Models) Chat(r *http.Request, body []byte) (*Prepared, error) {
 		return nil, herr
 	}
 	c := req.chat()
-	c.Decoded, c.Parsed = msgs, parsed
+	c.Decoded, c.Parsed, c.Arena = msgs, parsed, a
 	meter := ms.Meter(r)
 	ids, err := m.Tok.EncodeChat(meter, c)
 	exact := true
@@ -210,8 +222,8 @@ func init() { strictjson.RegisterShape[token.Message, messageShape]() }
 // general strict decoder, and then its messages by validateMessages, so a client gets the
 // same error whichever way its body went. FuzzDecodeChat checks that both ways agree on
 // every body the one pass accepts.
-func decodeChat(body []byte) (req chatRequest, msgs []token.Message, parsed *token.ParsedChat, herr *Error) {
-	if v, err := strictjson.Parse(body, &req); err == nil {
+func decodeChat(body []byte, a *arena.Bytes) (req chatRequest, msgs []token.Message, parsed *token.ParsedChat, herr *Error) {
+	if v, err := strictjson.ParseIn(body, &req, a); err == nil {
 		if parsed, ok := fillChat(&req, &v, body); ok {
 			if msgs, ok := chatMessages(parsed.Messages); ok {
 				return req, msgs, parsed, nil

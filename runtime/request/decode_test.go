@@ -56,11 +56,11 @@ func longChat(words int) []byte {
 // and parsed fields come back), and bodies it refuses get the strict decoder's error.
 func TestDecodeChatOnePass(t *testing.T) {
 	for _, body := range fuzzSeeds[:1] {
-		if _, msgs, parsed, herr := decodeChat([]byte(body)); herr != nil || msgs == nil || parsed == nil || parsed.Messages == nil {
+		if _, msgs, parsed, herr := decodeChat([]byte(body), nil); herr != nil || msgs == nil || parsed == nil || parsed.Messages == nil {
 			t.Errorf("%s: not decoded in one pass (error %v)", body, herr)
 		}
 	}
-	if _, msgs, _, herr := decodeChat(longChat(1 << 10)); herr != nil || len(msgs) < 2 {
+	if _, msgs, _, herr := decodeChat(longChat(1<<10), nil); herr != nil || len(msgs) < 2 {
 		t.Errorf("long chat: not decoded in one pass (error %v)", herr)
 	}
 	for body, want := range map[string]string{
@@ -70,7 +70,7 @@ func TestDecodeChatOnePass(t *testing.T) {
 		`{"model":"m","temperaturE":1,"messages":[{"role":"u"}]}`:  `did you mean "temperature"`,
 		`{"model":"m","messages":[{"role":"u"}]`:                   `request body is not a JSON object`,
 	} {
-		_, _, _, herr := decodeChat([]byte(body))
+		_, _, _, herr := decodeChat([]byte(body), nil)
 		if herr == nil || !strings.Contains(herr.Msg, want) {
 			t.Errorf("%s: error %v, want it to contain %q", body, herr, want)
 		}

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/routerkit/router/runtime/arena"
 	"github.com/routerkit/router/runtime/strictjson"
 )
 
@@ -48,7 +49,9 @@ func FuzzDecodeChat(f *testing.F) {
 // fields and the messages validateMessages decodes.
 func checkOnePass(t *testing.T, body []byte, req chatRequest, herr *Error) {
 	t.Helper()
-	fast, msgs, _, fastErr := decodeChat(body)
+	a := arena.Get() // the strings with escapes are cut from it, as Chat cuts them
+	defer a.Release()
+	fast, msgs, _, fastErr := decodeChat(body, a)
 	switch {
 	case (fastErr == nil) != (herr == nil):
 		t.Fatalf("one pass: error %v, strict decoder: %v", fastErr, herr)

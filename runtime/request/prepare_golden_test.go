@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/routerkit/router/runtime/arena"
 	"github.com/routerkit/router/runtime/plan"
 )
 
@@ -16,8 +17,12 @@ const qwenDir = "../../testdata/tokenizers/qwen3"
 
 // TestPrepareChatMatchesTheReference: every chat golden (Python Jinja2 as each engine
 // renders, then transformers.js) prepared as a request, through the one-pass decode, the
-// parsed template values and the token cache, twice, routes on the reference ids.
+// parsed template values and the token cache, twice, routes on the reference ids. The
+// arenas are poisoned on release, so that the second pass reads garbage from anything
+// the first kept of its decoded strings or prompt without a copy.
 func TestPrepareChatMatchesTheReference(t *testing.T) {
+	arena.Poison(true)
+	defer arena.Poison(false)
 	data, err := os.ReadFile("../token/hf/testdata/chat_goldens.json")
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +66,7 @@ func TestPrepareChatMatchesTheReference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, msgs, parsed, herr := decodeChat(body); herr != nil || msgs == nil || parsed == nil {
+			if _, msgs, parsed, herr := decodeChat(body, nil); herr != nil || msgs == nil || parsed == nil {
 				t.Fatalf("not decoded in one pass: %v", herr)
 			}
 			for range 2 {

@@ -173,7 +173,7 @@ func FuzzAllocationPerByte(f *testing.F) {
 	f.Add([]byte(`{"messages":` + strings.Repeat("[", 9990) + `{"a":1,"a":1}` + strings.Repeat("]", 9990) + "}"))
 	const smallAllowance = 64 << 10
 	f.Fuzz(func(t *testing.T, data []byte) {
-		sized := func() { _, _ = parse(data, (*chatLike)(nil), 0) }
+		sized := func() { _, _ = parse(data, (*chatLike)(nil), 0, nil) }
 		sized() // the schema is built on the first decode of its type
 		if got := allocated(sized); got > uint64(builtPerByte*len(data)+smallAllowance) {
 			t.Fatalf("Parse with sizes allocated %d bytes for %d (%.1f a byte)", got, len(data), float64(got)/float64(len(data)))

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/routerkit/router/runtime/arena"
 )
 
 // FuzzUnmarshal checks Unmarshal against a reference built on json.Decoder tokens: it never
@@ -121,9 +123,15 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		want := Check(data, (*request)(nil))
-		// Parse sizes its containers once they are large; sizeAfter 0 sizes them all.
+		// Parse sizes its containers once they are large; sizeAfter 0 sizes them all, and
+		// cuts the strings with escapes from an arena (ParseIn).
 		for _, sizeAfter := range []int{sizeAfter, 0} {
-			v, err := parse(data, (*request)(nil), sizeAfter)
+			var a *arena.Bytes
+			if sizeAfter == 0 {
+				a = arena.Get()
+				defer a.Release()
+			}
+			v, err := parse(data, (*request)(nil), sizeAfter, a)
 			if (err == nil) != (want == nil) || err != nil && err.Error() != want.Error() {
 				t.Fatalf("Parse error %v, Check error %v", err, want)
 			}

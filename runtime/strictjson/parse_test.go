@@ -1,6 +1,10 @@
 package strictjson
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"unsafe"
+)
 
 // A parser's stacks go back to the pool without pointers into the document they held,
 // which would keep a long body alive, and empty.
@@ -48,5 +52,41 @@ func TestParsesDoNotShareStacks(t *testing.T) {
 	}
 	if b.Keys[0] != "p" || b.Elems[0].Elems[0].Elems[1].Str != "third" {
 		t.Fatalf("second tree wrong: %+v", b)
+	}
+}
+
+// TestParseViewsData holds Parse to its contract with large bodies: a string without
+// escapes is a view of data, not of a copy, so parsing a long chat body allocates
+// nothing in proportion to it; Unmarshal's strings stay copies.
+func TestParseViewsData(t *testing.T) {
+	content := strings.Repeat("the quick brown fox ", 50_000) // 1 MB, no escapes
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":"` + content + `"}]}`)
+	var v Value
+	got := allocated(func() {
+		var err error
+		if v, err = Parse(body, (*chatLike)(nil)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if got > uint64(len(body))/16 {
+		t.Errorf("Parse of a %d-byte body allocated %d bytes: a copy of it", len(body), got)
+	}
+	c := v.Get("messages").Elems[0].Get("content")
+	if c == nil || c.Str != content {
+		t.Fatalf("content not read: %v", c)
+	}
+	start := uintptr(unsafe.Pointer(unsafe.StringData(c.Str)))
+	if base := uintptr(unsafe.Pointer(&body[0])); start < base || start >= base+uintptr(len(body)) {
+		t.Errorf("content's string is not a view of the body")
+	}
+	var m struct {
+		Model string `json:"model"`
+	}
+	if err := Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	body[len(`{"model":"`)] = 'x'
+	if m.Model != "m" {
+		t.Errorf("Unmarshal's string changed with the body: %q", m.Model)
 	}
 }

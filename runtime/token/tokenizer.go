@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/routerkit/router/runtime/arena"
 	"github.com/routerkit/router/runtime/strictjson"
 )
 
@@ -60,6 +61,9 @@ type Chat struct {
 	// parses a chat body in one pass): a renderer builds its values from them instead of
 	// parsing the JSON again. A nil field is an absent one.
 	Parsed *ParsedChat
+	// Arena, when not nil, lends a renderer the memory of the prompt it renders (see
+	// package arena): the caller releases it once the prompt's ids are computed.
+	Arena *arena.Bytes
 }
 
 // ParsedChat is the parsed form of a Chat's JSON fields, as strictjson.Parse reads them.

@@ -5,8 +5,11 @@ import (
 	"encoding/hex"
 	"os"
 	"strings"
+	"unsafe"
 
 	"github.com/ardanlabs/jinja"
+
+	"github.com/routerkit/router/runtime/arena"
 )
 
 // The Jinja engine builds a render's output in a strings.Builder, which grows by a
@@ -19,9 +22,9 @@ import (
 // TestNativeMatchesJinja and FuzzNativeQwen3 compare both renders; setting
 // ROUTER_CHAT_TEMPLATE_ENGINE=jinja in the environment renders everything with Jinja.
 
-// nativeRenderer renders a template's variables natively; ok false leaves the render to
-// the Jinja engine.
-type nativeRenderer func(vars map[string]jinja.Value) (out string, ok bool)
+// nativeRenderer renders a template's variables natively, into memory cut from a (nil:
+// allocated); ok false leaves the render to the Jinja engine.
+type nativeRenderer func(vars map[string]jinja.Value, a *arena.Bytes) (out string, ok bool)
 
 // nativeRenderers maps the SHA-256 of a template's source to its native renderer.
 var nativeRenderers = map[string]nativeRenderer{
@@ -63,7 +66,7 @@ type qwenMessage struct {
 // a boolean and no other template argument. The output is the template's, step for step: the system message first, the
 // last user query that is not a tool response, an assistant message's reasoning split
 // at </think> and printed only after that query, the generation prompt.
-func renderQwen3(vars map[string]jinja.Value) (string, bool) {
+func renderQwen3(vars map[string]jinja.Value, a *arena.Bytes) (string, bool) {
 	for k := range vars {
 		if !qwen3Vars[k] {
 			return "", false // tools, or a chat_template_kwargs key that may shadow a name the template uses (namespace)
@@ -117,19 +120,20 @@ func renderQwen3(vars map[string]jinja.Value) (string, bool) {
 			break
 		}
 	}
-	var b strings.Builder
-	b.Grow(size)
+	b := a.Alloc(size)
 	if msgs[0].role == "system" {
-		b.WriteString("<|im_start|>system\n" + msgs[0].content + "<|im_end|>\n")
+		b = append(b, "<|im_start|>system\n"...)
+		b = append(b, msgs[0].content...) // not concatenated: a long system prompt would be copied twice
+		b = append(b, "<|im_end|>\n"...)
 	}
 	for i, m := range msgs {
 		switch {
 		case m.role == "user" || (m.role == "system" && i > 0):
-			b.WriteString("<|im_start|>")
-			b.WriteString(m.role)
-			b.WriteString("\n")
-			b.WriteString(m.content)
-			b.WriteString("<|im_end|>\n")
+			b = append(b, "<|im_start|>"...)
+			b = append(b, m.role...)
+			b = append(b, "\n"...)
+			b = append(b, m.content...)
+			b = append(b, "<|im_end|>\n"...)
 		case m.role == "assistant":
 			content, reasoning := m.content, ""
 			if strings.Contains(m.content, "</think>") {
@@ -140,22 +144,22 @@ func renderQwen3(vars map[string]jinja.Value) (string, bool) {
 				}
 				reasoning = strings.TrimLeft(before, "\n")
 			}
-			b.WriteString("<|im_start|>assistant\n")
+			b = append(b, "<|im_start|>assistant\n"...)
 			if i > lastQuery && (i == len(msgs)-1 || reasoning != "") {
-				b.WriteString("<think>\n")
-				b.WriteString(strings.Trim(reasoning, "\n"))
-				b.WriteString("\n</think>\n\n")
+				b = append(b, "<think>\n"...)
+				b = append(b, strings.Trim(reasoning, "\n")...)
+				b = append(b, "\n</think>\n\n"...)
 				content = strings.TrimLeft(content, "\n")
 			}
-			b.WriteString(content)
-			b.WriteString("<|im_end|>\n")
+			b = append(b, content...)
+			b = append(b, "<|im_end|>\n"...)
 		}
 	}
 	if agp.AsBool() {
-		b.WriteString("<|im_start|>assistant\n")
+		b = append(b, "<|im_start|>assistant\n"...)
 		if thinkingOff {
-			b.WriteString("<think>\n\n</think>\n\n")
+			b = append(b, "<think>\n\n</think>\n\n"...)
 		}
 	}
-	return b.String(), true
+	return unsafe.String(unsafe.SliceData(b), len(b)), true
 }

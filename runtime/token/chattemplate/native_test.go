@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/routerkit/router/runtime/arena"
 	"github.com/routerkit/router/runtime/token"
 )
 
@@ -21,17 +22,21 @@ func compareNative(t testing.TB, tpl *Template, c token.Chat, agp bool) bool {
 	t.Helper()
 	for _, e := range []Engine{VLLM, SGLang} {
 		o := Options{AddGenerationPrompt: agp, Engine: e}
-		got, gotErr := tpl.Render(c, o)
 		want, wantErr := jinjaOf(tpl).Render(c, o)
-		if got != want || (gotErr == nil) != (wantErr == nil) {
-			t.Fatalf("%s, %s: native render %q (%v), Jinja %q (%v)", e, c.Messages, got, gotErr, want, wantErr)
+		for _, a := range []*arena.Bytes{nil, new(arena.Bytes)} { // the render allocated, and cut from an arena
+			c.Arena = a
+			got, gotErr := tpl.Render(c, o)
+			if got != want || (gotErr == nil) != (wantErr == nil) {
+				t.Fatalf("%s, %s: native render %q (%v), Jinja %q (%v)", e, c.Messages, got, gotErr, want, wantErr)
+			}
+			a.Release()
 		}
 	}
 	vars, err := tpl.vars(c, Options{AddGenerationPrompt: agp})
 	if err != nil {
 		return false
 	}
-	_, ok := tpl.native(vars)
+	_, ok := tpl.native(vars, nil)
 	return ok
 }
 

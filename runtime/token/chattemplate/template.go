@@ -7,6 +7,7 @@ import (
 
 	"github.com/ardanlabs/jinja"
 
+	"github.com/routerkit/router/runtime/arena"
 	"github.com/routerkit/router/runtime/token"
 )
 
@@ -81,14 +82,14 @@ func (t *Template) Render(c token.Chat, o Options) (string, error) {
 	if o.Engine == SGLang {
 		vars["messages"], prefix = sglangFinalAssistant(vars["messages"], c.ContinueFinalMessage)
 	}
-	out, err := t.render(vars)
+	out, err := t.render(vars, c.Arena)
 	return out + prefix, err
 }
 
-// render executes the template with prepared variables, natively when it can.
-func (t *Template) render(vars map[string]jinja.Value) (string, error) {
+// render executes the template with prepared variables, natively (into a) when it can.
+func (t *Template) render(vars map[string]jinja.Value, a *arena.Bytes) (string, error) {
 	if t.native != nil {
-		if out, ok := t.native(vars); ok {
+		if out, ok := t.native(vars, a); ok {
 			return out, nil
 		}
 	}

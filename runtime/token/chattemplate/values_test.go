@@ -27,7 +27,7 @@ func TestDecodeValue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := tpl.render(map[string]jinja.Value{"x": v})
+		got, err := tpl.render(map[string]jinja.Value{"x": v}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +45,7 @@ func TestDecodeNumberKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := tpl.render(map[string]jinja.Value{"x": v})
+	got, err := tpl.render(map[string]jinja.Value{"x": v}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
