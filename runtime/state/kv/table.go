@@ -1,3 +1,5 @@
+//go:build !kvgomap
+
 package kv
 
 import (
@@ -13,6 +15,9 @@ import (
 // cache miss in a router doing other work, where a probe here reads the slot the key
 // hashes to and, rarely, the next. Removal shifts later entries back (no tombstones), so
 // a table churned at a constant size keeps short probes.
+//
+// Building with -tags kvgomap puts Go maps back in its place (table_gomap.go), the
+// switch back; make test runs the package's tests both ways.
 //
 // The keys are hashes a peer chooses; the table hashes them again with a per-table
 // random seed, so a publisher cannot aim its keys at one run of slots.
