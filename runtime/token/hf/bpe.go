@@ -113,8 +113,9 @@ func (m *model) mergeScan(dst []uint32, p string, b *bpeBuf) []uint32 {
 
 // heapItem is a candidate merge of the symbol at pos with its right neighbour.
 type heapItem struct {
-	val uint64 // rank<<32 | merged id
-	pos int32
+	val         uint64 // rank<<32 | merged id
+	pos         int32
+	left, right uint32 // the pair's symbols
 }
 
 func (h heapItem) less(o heapItem) bool {
@@ -158,7 +159,7 @@ func (m *model) mergeHeap(dst []uint32, p string, b *bpeBuf, meter *token.Meter)
 	defer func() { b.heap = h }()
 	for i := 0; i+1 < n; i++ {
 		if v := m.pair(syms[i], syms[i+1]); v != noMerge {
-			h = heapPush(h, heapItem{v, int32(i)})
+			h = heapPush(h, heapItem{v, int32(i), syms[i], syms[i+1]})
 		}
 	}
 	for merges := 1; len(h) > 0; {
@@ -166,8 +167,11 @@ func (m *model) mergeHeap(dst []uint32, p string, b *bpeBuf, meter *token.Meter)
 		top, h = heapPop(h)
 		i := top.pos
 		j := next[i]
-		if syms[i] == math.MaxUint32 || j < 0 || m.pair(syms[i], syms[j]) != top.val {
-			continue // stale: i was merged away, or a neighbour changed
+		// Stale when i was merged away or a symbol of the pair changed: comparing the
+		// symbols spares a lookup in the table of merges, and says the same as comparing
+		// their merge with top.val would, as each rank is the merge of one pair.
+		if j < 0 || syms[i] != top.left || syms[j] != top.right {
+			continue
 		}
 		if merges++; merges%checkMerges == 0 {
 			if err := meter.Err(); err != nil {
@@ -180,12 +184,12 @@ func (m *model) mergeHeap(dst []uint32, p string, b *bpeBuf, meter *token.Meter)
 		if k := next[j]; k >= 0 {
 			prev[k] = i
 			if v := m.pair(syms[i], syms[k]); v != noMerge {
-				h = heapPush(h, heapItem{v, i})
+				h = heapPush(h, heapItem{v, i, syms[i], syms[k]})
 			}
 		}
 		if k := prev[i]; k >= 0 {
 			if v := m.pair(syms[k], syms[i]); v != noMerge {
-				h = heapPush(h, heapItem{v, k})
+				h = heapPush(h, heapItem{v, k, syms[k], syms[i]})
 			}
 		}
 	}

@@ -132,6 +132,23 @@ func TestCacheBounds(t *testing.T) {
 			t.Errorf("a key of %d bytes was cached, outside [minCachedKey, maxCachedKey]", len(key))
 		}
 	}
+	for _, tc := range []struct {
+		key    string
+		cached bool
+	}{
+		{strings.Repeat("海", cjkRunChars), false},          // a run of CJK letters
+		{"，" + strings.Repeat("カ", cjkRunChars), false},    // after a mark, kana
+		{strings.Repeat("海", cjkRunChars-1), true},         // too short a run to skip
+		{strings.Repeat("한", cjkRunChars), true},           // Hangul, whose words have spaces
+		{strings.Repeat("海", cjkRunChars-1) + "xyz", true}, // not ending in the run
+	} {
+		h := c.hash(tc.key)
+		c.put(tc.key, h, []uint32{7})
+		c.put(tc.key, h, []uint32{7})
+		if _, ok := c.get(nil, tc.key, h); ok != tc.cached {
+			t.Errorf("%q cached after two misses: %v, want %v", tc.key, ok, tc.cached)
+		}
+	}
 	kept := strings.Repeat("q", minCachedKey)
 	h := c.hash(kept)
 	c.put(kept, h, []uint32{1, 2, 3, 4})

@@ -74,7 +74,31 @@ func newCache() *cache {
 }
 
 // cacheable reports whether the cache may hold key.
-func cacheable(key string) bool { return len(key) >= minCachedKey && len(key) <= maxCachedKey }
+func cacheable(key string) bool {
+	return len(key) >= minCachedKey && len(key) <= maxCachedKey && !cjkRun(key)
+}
+
+// cjkRunChars is the number of CJK characters that cjkRun looks for.
+const cjkRunChars = 6
+
+// cjkRun reports whether key ends in cjkRunChars characters between U+3000 and U+9FFF
+// (CJK punctuation, kana, ideographs), whose UTF-8 lead bytes are 0xE3 to 0xE9. Such a
+// pre-token is a run of CJK letters from one punctuation mark to the next, a phrase
+// that text never seen almost never repeats whole: looking it up, and remembering its
+// miss at the door, costs more than it saves (BenchmarkEncode's cjk/stream). Texts
+// seen whole are served by the segment cache instead. Whatever it answers, the ids are
+// the same: it only decides what the cache holds.
+func cjkRun(key string) bool {
+	if len(key) < 3*cjkRunChars {
+		return false
+	}
+	for i := len(key) - 3; i >= len(key)-3*cjkRunChars; i -= 3 {
+		if key[i] < 0xE3 || key[i] > 0xE9 {
+			return false
+		}
+	}
+	return true
+}
 
 // hash is the hash of key that get and put take.
 func (c *cache) hash(key string) uint64 { return maphash.String(c.seed, key) }
