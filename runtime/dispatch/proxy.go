@@ -105,29 +105,19 @@ func (dp *Dispatcher) forward(ctx context.Context, out Writer, r *http.Request, 
 // went out aborts the client's connection (http.ErrAbortHandler), the only way left to
 // tell a client the answer is cut.
 func (a *attempt) proxy(in *http.Request) *Error {
-	var (
-		mu        sync.Mutex
-		roundDone bool
-	)
-	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, header textproto.MIMEHeader) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if roundDone {
-			return nil
-		}
-		h := a.out.Header()
-		copyHeader(h, http.Header(header))
-		a.out.WriteHeader(code)
-		clear(h)
-		return nil
-	}}
-	// The request is cloned once, with the trace in its context: WithContext afterwards
-	// would copy it again.
-	req := a.request(httptrace.WithClientTrace(a.ctx, trace), in)
+	req := a.request(a.ctx, in)
+	var relay *relay1xx
+	if c, ok := a.dp.client.Transport.(interface{ Carries(*http.Request) bool }); !ok || !c.Carries(req) {
+		// A transport that may deliver 1xx answers (net/http's) gets the trace hook, in
+		// a shallow copy of the request; the router's own, which skips them, does not:
+		// the hook, its context and its lock are five allocations a request.
+		relay = &relay1xx{out: a.out}
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{Got1xxResponse: relay.got}))
+	}
 	resp, err := a.dp.client.Transport.RoundTrip(req)
-	mu.Lock()
-	roundDone = true
-	mu.Unlock()
+	if relay != nil {
+		relay.done()
+	}
 	if err != nil {
 		return a.failure(err)
 	}
@@ -158,7 +148,9 @@ func (a *attempt) proxy(in *http.Request) *Error {
 		_ = http.NewResponseController(a.out).Flush() // chunked, so the trailers can follow
 	}
 	if len(resp.Trailer) == announced {
-		copyHeader(a.out.Header(), resp.Trailer)
+		if announced > 0 { // Header() after WriteHeader makes the writer copy its headers
+			copyHeader(a.out.Header(), resp.Trailer)
+		}
 		return nil
 	}
 	for k, vv := range resp.Trailer {
@@ -167,6 +159,34 @@ func (a *attempt) proxy(in *http.Request) *Error {
 		}
 	}
 	return nil
+}
+
+// relay1xx passes an engine's informational (1xx) answers to the client until the
+// final answer's headers arrive.
+type relay1xx struct {
+	out       Writer
+	mu        sync.Mutex
+	roundDone bool
+}
+
+func (r *relay1xx) got(code int, header textproto.MIMEHeader) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.roundDone {
+		return nil
+	}
+	h := r.out.Header()
+	copyHeader(h, http.Header(header))
+	r.out.WriteHeader(code)
+	clear(h)
+	return nil
+}
+
+// done stops the relay: the final answer's headers are the proxy's to send.
+func (r *relay1xx) done() {
+	r.mu.Lock()
+	r.roundDone = true
+	r.mu.Unlock()
 }
 
 // failure classifies a failure of the attempt (see classify), naming the connect
@@ -447,8 +467,14 @@ func removeHopByHop(h http.Header) {
 	}
 }
 
+// copyHeader adds src's values to dst. A key dst lacks takes src's values without a
+// copy, capped so that a later Add to either copies them first.
 func copyHeader(dst, src http.Header) {
 	for k, vv := range src {
+		if _, ok := dst[k]; !ok && len(vv) > 0 && http.CanonicalHeaderKey(k) == k {
+			dst[k] = vv[:len(vv):len(vv)]
+			continue
+		}
 		for _, v := range vv {
 			dst.Add(k, v)
 		}

@@ -4,6 +4,10 @@ package upstream
 
 import "net"
 
-// alive cannot peek without blocking here: an idle connection the engine closed fails
+// peeker cannot peek without blocking here: an idle connection the engine closed fails
 // the request written to it.
-func alive(net.Conn) bool { return true }
+type peeker struct{}
+
+func (*peeker) init(net.Conn) {}
+
+func (*peeker) alive() bool { return true }

@@ -77,6 +77,10 @@ type conn struct {
 	br        *bufio.Reader
 	bw        *bufio.Writer
 	idleSince time.Time
+	peeker    peeker
+	// expire fails the connection's reads and writes at once, when a request's context
+	// ends: made once per connection, not per request.
+	expire func()
 	// headerLeft is how many more bytes the reader may take from the connection while
 	// response headers are read; -1 when a body is read.
 	headerLeft int
@@ -110,7 +114,7 @@ var errTooMany1xx = errors.New("upstream: too many 1xx informational responses")
 // has been read to its end, and is closed when the body is closed before that, the
 // engine asked to close it, or req's context ends.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme != "http" || t.proxied(req) {
+	if !t.Carries(req) {
 		return t.Fallback.RoundTrip(req)
 	}
 	ctx := req.Context()
@@ -125,7 +129,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	// A context that ends fails the connection's reads and writes; the connection is
 	// then closed rather than reused.
-	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(longAgo) })
+	stop := context.AfterFunc(ctx, c.expire)
 	resp, err := c.roundTrip(req)
 	if err != nil {
 		stop()
@@ -138,6 +142,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = b
 	return resp, nil
+}
+
+// Carries reports whether the transport sends req itself rather than through the
+// fallback: a plain-HTTP request the environment sends through no proxy. The requests it
+// carries get no informational (1xx) answers: it reads past them.
+func (t *Transport) Carries(req *http.Request) bool {
+	return req.URL.Scheme == "http" && !t.proxied(req)
 }
 
 // proxied reports whether the environment sends req through a proxy.
@@ -208,7 +219,7 @@ func (t *Transport) get(ctx context.Context, addr string) (*conn, error) {
 		l[len(l)-1] = nil
 		t.idle[addr] = l[:len(l)-1]
 		t.mu.Unlock()
-		if alive(c.Conn) {
+		if c.peeker.alive() {
 			return c, nil
 		}
 		c.Close()
@@ -221,6 +232,8 @@ func (t *Transport) get(ctx context.Context, addr string) (*conn, error) {
 	}
 	c := &conn{Conn: nc, addr: addr, bw: bufio.NewWriterSize(nc, bufferSize), headerLeft: -1}
 	c.br = bufio.NewReaderSize(limited{c}, bufferSize)
+	c.peeker.init(nc)
+	c.expire = func() { _ = c.SetDeadline(longAgo) }
 	return c, nil
 }
 

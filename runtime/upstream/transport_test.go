@@ -89,7 +89,7 @@ func TestEngineClosedIdleConnection(t *testing.T) {
 		tr.mu.Lock()
 		defer tr.mu.Unlock()
 		l := tr.idle[strings.TrimPrefix(e.URL, "http://")]
-		return len(l) == 1 && !alive(l[0].Conn)
+		return len(l) == 1 && !l[0].peeker.alive()
 	})
 	status, body, err := rawengine.Post(t, tr, context.Background(), e.URL, "two")
 	if err != nil || status != 200 || body != "two" {
