@@ -295,10 +295,11 @@ func (a *attempt) modifyResponse(resp *http.Response) error {
 		}
 		return nil
 	}
-	resp.Body = &idleReader{ReadCloser: resp.Body, d: a.dl}
 	jb := jsonBodies.Get().(*jsonBody)
-	_, err := jb.buf.ReadFrom(io.LimitReader(resp.Body, maxResponseBytes+1))
+	jb.src = idleReader{ReadCloser: resp.Body, d: a.dl}
+	_, err := jb.buf.ReadFrom(io.LimitReader(&jb.src, maxResponseBytes+1))
 	resp.Body.Close()
+	jb.src = idleReader{} // the pooled body keeps nothing of this request's engine
 	body := jb.buf.Bytes()
 	switch {
 	case err != nil:
@@ -327,6 +328,7 @@ func (a *attempt) modifyResponse(resp *http.Response) error {
 type jsonBody struct {
 	buf bytes.Buffer
 	rd  bytes.Reader
+	src idleReader // the engine's body while it is read into buf
 }
 
 // maxPooledBody is the largest answer buffer kept for reuse; a larger one is left to the

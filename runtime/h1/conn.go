@@ -351,7 +351,8 @@ func (c *conn) serveOne() bool {
 	if req.Body == http.NoBody || req.Body == nil {
 		c.startWait()
 	} else {
-		w.body = &body{c: c, w: w, src: req.Body}
+		w.held = body{c: c, w: w, src: req.Body}
+		w.body = &w.held
 		req.Body = w.body
 		if httpguts.HeaderValuesContainsToken(req.Header["Expect"], "100-continue") {
 			w.body.expect = req.ProtoAtLeast(1, 1) && req.ContentLength != 0

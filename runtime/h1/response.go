@@ -25,6 +25,7 @@ type response struct {
 	c      *conn
 	req    *http.Request
 	body   *body // nil: the request had none
+	held   body  // what body points to when there is one: one allocation for both
 	header http.Header
 	// snap is the header as it was at WriteHeader, when the handler touched the header
 	// after WriteHeader and before the head went out (net/http's snapshot).

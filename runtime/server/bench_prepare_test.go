@@ -237,8 +237,8 @@ func BenchmarkGrowTurn(b *testing.B) {
 					b.Fatal(err)
 				}
 				d := &record{}
-				_, leave, err := g.admit(r, prepared, d)
-				leave()
+				_, ticket, err := g.admit(r, prepared, d)
+				leave(ticket)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -94,29 +94,36 @@ func (a *activeSet) changed(p *plan.Plan) {
 // admit takes a slot in the queue for a prepared request, waiting for one in its model's
 // line, and runs selection; when selection finds only admission rejections and requests
 // may wait, it waits for its model's capacity to change and runs selection again from
-// the start. The returned leave gives the slot back when the request is done.
-func (s *generation) admit(r *http.Request, p *request.Prepared, d *record) (bucket.Selection, func(), error) {
+// the start. The returned ticket, nil when none was taken, gives the slot back (leave)
+// when the request is done.
+func (s *generation) admit(r *http.Request, p *request.Prepared, d *record) (bucket.Selection, *queue.Ticket, error) {
 	q := s.active.queue
 	t, err := q.Enter(r.Context(), p.Model.Name)
 	if err != nil {
 		d.Error = err.Error()
-		return bucket.Selection{}, func() {}, err
+		return bucket.Selection{}, nil, err
 	}
 	for {
 		sel, err := s.route(r, p, d)
 		d.QueuedMS = float64(t.Waited().Microseconds()) / 1000
-		var be *bucket.Error
-		if err == nil || !q.Queues() || !errors.As(err, &be) || be.Reason != bucket.AdmissionRejected {
+		if be, ok := errors.AsType[*bucket.Error](err); err == nil || !q.Queues() || !ok || be.Reason != bucket.AdmissionRejected {
 			if err == nil {
 				t.Served()
 			}
-			return sel, t.Leave, err
+			return sel, t, err
 		}
 		if err := t.Wait(r.Context()); err != nil {
 			d.Error = err.Error()
 			d.QueuedMS = float64(t.Waited().Microseconds()) / 1000
-			return bucket.Selection{}, t.Leave, err
+			return bucket.Selection{}, t, err
 		}
+	}
+}
+
+// leave gives back the slot of an admitted request's ticket (nil: none was taken).
+func leave(t *queue.Ticket) {
+	if t != nil {
+		t.Leave()
 	}
 }
 

@@ -34,12 +34,23 @@ func (s *generation) routed(prepare request.Preparer) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) { s.serveRouted(w, r, prepare) }
 }
 
+// routedRequest is a routed request's recorder, decision record and request id header
+// value, allocated together: nothing of it is pooled, as the response's headers and the
+// handlers it was given may keep parts of it.
+type routedRequest struct {
+	rec recorder
+	d   record
+	id  [1]string
+}
+
 func (s *generation) serveRouted(w http.ResponseWriter, r *http.Request, prepare request.Preparer) {
-	rec := &recorder{ResponseWriter: w, start: time.Now(), metrics: s.metrics}
+	rr := &routedRequest{rec: recorder{ResponseWriter: w, start: time.Now(), metrics: s.metrics}}
+	rec, d := &rr.rec, &rr.d
 	rec.reqID, rec.idReplaced = s.edge.ids.From(r)
+	rr.id[0] = rec.reqID
 	h := w.Header()
-	h["X-Request-Id"], h["Date"] = []string{rec.reqID}, responseDate.at(rec.start)
-	d := &record{Decision: control.Decision{Time: rec.start, RequestID: rec.reqID, Generation: s.number}}
+	h["X-Request-Id"], h["Date"] = rr.id[:], responseDate.at(rec.start)
+	d.Decision = control.Decision{Time: rec.start, RequestID: rec.reqID, Generation: s.number}
 	r = s.startSpan(r, rec, d)
 	defer s.finish(rec, d)
 	if !s.active.enter() {
@@ -64,8 +75,8 @@ func (s *generation) serveRouted(w http.ResponseWriter, r *http.Request, prepare
 	if p.Facts.PeakKnown {
 		d.ExpectedPeak = p.Facts.ExpectedPeak
 	}
-	sel, leave, err := s.admit(r, p, d)
-	defer leave()
+	sel, ticket, err := s.admit(r, p, d)
+	defer leave(ticket)
 	if err != nil {
 		answer.WriteErr(rec, err)
 		return

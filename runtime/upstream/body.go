@@ -16,12 +16,14 @@ import (
 // call each: for a 620 kB prompt, 20 writes and a copy of every byte.
 type Body struct {
 	parts [][]byte // what is left to read; no part is empty
+	held  [2][]byte
 }
 
 // NewBody is a Body of parts, which it does not copy: they must not change until the
 // request is done.
 func NewBody(parts ...[]byte) *Body {
 	b := &Body{}
+	b.parts = b.held[:0] // the body and its parts in one allocation when there are two at most
 	for _, p := range parts {
 		if len(p) > 0 {
 			b.parts = append(b.parts, p)
