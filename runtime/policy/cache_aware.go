@@ -283,7 +283,7 @@ func (p *CacheAware) choose(rec *decision.Trace, admitted []obs, input int64) (*
 	if g == nil {
 		return best, reasonLongestPrefix
 	}
-	var wbuf [8]*obs
+	var wbuf [8]int // indices rather than pointers, so that admitted stays on the caller's stack
 	window := wbuf[:0]
 	useMS := g.AbsThresholdMS != nil
 	for i := range admitted {
@@ -295,7 +295,7 @@ func (p *CacheAware) choose(rec *decision.Trace, admitted []obs, input int64) (*
 			return best, reasonLongestPrefix // the guard needs every contender's report
 		}
 		useMS = useMS && o.r.HasQueueMS
-		window = append(window, o)
+		window = append(window, i)
 	}
 	// pressure is the work queued ahead of the request on o: estimated queue time, or
 	// waiting uncached tokens plus this request's own uncached tokens there.
@@ -306,7 +306,8 @@ func (p *CacheAware) choose(rec *decision.Trace, admitted []obs, input int64) (*
 		return float64(o.r.WaitingUncachedTokens + uncached(o))
 	}
 	alt := best
-	for _, o := range window {
+	for _, i := range window {
+		o := &admitted[i]
 		if cmp.Or(cmp.Compare(pressure(o), pressure(alt)), cmp.Compare(uncached(o), uncached(alt)), cmp.Compare(o.w.ID(), alt.w.ID())) < 0 {
 			alt = o
 		}

@@ -96,5 +96,5 @@ func (p *CacheAware) sample(n, k int, dst []int) []int {
 // least returns the least pressured of cands, choosing uniformly among ties.
 func (p *CacheAware) least(cands []obs, input int64) obs {
 	lv := levelOf(cands, input)
-	return cands[leastRandomTie(cands, lv.compare, p.rand)]
+	return cands[leastRandomTie(len(cands), func(i, j int) int { return lv.compare(&cands[i], &cands[j]) }, p.rand)]
 }

@@ -108,6 +108,7 @@ func (r *PrefixResult) outcome() string {
 type prefixMemo struct {
 	mu      sync.Mutex
 	entries []memoEntry // a request rarely uses more than one source
+	first   [1]memoEntry
 }
 
 type memoEntry struct {

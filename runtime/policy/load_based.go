@@ -81,7 +81,8 @@ func (p *LeastLoad) Pick(ctx context.Context, engines []*engine.Worker, req *Req
 	if allReported {
 		key, reason = func(s scored) int64 { return s.reported }, reasonLeastReported
 	}
-	best := admitted[leastRandomTie(admitted, func(a, b *scored) int {
+	best := admitted[leastRandomTie(len(admitted), func(i, j int) int {
+		a, b := &admitted[i], &admitted[j]
 		return cmp.Or(cmp.Compare(key(*a), key(*b)), cmp.Compare(a.inflight, b.inflight))
 	}, p.rand)]
 	return Pick{Engine: best.w, Reason: reason}, nil

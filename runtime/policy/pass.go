@@ -43,6 +43,7 @@ func (p *Pass) Start(memoize bool) *Pass {
 	p.memo = nil
 	if memoize {
 		p.memo = &prefixMemo{}
+		p.memo.entries = p.memo.first[:0] // the memo and its first entry in one allocation
 	}
 	return p
 }

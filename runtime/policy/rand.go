@@ -35,14 +35,16 @@ func (s *seededRand) IntN(n int) int {
 	return s.r.IntN(n)
 }
 
-// leastRandomTie returns the index of a least element of xs under compare, choosing
-// uniformly among the elements tied for least: a fixed tie-break, such as the first by id,
-// would send every request to one engine while loads tie (upstream smg#1714). xs must not
-// be empty.
-func leastRandomTie[T any](xs []T, compare func(a, b *T) int, rnd Rand) int {
+// leastRandomTie returns the index of a least of n elements under compare, which
+// compares two by their indices, choosing uniformly among the elements tied for least: a
+// fixed tie-break, such as the first by id, would send every request to one engine while
+// loads tie (upstream smg#1714). n must not be 0. Indices, not pointers, go to compare:
+// a pointer handed to a function value escapes, and with it the caller's stack buffer of
+// candidates.
+func leastRandomTie(n int, compare func(i, j int) int, rnd Rand) int {
 	best, ties := 0, 1
-	for i := 1; i < len(xs); i++ {
-		switch c := compare(&xs[i], &xs[best]); {
+	for i := 1; i < n; i++ {
+		switch c := compare(i, best); {
 		case c < 0:
 			best, ties = i, 1
 		case c == 0:
@@ -56,7 +58,7 @@ func leastRandomTie[T any](xs []T, compare func(a, b *T) int, rnd Rand) int {
 	// greater than some later element.
 	nth := rnd.IntN(ties)
 	for i := best; ; i++ {
-		if compare(&xs[i], &xs[best]) == 0 {
+		if compare(i, best) == 0 {
 			if nth == 0 {
 				return i
 			}
