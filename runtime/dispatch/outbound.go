@@ -58,14 +58,15 @@ func (hp HeaderPolicy) Outbound(in http.Header, reqID string) http.Header {
 	if out == nil {
 		out = http.Header{}
 	}
-	hp.apply(out, reqID)
+	hp.apply(out, reqID, make([]string, 3))
 	return out
 }
 
 // apply turns a copy of a client request's headers into the headers an engine gets for
-// the request with id reqID, in place. The proxy applies it to the copy of the client's
-// request it makes for the engine anyway, so that a dispatch copies the headers once.
-func (hp HeaderPolicy) apply(h http.Header, reqID string) {
+// the request with id reqID, in place, with the three values it sets in vals (length 3).
+// The proxy applies it to the copy of the client's request it makes for the engine
+// anyway, so that a dispatch copies the headers once.
+func (hp HeaderPolicy) apply(h http.Header, reqID string, vals []string) {
 	var named map[string]bool
 	for _, v := range h["Connection"] {
 		for f := range strings.SplitSeq(v, ",") {
@@ -80,19 +81,18 @@ func (hp HeaderPolicy) apply(h http.Header, reqID string) {
 			delete(h, k)
 		}
 	}
-	// One allocation for the three values. Asking for identity spares the router
-	// inflating what it must read anyway (an engine next to it gains nothing from
-	// compressing) and the transport the header it would otherwise add for gzip.
-	vals := []string{"application/json", reqID, "identity"}
+	// Asking for identity spares the router inflating what it must read anyway (an
+	// engine next to it gains nothing from compressing) and the transport the header it
+	// would otherwise add for gzip.
+	vals[0], vals[1], vals[2] = "application/json", reqID, "identity"
 	h["Content-Type"], h["X-Request-Id"], h["Accept-Encoding"] = vals[0:1:1], vals[1:2:2], vals[2:3:3]
 }
 
 // setForwarded adds the X-Forwarded-For, -Host and -Proto headers for in, as
 // httputil.ProxyRequest.SetXForwarded does for a request without forwarding headers of
 // its own (the client's are never forwarded), so both PD halves and plain engines see
-// the same request. The three values share one allocation.
-func setForwarded(h http.Header, in *http.Request) {
-	vals := make([]string, 3)
+// the same request. The three values go in vals (length 3).
+func setForwarded(h http.Header, in *http.Request, vals []string) {
 	if ip, _, err := net.SplitHostPort(in.RemoteAddr); err == nil {
 		vals[0] = ip
 		h["X-Forwarded-For"] = vals[0:1:1]
@@ -209,9 +209,12 @@ func (a *attempt) request(ctx context.Context, in *http.Request) *http.Request {
 	out.URL.RawQuery = engineQuery(target, in.URL)
 	// out.Header is a copy of the client's; the policy removes the hop-by-hop headers,
 	// those Connection names and the forwarding headers with the rest it never forwards.
-	a.dp.headers.apply(out.Header, a.out.ID())
-	out.Header["Content-Length"] = []string{strconv.FormatInt(a.body.len(), 10)}
-	setForwarded(out.Header, in)
+	// The seven values the router sets share one allocation.
+	vals := make([]string, 7)
+	a.dp.headers.apply(out.Header, a.out.ID(), vals[0:3])
+	vals[6] = strconv.FormatInt(a.body.len(), 10)
+	out.Header["Content-Length"] = vals[6:7:7]
+	setForwarded(out.Header, in, vals[3:6])
 	if _, ok := out.Header["User-Agent"]; !ok {
 		out.Header["User-Agent"] = []string{""} // no Go default in its place
 	}

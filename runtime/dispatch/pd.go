@@ -195,7 +195,7 @@ func (dp *Dispatcher) engineRequest(ctx context.Context, in *http.Request, reqID
 	}
 	req.ContentLength, req.GetBody = body.len(), func() (io.ReadCloser, error) { return body.reader(), nil }
 	req.Header = dp.headers.Outbound(in.Header, reqID)
-	setForwarded(req.Header, in)
+	setForwarded(req.Header, in, make([]string, 3))
 	if _, ok := req.Header["User-Agent"]; !ok {
 		req.Header.Set("User-Agent", "") // as the proxy does: no Go default in its place
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"mime"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -204,7 +203,7 @@ func (a *attempt) failure(err error) *Error {
 // error (the stream reader turns engine failures into an error event instead).
 func (a *attempt) copyBody(resp *http.Response) error {
 	flush := func() {}
-	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" || resp.ContentLength == -1 {
+	if isEventStream(resp.Header.Get("Content-Type")) || resp.ContentLength == -1 {
 		rc := http.NewResponseController(a.out)
 		flush = func() { _ = rc.Flush() }
 	}
@@ -232,6 +231,15 @@ func (a *attempt) copyBody(resp *http.Response) error {
 			return rerr
 		}
 	}
+}
+
+// isEventStream reports whether a Content-Type names text/event-stream, whatever its
+// parameters: the media type as mime.ParseMediaType reads it, without the map of
+// parameters it allocates for every answer (and without refusing a stream whose
+// parameters repeat, which it would).
+func isEventStream(contentType string) bool {
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "text/event-stream")
 }
 
 // copyBufferSize is the size of the buffers that copy response bodies to clients, the

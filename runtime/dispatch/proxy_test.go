@@ -3,6 +3,7 @@ package dispatch
 import (
 	"bytes"
 	"io"
+	"mime"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -53,4 +54,21 @@ func firstDiff(a, b []byte) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// isEventStream agrees with mime.ParseMediaType's media type wherever that parses.
+func TestIsEventStreamAsParseMediaType(t *testing.T) {
+	for _, v := range []string{
+		"text/event-stream", "text/event-stream; charset=utf-8", " Text/Event-Stream ;charset=utf-8",
+		"TEXT/EVENT-STREAM", "text/event-stream;", "application/json", "application/json; charset=utf-8",
+		"text/event-streams", "text/event", "text/plain; x=\"text/event-stream\"",
+	} {
+		mt, _, err := mime.ParseMediaType(v)
+		if err != nil {
+			t.Fatalf("%q: %v", v, err)
+		}
+		if got, want := isEventStream(v), mt == "text/event-stream"; got != want {
+			t.Errorf("isEventStream(%q) = %v, want %v", v, got, want)
+		}
+	}
 }
