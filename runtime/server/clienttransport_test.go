@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"net/textproto"
 	"regexp"
 	"slices"
 	"strings"
@@ -157,5 +159,56 @@ func TestClientTransportsForwardTrailers(t *testing.T) {
 	}
 	if got[0] != got[1] {
 		t.Errorf("router %s\nnet_http %s", got[0], got[1])
+	}
+}
+
+// An engine's informational (103) answer reaches the client when the net_http engine
+// transport carries the request, the only one that reports them (dispatch's relay), and
+// is skipped by the router's own; the final answer carries none of its headers either way.
+func TestEngineTransportsInformational(t *testing.T) {
+	engine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			_, _ = io.WriteString(w, "{}")
+			return
+		}
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Link", "</style.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		w.Header().Del("Link")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"choices":[]}`)
+	}))
+	defer engine.Close()
+	for _, tc := range []struct {
+		kind  plan.EngineTransport
+		hints int
+	}{{plan.TransportRouter, 0}, {plan.TransportNetHTTP, 1}} {
+		p := plainPlan("E1")
+		p.Engines[0].URL = engine.URL
+		p.EngineTransport = tc.kind
+		fc := serveRouter(t, p, Options{})
+		var links []string
+		ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+			if code == http.StatusEarlyHints {
+				links = append(links, h.Get("Link"))
+			}
+			return nil
+		}})
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, fc.url+"/v1/chat/completions", strings.NewReader(chat("m", "x", `, "max_tokens": 1`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || string(b) != `{"choices":[]}` || resp.Header.Get("Link") != "" {
+			t.Errorf("%s: %d %q, Link %q", tc.kind, resp.StatusCode, b, resp.Header.Get("Link"))
+		}
+		if len(links) != tc.hints || (tc.hints > 0 && links[0] != "</style.css>; rel=preload") {
+			t.Errorf("%s: early hints %q, want %d with the engine's Link", tc.kind, links, tc.hints)
+		}
 	}
 }
