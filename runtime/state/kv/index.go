@@ -170,8 +170,9 @@ type block struct {
 	digested bool
 	n        uint8 // owners in first, while more is nil
 	// pos is the block's place in its chain plus one (1: a first block), 0 when unknown
-	// (a block stored by hash alone, or chained from one); remembered walks read it.
-	pos   uint32
+	// (a block stored by hash alone, or chained from one), maxPos for any place from
+	// maxPos-1 on; remembered walks read it. It fits the padding before first.
+	pos   uint16
 	first [3]owner
 	// more holds every owner once more than len(first) ranks hold the block.
 	more *[]owner
@@ -220,7 +221,7 @@ func (b *block) remove(o owner) bool {
 
 // learn records the block's digest and place if it had none; nil and 0 are none. It
 // returns the digest the block keeps, whether it has one, and its place.
-func (b *block) learn(digest *[sha256.Size]byte, pos uint32) ([sha256.Size]byte, bool, uint32) {
+func (b *block) learn(digest *[sha256.Size]byte, pos uint16) ([sha256.Size]byte, bool, uint16) {
 	if !b.digested && digest != nil {
 		b.digest, b.digested = *digest, true
 	}

@@ -3,6 +3,7 @@ package kv
 import (
 	"cmp"
 	"crypto/sha256"
+	"math"
 )
 
 // held is one block a rank holds, under the engine's name for it.
@@ -28,20 +29,24 @@ type rankState struct {
 	gen   uint32
 	max   int // 0: unbounded
 	// unlinked counts the blocks the rank lost, for the walks remembered (walk.go), and
-	// lost keeps the places (plus one; 0 unknown) of the latest lossLog of them, the
-	// i-th lost at lost[i%lossLog]; nil until the rank loses a block.
+	// lost keeps the places (as block.pos) of the latest lossLog of them, the i-th
+	// lost at lost[i%lossLog]; nil until the rank loses a block.
 	unlinked uint64
-	lost     []uint32
+	lost     []uint16
 }
 
 // lossLog bounds the places of lost blocks a rank keeps: a remembered walk past more
 // losses than that starts again from block 0.
 const lossLog = 512
 
-// lose records the loss of a block at place pos (plus one; 0 unknown).
-func (rs *rankState) lose(pos uint32) {
+// maxPos is the largest block.pos: the place of a block that far down a chain is kept as
+// a lower bound, which is all a remembered walk needs.
+const maxPos = math.MaxUint16
+
+// lose records the loss of a block at place pos (as block.pos).
+func (rs *rankState) lose(pos uint16) {
 	if rs.lost == nil {
-		rs.lost = make([]uint32, lossLog)
+		rs.lost = make([]uint16, lossLog)
 	}
 	rs.lost[rs.unlinked%lossLog] = pos
 	rs.unlinked++
@@ -49,7 +54,8 @@ func (rs *rankState) lose(pos uint32) {
 
 // intact returns how many of the first blocks of a chain the rank still holds, given
 // that it held the first n when it had lost since blocks: n, less what it lost since
-// at an earlier place, 0 when it lost a block of unknown place or too many to tell.
+// at an earlier place (a block at place maxPos-1 or later leaves the first maxPos-1), 0
+// when it lost a block of unknown place or too many to tell.
 func (rs *rankState) intact(n int, since uint64) int {
 	if rs.unlinked-since > lossLog {
 		return 0
@@ -160,7 +166,7 @@ func (ix *Index) store(o owner, e Event, st *engineStats, buf []byte) []byte {
 	size := len(e.Tokens) / n
 	var parent *[sha256.Size]byte // nil, or &digest: the previous block's
 	var digest [sha256.Size]byte
-	var pos uint32 // the previous block's place plus one, with parent
+	var pos uint16 // the previous block's place plus one, with parent
 	if e.HasParent {
 		h, ok := ix.ranks[o].held.get(e.Parent)
 		if ok {
@@ -177,10 +183,10 @@ func (ix *Index) store(o owner, e Event, st *engineStats, buf []byte) []byte {
 		var router int64
 		var kept bool
 		// A block hashed without a parent is a chain's first; one after a block of
-		// unknown place has none either (and pos+1 wraps to unknown at the far end).
+		// unknown place has none either, and one after maxPos is at maxPos or later.
 		if parent == nil {
 			pos = 1
-		} else if pos != 0 {
+		} else if pos != 0 && pos < maxPos {
 			pos++
 		}
 		digest, router, buf = chainHash(parent, e.Tokens[i*size:(i+1)*size], buf)
@@ -198,7 +204,7 @@ func (ix *Index) store(o owner, e Event, st *engineStats, buf []byte) []byte {
 // the block's SHA-256, nil when unknown, and pos its place in its chain plus one, 0 when
 // unknown. It returns the digest the index keeps for the block, whether it keeps one,
 // and the place it keeps.
-func (ix *Index) hold(o owner, engine, router int64, digest *[sha256.Size]byte, pos uint32, w placement, st *engineStats) ([sha256.Size]byte, bool, uint32) {
+func (ix *Index) hold(o owner, engine, router int64, digest *[sha256.Size]byte, pos uint16, w placement, st *engineStats) ([sha256.Size]byte, bool, uint16) {
 	rs := ix.ranks[o]
 	cur, had := rs.held.upsert(engine)
 	if had && cur.router == router {

@@ -252,3 +252,22 @@ func TestLossesMoveTheWalksStartToTheirPlace(t *testing.T) {
 		t.Errorf("the log's %d losses, the earliest at block 1: %d blocks intact, want 1", lossLog, got)
 	}
 }
+
+// Places past maxPos-1 are kept as maxPos-1: a loss that far down a chain leaves the
+// first maxPos-1 blocks, and the lookup still answers exactly.
+func TestLossesPastTheLargestPlace(t *testing.T) {
+	ix := NewIndex(&plan.Plan{Engines: []plan.Engine{{ID: "E1", Model: "m", KVEvents: &plan.KVEvents{Endpoint: "tcp://127.0.0.1:1"}}}})
+	conv := newTokenChain(nil, 0, maxPos+10, rand.New(rand.NewPCG(8, 8)))
+	ix.Apply("E1", 0, conv.store(0, len(conv.engine)))
+	if ms := ix.LookupHashes(conv.router, DefaultBlockSize); len(ms) != 1 || ms[0].Blocks != maxPos+10 {
+		t.Fatalf("first lookup: %v", ms)
+	}
+	o, _ := ix.rank("E1", 0)
+	ix.Apply("E1", 0, Event{Kind: BlockRemoved, Hashes: conv.engine[maxPos+5 : maxPos+6], Medium: MediumGPU})
+	if got := ix.walks.get(conv.router).from(o, ix.ranks[o]); got != maxPos-1 {
+		t.Errorf("after a loss at block %d, the walk starts at block %d, want %d", maxPos+5, got, maxPos-1)
+	}
+	if ms := ix.LookupHashes(conv.router, DefaultBlockSize); len(ms) != 1 || ms[0].Blocks != maxPos+5 {
+		t.Fatalf("after the loss: %v, want %d blocks", ms, maxPos+5)
+	}
+}
