@@ -29,17 +29,35 @@ func referenceLookup(ix *Index, hashes []int64, blockSize int) map[string]int {
 	return out
 }
 
+// walkTestIndex is an index of n engines of two ranks each.
+func walkTestIndex(n int) *Index {
+	var engines []plan.Engine
+	for i := range n {
+		engines = append(engines, plan.Engine{ID: fmt.Sprint("E", i), Model: "m", DPSize: 2, KVEvents: &plan.KVEvents{Endpoint: "tcp://127.0.0.1:1"}})
+	}
+	return NewIndex(&plan.Plan{Engines: engines})
+}
+
+// checkWalk fails the test unless the lookup of hashes answers what the walk from block 0
+// answers.
+func checkWalk(t *testing.T, ix *Index, hashes []int64, seed uint64, step int) {
+	t.Helper()
+	got := map[string]int{}
+	for _, m := range ix.LookupHashes(hashes, DefaultBlockSize) {
+		got[m.Engine] = m.Blocks
+	}
+	if want := referenceLookup(ix, hashes, DefaultBlockSize); !maps.Equal(got, want) {
+		t.Fatalf("seed %d, step %d, %d blocks: %v, want %v", seed, step, len(hashes), got, want)
+	}
+}
+
 // Lookups of a conversation's growing prompts, while ranks store, lose and clear its
 // blocks, answer what a walk from block 0 answers: a remembered walk is used only while
 // its ranks lost nothing.
 func TestRememberedWalksAreExact(t *testing.T) {
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 1))
-		var engines []plan.Engine
-		for i := range 3 {
-			engines = append(engines, plan.Engine{ID: fmt.Sprint("E", i), Model: "m", DPSize: 2, KVEvents: &plan.KVEvents{Endpoint: "tcp://127.0.0.1:1"}})
-		}
-		ix := NewIndex(&plan.Plan{Engines: engines})
+		ix := walkTestIndex(3)
 		conv := make([]int64, 400)
 		for i := range conv {
 			conv[i] = int64(rng.Uint64())
@@ -65,13 +83,7 @@ func TestRememberedWalksAreExact(t *testing.T) {
 			if used == 0 {
 				continue
 			}
-			got := map[string]int{}
-			for _, m := range ix.LookupHashes(conv[:used], DefaultBlockSize) {
-				got[m.Engine] = m.Blocks
-			}
-			if want := referenceLookup(ix, conv[:used], DefaultBlockSize); !maps.Equal(got, want) {
-				t.Fatalf("seed %d, step %d, %d blocks: %v, want %v", seed, step, used, got, want)
-			}
+			checkWalk(t, ix, conv[:used], seed, step)
 		}
 	}
 }
@@ -169,11 +181,7 @@ func (c *tokenChain) store(a, b int) Event {
 func TestRememberedWalksAreExactWithPlacedLosses(t *testing.T) {
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 2))
-		var engines []plan.Engine
-		for i := range 2 {
-			engines = append(engines, plan.Engine{ID: fmt.Sprint("E", i), Model: "m", DPSize: 2, KVEvents: &plan.KVEvents{Endpoint: "tcp://127.0.0.1:1"}})
-		}
-		ix := NewIndex(&plan.Plan{Engines: engines})
+		ix := walkTestIndex(2)
 		trunk := newTokenChain(nil, 0, 300, rng)
 		convs := []*tokenChain{trunk, newTokenChain(trunk, 100+rng.IntN(150), 300, rng)}
 		used, conv := 0, trunk
@@ -199,13 +207,7 @@ func TestRememberedWalksAreExactWithPlacedLosses(t *testing.T) {
 			if used == 0 {
 				continue
 			}
-			got := map[string]int{}
-			for _, m := range ix.LookupHashes(conv.router[:used], DefaultBlockSize) {
-				got[m.Engine] = m.Blocks
-			}
-			if want := referenceLookup(ix, conv.router[:used], DefaultBlockSize); !maps.Equal(got, want) {
-				t.Fatalf("seed %d, step %d, %d blocks: %v, want %v", seed, step, used, got, want)
-			}
+			checkWalk(t, ix, conv.router[:used], seed, step)
 		}
 	}
 }
