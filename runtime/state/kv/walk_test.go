@@ -52,8 +52,8 @@ func checkWalk(t *testing.T, ix *Index, hashes []int64, seed uint64, step int) {
 }
 
 // Lookups of a conversation's growing prompts, while ranks store, lose and clear its
-// blocks, answer what a walk from block 0 answers: a remembered walk is used only while
-// its ranks lost nothing.
+// blocks, answer what a walk from block 0 answers. The blocks are stored by hash alone,
+// of unknown place, so a remembered walk is used only while its ranks lost nothing.
 func TestRememberedWalksAreExact(t *testing.T) {
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 1))
