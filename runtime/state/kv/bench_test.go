@@ -2,6 +2,7 @@ package kv
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"testing"
 	"time"
@@ -258,4 +259,31 @@ func BenchmarkIndexChurn(b *testing.B) {
 		b.Fatalf("rank 0 holds %d blocks, want about %d", n, live)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/block")
+}
+
+// BenchmarkGrownTurnWithEvictions is one turn of a 133k-token conversation (8320 blocks,
+// stored with token ids) on a rank that also holds a longer one: the engine stores the
+// turn's 20 new blocks and, as a full cache does every turn, evicts 20 of the other
+// conversation's blocks, leaves first; then the router looks the grown prompt up.
+func BenchmarkGrownTurnWithEvictions(b *testing.B) {
+	const turn, history = 20, 8320
+	rng := rand.New(rand.NewPCG(1, 1))
+	ix := NewIndex(&plan.Plan{Engines: []plan.Engine{{ID: "E1", Model: "m", KVEvents: &plan.KVEvents{Endpoint: "tcp://127.0.0.1:1"}}}})
+	other := newTokenChain(nil, 0, history+2*turn*(b.N+1), rng)
+	ix.Apply("E1", 0, other.store(0, len(other.engine)))
+	conv := newTokenChain(nil, 0, history+turn*(b.N+1), rng)
+	ix.Apply("E1", 0, conv.store(0, history))
+	ix.LookupHashes(conv.router[:history], DefaultBlockSize)
+	evict, used := len(other.engine), history
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		ix.Apply("E1", 0, conv.store(used, used+turn))
+		evict -= turn
+		ix.Apply("E1", 0, Event{Kind: BlockRemoved, Hashes: other.engine[evict : evict+turn], Medium: MediumGPU})
+		used += turn
+		if ms := ix.LookupHashes(conv.router[:used], DefaultBlockSize); len(ms) != 1 || ms[0].Blocks != used {
+			b.Fatalf("matches %v, want %d blocks", ms, used)
+		}
+	}
 }

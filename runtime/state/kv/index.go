@@ -169,7 +169,11 @@ type block struct {
 	digest   [sha256.Size]byte
 	digested bool
 	n        uint8 // owners in first, while more is nil
-	first    [3]owner
+	// pos is the block's place in its chain plus one (1: a first block), 0 when unknown
+	// (a block stored by hash alone, or chained from one), maxPos for any place from
+	// maxPos-1 on; remembered walks read it. It fits the padding before first.
+	pos   uint16
+	first [3]owner
 	// more holds every owner once more than len(first) ranks hold the block.
 	more *[]owner
 }
@@ -215,13 +219,16 @@ func (b *block) remove(o owner) bool {
 	return true
 }
 
-// learn records the block's digest if it had none; nil is no digest. It returns the
-// digest the block keeps and whether it has one.
-func (b *block) learn(digest *[sha256.Size]byte) ([sha256.Size]byte, bool) {
+// learn records the block's digest and place if it had none; nil and 0 are none. It
+// returns the digest the block keeps, whether it has one, and its place.
+func (b *block) learn(digest *[sha256.Size]byte, pos uint16) ([sha256.Size]byte, bool, uint16) {
 	if !b.digested && digest != nil {
 		b.digest, b.digested = *digest, true
 	}
-	return b.digest, b.digested
+	if b.pos == 0 {
+		b.pos = pos
+	}
+	return b.digest, b.digested, b.pos
 }
 
 // Index is the local prefix index: for each router block hash, the engine ranks holding

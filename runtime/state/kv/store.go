@@ -3,6 +3,7 @@ package kv
 import (
 	"cmp"
 	"crypto/sha256"
+	"math"
 )
 
 // held is one block a rank holds, under the engine's name for it.
@@ -27,8 +28,46 @@ type rankState struct {
 	head  int
 	gen   uint32
 	max   int // 0: unbounded
-	// unlinked counts the blocks the rank lost, for the walks remembered (walk.go).
+	// unlinked counts the blocks the rank lost, for the walks remembered (walk.go), and
+	// lost keeps the places (as block.pos) of the latest lossLog of them, the i-th
+	// lost at lost[i%lossLog]; nil until the rank loses a block.
 	unlinked uint64
+	lost     []uint16
+}
+
+// lossLog bounds the places of lost blocks a rank keeps: a remembered walk past more
+// losses than that starts again from block 0.
+const lossLog = 512
+
+// maxPos is the largest block.pos: the place of a block that far down a chain is kept as
+// a lower bound, which is all a remembered walk needs.
+const maxPos = math.MaxUint16
+
+// lose records the loss of a block at place pos (as block.pos).
+func (rs *rankState) lose(pos uint16) {
+	if rs.lost == nil {
+		rs.lost = make([]uint16, lossLog)
+	}
+	rs.lost[rs.unlinked%lossLog] = pos
+	rs.unlinked++
+}
+
+// intact returns how many of the first blocks of a chain the rank still holds, given
+// that it held the first n when it had lost since blocks: n, less what it lost since
+// at an earlier place (a block at place maxPos-1 or later leaves the first maxPos-1), 0
+// when it lost a block of unknown place or too many to tell.
+func (rs *rankState) intact(n int, since uint64) int {
+	if rs.unlinked-since > lossLog {
+		return 0
+	}
+	for i := since; i < rs.unlinked; i++ {
+		pos := rs.lost[i%lossLog]
+		if pos == 0 {
+			return 0
+		}
+		n = min(n, int(pos-1))
+	}
+	return n
 }
 
 func newRankState(maxBlocks int) *rankState {
@@ -115,7 +154,7 @@ func (ix *Index) store(o owner, e Event, st *engineStats, buf []byte) []byte {
 	where := placeOf(e.Medium, cmp.Or(e.Groups, 1))
 	if len(e.Tokens) == 0 {
 		for _, h := range e.Hashes {
-			ix.hold(o, h, h, nil, where, st)
+			ix.hold(o, h, h, nil, 0, where, st)
 		}
 		return buf
 	}
@@ -127,11 +166,12 @@ func (ix *Index) store(o owner, e Event, st *engineStats, buf []byte) []byte {
 	size := len(e.Tokens) / n
 	var parent *[sha256.Size]byte // nil, or &digest: the previous block's
 	var digest [sha256.Size]byte
+	var pos uint16 // the previous block's place plus one, with parent
 	if e.HasParent {
 		h, ok := ix.ranks[o].held.get(e.Parent)
 		if ok {
 			if b := ix.blocks.ref(h.router); b != nil && b.digested {
-				digest, parent = b.digest, &digest
+				digest, parent, pos = b.digest, &digest, b.pos
 			}
 		}
 		if parent == nil && !(e.ParentMayBeRoot && !ok) {
@@ -142,8 +182,15 @@ func (ix *Index) store(o owner, e Event, st *engineStats, buf []byte) []byte {
 	for i, h := range e.Hashes {
 		var router int64
 		var kept bool
+		// A block hashed without a parent is a chain's first; one after a block of
+		// unknown place has none either, and one after maxPos is at maxPos or later.
+		if parent == nil {
+			pos = 1
+		} else if pos != 0 && pos < maxPos {
+			pos++
+		}
 		digest, router, buf = chainHash(parent, e.Tokens[i*size:(i+1)*size], buf)
-		if digest, kept = ix.hold(o, h, router, &digest, where, st); kept {
+		if digest, kept, pos = ix.hold(o, h, router, &digest, pos, where, st); kept {
 			parent = &digest
 		} else {
 			parent = nil
@@ -154,17 +201,18 @@ func (ix *Index) store(o owner, e Event, st *engineStats, buf []byte) []byte {
 
 // hold makes rank o hold the block the engine calls engine and the router calls router,
 // in placements w, evicting the rank's oldest block when that passes its cap. digest is
-// the block's SHA-256, nil when unknown. It returns the digest the index keeps for the
-// block and whether it keeps one.
-func (ix *Index) hold(o owner, engine, router int64, digest *[sha256.Size]byte, w placement, st *engineStats) ([sha256.Size]byte, bool) {
+// the block's SHA-256, nil when unknown, and pos its place in its chain plus one, 0 when
+// unknown. It returns the digest the index keeps for the block, whether it keeps one,
+// and the place it keeps.
+func (ix *Index) hold(o owner, engine, router int64, digest *[sha256.Size]byte, pos uint16, w placement, st *engineStats) ([sha256.Size]byte, bool, uint16) {
 	rs := ix.ranks[o]
 	cur, had := rs.held.upsert(engine)
 	if had && cur.router == router {
 		cur.where |= w
 		if b := ix.blocks.ref(router); b != nil {
-			return b.learn(digest)
+			return b.learn(digest, pos)
 		}
-		return [sha256.Size]byte{}, false
+		return [sha256.Size]byte{}, false, 0
 	}
 	if had { // the engine reused its name for other tokens
 		ix.unlink(o, cur.router)
@@ -173,13 +221,13 @@ func (ix *Index) hold(o owner, engine, router int64, digest *[sha256.Size]byte, 
 	*cur = held{router: router, where: w, gen: rs.gen}
 	b, _ := ix.blocks.upsert(router)
 	b.add(o)
-	kept, ok := b.learn(digest)
+	kept, ok, at := b.learn(digest, pos)
 	rs.order = append(rs.order, orderEntry{engine: engine, gen: rs.gen})
 	if rs.max > 0 && rs.held.len() > rs.max {
 		ix.evictOldest(o, st)
 	}
 	rs.compact()
-	return kept, ok
+	return kept, ok, at
 }
 
 // evictOldest drops the rank's oldest current block.
@@ -246,7 +294,7 @@ func (ix *Index) unlink(o owner, router int64) {
 	if b == nil || !b.remove(o) {
 		return
 	}
-	ix.ranks[o].unlinked++
+	ix.ranks[o].lose(b.pos)
 	if len(b.owners()) == 0 {
 		ix.blocks.remove(router)
 	}

@@ -6,10 +6,15 @@ import "sync"
 // a few: the walk over a 128k-token prompt's 8.3k blocks, a map probe each, was an eighth
 // of a cache_aware router's CPU per request. A lookup therefore remembers how far each
 // rank's prefix reached (walks), and the next lookup of a prompt that starts with the
-// same blocks starts each rank's walk there, as long as the rank has lost no block since:
-// blocks are added to a rank by stores and leave it only through unlink, which counts.
-// The answer is the walk's from block 0, exactly: a rank that held the first b blocks and
-// lost none still holds them.
+// same blocks starts each rank's walk there, less what the rank lost since: blocks are
+// added to a rank by stores and leave it only through unlink, which counts them and
+// notes each one's place in its chain (rankState.lose). Engines evict blocks all the
+// time, mostly far from a live conversation's start, so a loss only moves a rank's start
+// back to the lost block's place, not to block 0. The answer is the walk's from block 0,
+// exactly: a rank that held the first b blocks and lost none before place p still holds
+// the first min(b, p). Block i of a prompt is the block whose hash chains over i blocks
+// before it, so its place is i as long as hashes do not collide, which the index already
+// takes as given (a block's owners are found by its hash alone).
 
 // minWalkMemo is the shortest prompt, in blocks, whose walk is remembered: a shorter
 // one walks in a few microseconds.
@@ -86,13 +91,13 @@ func spanOf(n int) int {
 }
 
 // from returns the block rank o's walk starts at: past the blocks the remembered walk
-// found it holding when it has lost none since, else 1 (block 0's owners are the walk's
-// start).
+// found it holding that it has not lost since, at least 1 (block 0's owners are the
+// walk's start).
 func (m *walk) from(o owner, rs *rankState) int {
 	if m != nil {
 		for _, h := range m.held {
-			if h.o == o && h.rs == rs && h.unlinked == rs.unlinked {
-				return max(h.blocks, 1)
+			if h.o == o && h.rs == rs {
+				return max(rs.intact(h.blocks, h.unlinked), 1)
 			}
 		}
 	}
