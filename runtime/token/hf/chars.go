@@ -2,7 +2,6 @@ package hf
 
 import (
 	"math"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -100,14 +99,6 @@ func hasStarter(b []byte) bool {
 		}
 	}
 	return false
-}
-
-// isLetter reports whether r is \p{L}, with Chinese characters and Hangul first.
-func isLetter(r rune) bool {
-	if r < utf8.RuneSelf {
-		return asciiClass[r] == cLetter
-	}
-	return isCJKLetter(r) || unicode.IsLetter(r)
 }
 
 // newCharTable returns the table of the characters of vocab that premerge may take
@@ -240,32 +231,45 @@ func (m *model) premerge(syms []uint32, p string) []uint32 {
 		return syms
 	}
 	prevLetter := true // nothing before p[0]
+	// r, n and letter are the character at p[i:], decoded once: a character's next
+	// neighbour is decoded for it, and is the next character.
+	var r rune
+	n, letter := 0, false
+	if len(p) > 0 && p[0] >= utf8.RuneSelf {
+		r, n = decodeAt(p, 0)
+		letter = isLetter(r)
+	}
 	for i := 0; i < len(p); {
 		if c := p[i]; c < utf8.RuneSelf {
 			syms = append(syms, m.byteID[c])
 			prevLetter = asciiClass[c] == cLetter
 			i++
+			if i < len(p) && p[i] >= utf8.RuneSelf {
+				r, n = decodeAt(p, i)
+				letter = isLetter(r)
+			}
 			continue
 		}
-		r, n := utf8.DecodeRuneInString(p[i:])
-		if id, ok := t.get(r); ok && n > 1 && prevLetter && (i+n == len(p) || letterAt(p, i+n)) {
+		cr, cn, cletter := r, n, letter
+		nextLetter := true // nothing after p
+		if j := i + cn; j < len(p) {
+			if c := p[j]; c < utf8.RuneSelf {
+				nextLetter = asciiClass[c] == cLetter
+			} else {
+				r, n = decodeAt(p, j)
+				letter = isLetter(r)
+				nextLetter = letter
+			}
+		}
+		if id, ok := t.get(cr); ok && cn > 1 && prevLetter && nextLetter {
 			syms = append(syms, id)
 		} else {
-			for k := i; k < i+n; k++ {
+			for k := i; k < i+cn; k++ {
 				syms = append(syms, m.byteID[p[k]])
 			}
 		}
-		prevLetter = isLetter(r)
-		i += n
+		prevLetter = cletter
+		i += cn
 	}
 	return syms
-}
-
-// letterAt reports whether p[i:] starts with a letter; an invalid byte is not one.
-func letterAt(p string, i int) bool {
-	if c := p[i]; c < utf8.RuneSelf {
-		return asciiClass[c] == cLetter
-	}
-	r, _ := utf8.DecodeRuneInString(p[i:])
-	return isLetter(r)
 }
