@@ -2,6 +2,7 @@ package hf
 
 import (
 	"math"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -24,30 +25,65 @@ import (
 // merges of c's bytes are done, up to R, exactly as in isolation, and nothing merges
 // with a part of c: whichever merges at ranks above R follow find T, as they do when c
 // is taken as T from the start (every merge that uses T ranks above R, since merges
-// that make T rank before merges that use it). TestCharsExact and FuzzCharsExact compare
-// merging with and without the table.
+// that make T rank before merges that use it).
+//
+// A character for which some of those merges rank below R is held too, with rules, when
+// they are few (maxCharRules): the symbols of those merges, as bytes, that must not end
+// just before it (before) or start just after it (after). A symbol stands next to c only
+// where the text there is its bytes, so where none of them is, none of those merges can
+// be done, and the argument above holds for that occurrence of c. Most Chinese
+// characters that are not safe everywhere are so for one or two rare neighbours (你
+// followed by 除, which Qwen3 merges with 你's last byte first). TestCharsExact,
+// TestCharRules and FuzzCharsExact compare merging with and without the table.
 type charTable struct {
 	// block holds, for each block of 256 characters, its index in ids, 0 for a block
 	// of none (the first block of ids is unused); ids, for each character of a block,
-	// its token's id + 1, or 0 when it is not held.
+	// its token's id + 1, with ruledChar set for a character held where its rules
+	// allow, or 0 when it is not held.
 	block [256]uint16
 	ids   []uint32
+	rules map[rune]charRules
 }
 
-// get returns the token of r and whether the table holds r.
-func (t *charTable) get(r rune) (uint32, bool) {
+// charRules are the strings that must not stand just before or just after a character
+// for premerge to take it whole.
+type charRules struct{ before, after []string }
+
+// ruledChar marks the entry of a character held where its rules allow; ids are below
+// maxID.
+const ruledChar = 1 << 31
+
+// get returns the token of r, whether the table holds r, and whether only where its
+// rules allow (see allows).
+func (t *charTable) get(r rune) (id uint32, ruled, ok bool) {
 	if r >= 1<<16 {
-		return 0, false
+		return 0, false, false
 	}
 	k := t.block[r>>8]
 	if k == 0 {
-		return 0, false
+		return 0, false, false
 	}
 	v := t.ids[int(k)<<8|int(r&0xFF)]
-	return v - 1, v != 0
+	return v&^ruledChar - 1, v&ruledChar != 0, v != 0
 }
 
-func (t *charTable) put(r rune, id uint32) {
+// allows reports whether the rules of r, at p[i:j], let premerge take it whole.
+func (t *charTable) allows(r rune, p string, i, j int) bool {
+	rs := t.rules[r]
+	for _, x := range rs.before {
+		if strings.HasSuffix(p[:i], x) {
+			return false
+		}
+	}
+	for _, y := range rs.after {
+		if strings.HasPrefix(p[j:], y) {
+			return false
+		}
+	}
+	return true
+}
+
+func (t *charTable) put(r rune, id uint32, ruled bool) {
 	k := t.block[r>>8]
 	if k == 0 {
 		if len(t.ids) == 0 {
@@ -57,7 +93,11 @@ func (t *charTable) put(r rune, id uint32) {
 		t.block[r>>8] = k
 		t.ids = append(t.ids, make([]uint32, 256)...)
 	}
-	t.ids[int(k)<<8|int(r&0xFF)] = id + 1
+	v := id + 1
+	if ruled {
+		v |= ruledChar
+	}
+	t.ids[int(k)<<8|int(r&0xFF)] = v
 }
 
 // Flags of a vocabulary entry's bytes, for the symbols that can stand next to a
@@ -101,37 +141,31 @@ func hasStarter(b []byte) bool {
 	return false
 }
 
-// newCharTable returns the table of the characters of vocab that premerge may take
-// whole, or nil when there are none or the vocabulary is not monotone. It is called once
-// the merges are in m, before m.chars is set.
-func (m *model) newCharTable(vocab map[string]uint32) *charTable {
+// newCharTable returns the table of the characters of the vocabulary that premerge may
+// take whole, or nil when there are none or the vocabulary is not monotone. entries are
+// the spans in blob of the vocabulary's byte-level entries by id, noSpan for others (see
+// setVocab). It is called once the merges are in m, before m.chars is set.
+func (m *model) newCharTable(entries []uint64, blob []byte) *charTable {
 	if !m.monotone {
 		return nil
 	}
-	size := 0
-	for _, id := range vocab {
-		size = max(size, int(id)+1)
-	}
-	if size > maxID {
-		return nil // Load refuses such a vocabulary
-	}
+	bytesOf := func(id uint32) []byte { return blob[entries[id]>>32 : uint32(entries[id])] }
 	// Each entry's flags, and the characters to look at with their tokens.
-	flags := make([]uint8, size)
+	flags := make([]uint8, len(entries))
 	var chars []charToken
-	var buf []byte
-	for tok, id := range vocab {
-		var ok bool
-		if buf, ok = appendUnByteLevel(buf[:0], tok); !ok || len(buf) == 0 {
+	for id, span := range entries {
+		if span == noSpan || uint32(span) == uint32(span>>32) {
 			continue
 		}
-		flags[id] = edgeFlags(buf)
-		if r, n := utf8.DecodeRune(buf); n == len(buf) && (n == 2 || n == 3) && r != utf8.RuneError {
-			chars = append(chars, charToken{r, id})
+		b := bytesOf(uint32(id))
+		flags[id] = edgeFlags(b)
+		if r, n := utf8.DecodeRune(b); n == len(b) && (n == 2 || n == 3) && r != utf8.RuneError {
+			chars = append(chars, charToken{r, uint32(id)})
 		}
 	}
 	// The lowest rank at which each entry merges with a symbol before it (as the right
 	// part) that can end before a letter, and with one after it that can start after one.
-	asRight, asLeft := make([]uint32, size), make([]uint32, size)
+	asRight, asLeft := make([]uint32, len(entries)), make([]uint32, len(entries))
 	for i := range asRight {
 		asRight[i], asLeft[i] = math.MaxUint32, math.MaxUint32
 	}
@@ -144,19 +178,79 @@ func (m *model) newCharTable(vocab map[string]uint32) *charTable {
 			asLeft[a] = min(asLeft[a], rank)
 		}
 	})
-	t := new(charTable)
-	held := 0
+	t := &charTable{rules: map[rune]charRules{}}
+	// The characters safe but for some merges with their neighbours, and for each
+	// part, the highest rank below which such a character needs its merges (0: none).
+	var ruled []charParts
+	needRight, needLeft := make([]uint32, len(entries)), make([]uint32, len(entries))
 	for _, c := range chars {
-		if m.charSafe(c, asRight, asLeft) {
-			t.put(c.r, c.id)
-			held++
+		cp, ok := m.charParts(c)
+		if !ok {
+			continue
+		}
+		safe := true
+		for _, s := range cp.left {
+			if asRight[s] < cp.last {
+				safe = false
+				needRight[s] = max(needRight[s], cp.last)
+			}
+		}
+		for _, s := range cp.right {
+			if asLeft[s] < cp.last {
+				safe = false
+				needLeft[s] = max(needLeft[s], cp.last)
+			}
+		}
+		if safe {
+			t.put(c.r, c.id, false)
+		} else {
+			ruled = append(ruled, cp)
 		}
 	}
-	if held == 0 {
+	// The merges that make those characters unsafe, by part.
+	before, after := map[uint32][]rankedID{}, map[uint32][]rankedID{}
+	m.merges.each(func(key, val uint64) {
+		a, b, rank := uint32(key>>32), uint32(key), uint32(val>>32)
+		if flags[a]&canEnd != 0 && rank < needRight[b] {
+			before[b] = append(before[b], rankedID{a, rank})
+		}
+		if flags[b]&canStart != 0 && rank < needLeft[a] {
+			after[a] = append(after[a], rankedID{b, rank})
+		}
+	})
+	for _, cp := range ruled {
+		var rs charRules
+		for _, s := range cp.left {
+			for _, x := range before[s] {
+				if x.rank < cp.last {
+					rs.before = append(rs.before, string(bytesOf(x.id)))
+				}
+			}
+		}
+		for _, s := range cp.right {
+			for _, y := range after[s] {
+				if y.rank < cp.last {
+					rs.after = append(rs.after, string(bytesOf(y.id)))
+				}
+			}
+		}
+		if len(rs.before)+len(rs.after) <= maxCharRules {
+			t.put(cp.r, cp.id, true)
+			t.rules[cp.r] = rs
+		}
+	}
+	if len(t.ids) == 0 {
 		return nil
 	}
 	return t
 }
+
+// maxCharRules bounds the rules of a character the table holds where they allow: each
+// costs a comparison with the text around every occurrence.
+const maxCharRules = 8
+
+// rankedID is a vocabulary entry and the rank of a merge it takes part in.
+type rankedID struct{ id, rank uint32 }
 
 // charToken is a character and the id of the vocabulary entry that is its bytes.
 type charToken struct {
@@ -164,10 +258,17 @@ type charToken struct {
 	id uint32
 }
 
-// charSafe reports whether c may be held by the table: merged alone, its bytes become
-// its token, and no merge of its left or right part with a neighbour comes before the
-// last of those merges (see charTable).
-func (m *model) charSafe(c charToken, asRight, asLeft []uint32) bool {
+// charParts is what merging a character alone does: it makes its token, the last merge
+// at rank last, and its left and right parts are the symbols on the way that start where
+// it starts and end inside it, or end where it ends and start inside it (see charTable).
+type charParts struct {
+	charToken
+	last        uint32
+	left, right []uint32
+}
+
+// charParts merges c's bytes alone and reports whether they become c's token.
+func (m *model) charParts(c charToken) (charParts, bool) {
 	var b [utf8.UTFMax]byte
 	n := utf8.EncodeRune(b[:], c.r)
 	type sym struct {
@@ -179,9 +280,8 @@ func (m *model) charSafe(c charToken, asRight, asLeft []uint32) bool {
 		syms[i] = sym{m.byteID[b[i]], i, i + 1}
 	}
 	// The left and right parts: the first and last bytes, and at most two merges each.
-	left, right := make([]uint32, 1, n), make([]uint32, 1, n)
-	left[0], right[0] = syms[0].id, syms[n-1].id
-	last := uint32(0) // the rank of the last merge
+	cp := charParts{charToken: c, left: make([]uint32, 1, n), right: make([]uint32, 1, n)}
+	cp.left[0], cp.right[0] = syms[0].id, syms[n-1].id
 	for k := n; k > 1; k-- {
 		best, bi := uint64(noMerge), -1
 		for i := 0; i+1 < k; i++ {
@@ -190,33 +290,20 @@ func (m *model) charSafe(c charToken, asRight, asLeft []uint32) bool {
 			}
 		}
 		if bi < 0 {
-			return false // not one token
+			return cp, false // not one token
 		}
 		s := sym{uint32(best), syms[bi].start, syms[bi+1].end}
 		copy(syms[bi+1:k-1], syms[bi+2:k])
 		syms[bi] = s
-		last = uint32(best >> 32)
+		cp.last = uint32(best >> 32)
 		switch {
 		case s.start == 0 && s.end < n:
-			left = append(left, s.id)
+			cp.left = append(cp.left, s.id)
 		case s.end == n && s.start > 0:
-			right = append(right, s.id)
+			cp.right = append(cp.right, s.id)
 		}
 	}
-	if syms[0].id != c.id {
-		return false
-	}
-	for _, s := range left {
-		if asRight[s] < last {
-			return false
-		}
-	}
-	for _, s := range right {
-		if asLeft[s] < last {
-			return false
-		}
-	}
-	return true
+	return cp, syms[0].id == c.id
 }
 
 // premerge appends to syms the symbols that merging p starts from: its bytes, but for
@@ -261,7 +348,7 @@ func (m *model) premerge(syms []uint32, p string) []uint32 {
 				nextLetter = letter
 			}
 		}
-		if id, ok := t.get(cr); ok && cn > 1 && prevLetter && nextLetter {
+		if id, ruled, ok := t.get(cr); ok && cn > 1 && prevLetter && nextLetter && (!ruled || t.allows(cr, p, i, i+cn)) {
 			syms = append(syms, id)
 		} else {
 			for k := i; k < i+cn; k++ {
