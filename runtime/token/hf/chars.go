@@ -29,7 +29,7 @@ import (
 //
 // A character for which some of those merges rank below R is held too, with rules, when
 // they are few (maxCharRules): the symbols of those merges, as bytes, that must not end
-// just before it (before) or start just after it (after). A symbol stands next to c only
+// the text just before it or start the text just after it (ruleText). A symbol stands next to c only
 // where the text there is its bytes, so where none of them is, none of those merges can
 // be done, and the argument above holds for that occurrence of c. Most Chinese
 // characters that are not safe everywhere are so for one or two rare neighbours (你
@@ -38,52 +38,68 @@ import (
 type charTable struct {
 	// block holds, for each block of 256 characters, its index in ids, 0 for a block
 	// of none (the first block of ids is unused); ids, for each character of a block,
-	// its token's id + 1, with ruledChar set for a character held where its rules
-	// allow, or 0 when it is not held.
+	// its token's id + 1, or ruledChar | its index in ruled for a character held with
+	// rules, or 0 when it is not held.
 	block [256]uint16
 	ids   []uint32
-	rules map[rune]charRules
+	ruled []ruledToken
+	// ruleText holds the rules of the characters of ruled, each a byte that says
+	// whether it is for the text before the character or after (ruleAfter) and its
+	// length, then the string. One string for all keeps them in a few KB.
+	ruleText string
 }
 
-// charRules are the strings that must not stand just before or just after a character
-// for premerge to take it whole.
-type charRules struct{ before, after []string }
+// ruledToken is the token of a character held with rules, and its rules'
+// ruleText[start:end].
+type ruledToken struct{ id, start, end uint32 }
 
-// ruledChar marks the entry of a character held where its rules allow; ids are below
-// maxID.
-const ruledChar = 1 << 31
+const (
+	ruledChar = 1 << 31 // an entry of ids that indexes ruled; ids are below maxID
+	ruleAfter = 0x80    // the rule's string must not start the text after the character
+)
 
-// get returns the token of r, whether the table holds r, and whether only where its
-// rules allow (see allows).
-func (t *charTable) get(r rune) (id uint32, ruled, ok bool) {
+// get returns the token of r, the rules under which the table holds it ("" for none),
+// and whether the table holds r.
+func (t *charTable) get(r rune) (id uint32, rules string, ok bool) {
 	if r >= 1<<16 {
-		return 0, false, false
+		return 0, "", false
 	}
 	k := t.block[r>>8]
 	if k == 0 {
-		return 0, false, false
+		return 0, "", false
 	}
 	v := t.ids[int(k)<<8|int(r&0xFF)]
-	return v&^ruledChar - 1, v&ruledChar != 0, v != 0
+	if v&ruledChar != 0 {
+		rt := t.ruled[v&^ruledChar]
+		return rt.id, t.ruleText[rt.start:rt.end], true
+	}
+	return v - 1, "", v != 0
 }
 
-// allows reports whether the rules of r, at p[i:j], let premerge take it whole.
-func (t *charTable) allows(r rune, p string, i, j int) bool {
-	rs := t.rules[r]
-	for _, x := range rs.before {
-		if strings.HasSuffix(p[:i], x) {
-			return false
-		}
-	}
-	for _, y := range rs.after {
-		if strings.HasPrefix(p[j:], y) {
+// allows reports whether rules let premerge take the character at p[i:j] whole: no
+// rule's string ends p[:i] or starts p[j:], as the rule says.
+func allows(rules, p string, i, j int) bool {
+	for len(rules) > 0 {
+		var s string
+		var after bool
+		s, after, rules = nextRule(rules)
+		if after && strings.HasPrefix(p[j:], s) || !after && strings.HasSuffix(p[:i], s) {
 			return false
 		}
 	}
 	return true
 }
 
-func (t *charTable) put(r rune, id uint32, ruled bool) {
+// nextRule returns the string of the first of rules, whether it is for the text after
+// the character, and the rules after it.
+func nextRule(rules string) (s string, after bool, rest string) {
+	h := rules[0]
+	s = rules[1 : 1+h&^ruleAfter]
+	return s, h&ruleAfter != 0, rules[1+len(s):]
+}
+
+// put holds r with its token id and rules, encoded as in ruleText.
+func (t *charTable) put(r rune, id uint32, rules string) {
 	k := t.block[r>>8]
 	if k == 0 {
 		if len(t.ids) == 0 {
@@ -94,8 +110,10 @@ func (t *charTable) put(r rune, id uint32, ruled bool) {
 		t.ids = append(t.ids, make([]uint32, 256)...)
 	}
 	v := id + 1
-	if ruled {
-		v |= ruledChar
+	if rules != "" {
+		v = ruledChar | uint32(len(t.ruled))
+		t.ruled = append(t.ruled, ruledToken{id, uint32(len(t.ruleText)), uint32(len(t.ruleText) + len(rules))})
+		t.ruleText += rules
 	}
 	t.ids[int(k)<<8|int(r&0xFF)] = v
 }
@@ -178,7 +196,7 @@ func (m *model) newCharTable(entries []uint64, blob []byte) *charTable {
 			asLeft[a] = min(asLeft[a], rank)
 		}
 	})
-	t := &charTable{rules: map[rune]charRules{}}
+	t := new(charTable)
 	// The characters safe but for some merges with their neighbours, and for each
 	// part, the highest rank below which such a character needs its merges (0: none).
 	var ruled []charParts
@@ -202,7 +220,7 @@ func (m *model) newCharTable(entries []uint64, blob []byte) *charTable {
 			}
 		}
 		if safe {
-			t.put(c.r, c.id, false)
+			t.put(c.r, c.id, "")
 		} else {
 			ruled = append(ruled, cp)
 		}
@@ -218,25 +236,33 @@ func (m *model) newCharTable(entries []uint64, blob []byte) *charTable {
 			after[a] = append(after[a], rankedID{b, rank})
 		}
 	})
+	var rules []byte
 	for _, cp := range ruled {
-		var rs charRules
+		rules = rules[:0]
+		n := 0
+		add := func(h byte, id uint32) {
+			b := bytesOf(id)
+			if len(b) >= ruleAfter {
+				n = maxCharRules + 1 // a rule's length is seven bits
+			}
+			rules, n = append(append(rules, h|byte(len(b))), b...), n+1
+		}
 		for _, s := range cp.left {
 			for _, x := range before[s] {
 				if x.rank < cp.last {
-					rs.before = append(rs.before, string(bytesOf(x.id)))
+					add(0, x.id)
 				}
 			}
 		}
 		for _, s := range cp.right {
 			for _, y := range after[s] {
 				if y.rank < cp.last {
-					rs.after = append(rs.after, string(bytesOf(y.id)))
+					add(ruleAfter, y.id)
 				}
 			}
 		}
-		if len(rs.before)+len(rs.after) <= maxCharRules {
-			t.put(cp.r, cp.id, true)
-			t.rules[cp.r] = rs
+		if n <= maxCharRules {
+			t.put(cp.r, cp.id, string(rules))
 		}
 	}
 	if len(t.ids) == 0 {
@@ -348,7 +374,7 @@ func (m *model) premerge(syms []uint32, p string) []uint32 {
 				nextLetter = letter
 			}
 		}
-		if id, ruled, ok := t.get(cr); ok && cn > 1 && prevLetter && nextLetter && (!ruled || t.allows(cr, p, i, i+cn)) {
+		if id, rules, ok := t.get(cr); ok && cn > 1 && prevLetter && nextLetter && (rules == "" || allows(rules, p, i, i+cn)) {
 			syms = append(syms, id)
 		} else {
 			for k := i; k < i+cn; k++ {
