@@ -29,9 +29,10 @@ import (
 //
 // A character for which some of those merges rank below R is held too, with rules, when
 // they are few (maxCharRules): the symbols of those merges, as bytes, that must not end
-// the text just before it or start the text just after it (ruleText). A symbol stands next to c only
-// where the text there is its bytes, so where none of them is, none of those merges can
-// be done, and the argument above holds for that occurrence of c. Most Chinese
+// the text just before it or start the text just after it (ruleText). A symbol stands
+// next to c only where the text there is its bytes, so where none of them is, none of
+// those merges can be done, and the argument above holds for that occurrence of c. Most
+// Chinese
 // characters that are not safe everywhere are so for one or two rare neighbours (你
 // followed by 除, which Qwen3 merges with 你's last byte first). TestCharsExact,
 // TestCharRules and FuzzCharsExact compare merging with and without the table.

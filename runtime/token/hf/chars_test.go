@@ -174,7 +174,7 @@ func TestPremergeNeighbours(t *testing.T) {
 // fuzzer's text as one pre-token, whatever its characters, and Encode of it.
 func FuzzCharsExact(f *testing.F) {
 	for _, s := range []string{"你好世界", "第一章　海边的小镇", "那年冬天，海边的小镇醒得很慢。", "한국어 텍스트", "日本語のテキスト",
-		"中文abc中文", "中\xff文", "\xe4\xb8中", "混合 mixed 文本 😀 123"} {
+		"中文abc中文", "中\xff文", "\xe4\xb8中", "混合 mixed 文本 😀 123", "我你除了", "很다都数什장"} {
 		f.Add(s)
 	}
 	tok := uncached(loadQwen(f))
