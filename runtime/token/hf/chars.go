@@ -345,24 +345,20 @@ func (m *model) premerge(syms []uint32, p string) []uint32 {
 		return syms
 	}
 	prevLetter := true // nothing before p[0]
-	// r, n and letter are the character at p[i:], decoded once: a character's next
-	// neighbour is decoded for it, and is the next character.
+	// r, n and letter are the character at p[at:]: a character's next neighbour is
+	// decoded for it, and is the next character.
 	var r rune
-	n, letter := 0, false
-	if len(p) > 0 && p[0] >= utf8.RuneSelf {
-		r, n = decodeAt(p, 0)
-		letter = isLetter(r)
-	}
+	at, n, letter := -1, 0, false
 	for i := 0; i < len(p); {
 		if c := p[i]; c < utf8.RuneSelf {
 			syms = append(syms, m.byteID[c])
 			prevLetter = asciiClass[c] == cLetter
 			i++
-			if i < len(p) && p[i] >= utf8.RuneSelf {
-				r, n = decodeAt(p, i)
-				letter = isLetter(r)
-			}
 			continue
+		}
+		if at != i {
+			r, n = decodeAt(p, i)
+			letter = isLetter(r)
 		}
 		cr, cn, cletter := r, n, letter
 		nextLetter := true // nothing after p
@@ -371,7 +367,7 @@ func (m *model) premerge(syms []uint32, p string) []uint32 {
 				nextLetter = asciiClass[c] == cLetter
 			} else {
 				r, n = decodeAt(p, j)
-				letter = isLetter(r)
+				at, letter = j, isLetter(r)
 				nextLetter = letter
 			}
 		}
