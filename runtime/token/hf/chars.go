@@ -99,8 +99,8 @@ func nextRule(rules string) (s string, after bool, rest string) {
 	return s, h&ruleAfter != 0, rules[1+len(s):]
 }
 
-// put holds r with its token id and rules, encoded as in ruleText.
-func (t *charTable) put(r rune, id uint32, rules string) {
+// put sets r's entry of ids to v.
+func (t *charTable) put(r rune, v uint32) {
 	k := t.block[r>>8]
 	if k == 0 {
 		if len(t.ids) == 0 {
@@ -109,12 +109,6 @@ func (t *charTable) put(r rune, id uint32, rules string) {
 		k = uint16(len(t.ids) >> 8)
 		t.block[r>>8] = k
 		t.ids = append(t.ids, make([]uint32, 256)...)
-	}
-	v := id + 1
-	if rules != "" {
-		v = ruledChar | uint32(len(t.ruled))
-		t.ruled = append(t.ruled, ruledToken{id, uint32(len(t.ruleText)), uint32(len(t.ruleText) + len(rules))})
-		t.ruleText += rules
 	}
 	t.ids[int(k)<<8|int(r&0xFF)] = v
 }
@@ -208,64 +202,68 @@ func (m *model) newCharTable(entries []uint64, blob []byte) *charTable {
 			continue
 		}
 		safe := true
-		for _, s := range cp.left {
+		for _, s := range cp.left.all() {
 			if asRight[s] < cp.last {
 				safe = false
 				needRight[s] = max(needRight[s], cp.last)
 			}
 		}
-		for _, s := range cp.right {
+		for _, s := range cp.right.all() {
 			if asLeft[s] < cp.last {
 				safe = false
 				needLeft[s] = max(needLeft[s], cp.last)
 			}
 		}
 		if safe {
-			t.put(c.r, c.id, "")
+			t.put(c.r, c.id+1)
 		} else {
 			ruled = append(ruled, cp)
 		}
 	}
-	// The merges that make those characters unsafe, by part.
+	// The merges that make those characters unsafe, by part: the maxCharRules+1 of
+	// lowest rank, which tell whether a character has more than maxCharRules.
 	before, after := map[uint32][]rankedID{}, map[uint32][]rankedID{}
 	m.merges.each(func(key, val uint64) {
 		a, b, rank := uint32(key>>32), uint32(key), uint32(val>>32)
 		if flags[a]&canEnd != 0 && rank < needRight[b] {
-			before[b] = append(before[b], rankedID{a, rank})
+			before[b] = keepLowest(before[b], rankedID{a, rank})
 		}
 		if flags[b]&canStart != 0 && rank < needLeft[a] {
-			after[a] = append(after[a], rankedID{b, rank})
+			after[a] = keepLowest(after[a], rankedID{b, rank})
 		}
 	})
-	var rules []byte
+	var text []byte // ruleText
 	for _, cp := range ruled {
-		rules = rules[:0]
-		n := 0
+		start, n := len(text), 0
 		add := func(h byte, id uint32) {
 			b := bytesOf(id)
 			if len(b) >= ruleAfter {
 				n = maxCharRules + 1 // a rule's length is seven bits
 			}
-			rules, n = append(append(rules, h|byte(len(b))), b...), n+1
+			text, n = append(append(text, h|byte(len(b))), b...), n+1
 		}
-		for _, s := range cp.left {
+		for _, s := range cp.left.all() {
 			for _, x := range before[s] {
 				if x.rank < cp.last {
 					add(0, x.id)
 				}
 			}
 		}
-		for _, s := range cp.right {
+		for _, s := range cp.right.all() {
 			for _, y := range after[s] {
 				if y.rank < cp.last {
 					add(ruleAfter, y.id)
 				}
 			}
 		}
-		if n <= maxCharRules {
-			t.put(cp.r, cp.id, string(rules))
+		if n > maxCharRules {
+			text = text[:start]
+			continue
 		}
+		t.put(cp.r, ruledChar|uint32(len(t.ruled)))
+		t.ruled = append(t.ruled, ruledToken{cp.id, uint32(start), uint32(len(text))})
 	}
+	t.ruleText = string(text)
 	if len(t.ids) == 0 {
 		return nil
 	}
@@ -279,6 +277,23 @@ const maxCharRules = 8
 // rankedID is a vocabulary entry and the rank of a merge it takes part in.
 type rankedID struct{ id, rank uint32 }
 
+// keepLowest adds x to l, keeping the maxCharRules+1 of lowest rank.
+func keepLowest(l []rankedID, x rankedID) []rankedID {
+	if len(l) <= maxCharRules {
+		return append(l, x)
+	}
+	hi := 0
+	for i := range l {
+		if l[i].rank > l[hi].rank {
+			hi = i
+		}
+	}
+	if x.rank < l[hi].rank {
+		l[hi] = x
+	}
+	return l
+}
+
 // charToken is a character and the id of the vocabulary entry that is its bytes.
 type charToken struct {
 	r  rune
@@ -291,8 +306,18 @@ type charToken struct {
 type charParts struct {
 	charToken
 	last        uint32
-	left, right []uint32
+	left, right partList
 }
+
+// partList is a character's left or right parts: at most one a byte, kept in place to
+// spare the 16,000 characters of a vocabulary two allocations each at load.
+type partList struct {
+	ids [utf8.UTFMax]uint32
+	n   int
+}
+
+func (l *partList) add(id uint32) { l.ids[l.n] = id; l.n++ }
+func (l *partList) all() []uint32 { return l.ids[:l.n] }
 
 // charParts merges c's bytes alone and reports whether they become c's token.
 func (m *model) charParts(c charToken) (charParts, bool) {
@@ -307,8 +332,9 @@ func (m *model) charParts(c charToken) (charParts, bool) {
 		syms[i] = sym{m.byteID[b[i]], i, i + 1}
 	}
 	// The left and right parts: the first and last bytes, and at most two merges each.
-	cp := charParts{charToken: c, left: make([]uint32, 1, n), right: make([]uint32, 1, n)}
-	cp.left[0], cp.right[0] = syms[0].id, syms[n-1].id
+	cp := charParts{charToken: c}
+	cp.left.add(syms[0].id)
+	cp.right.add(syms[n-1].id)
 	for k := n; k > 1; k-- {
 		best, bi := uint64(noMerge), -1
 		for i := 0; i+1 < k; i++ {
@@ -325,9 +351,9 @@ func (m *model) charParts(c charToken) (charParts, bool) {
 		cp.last = uint32(best >> 32)
 		switch {
 		case s.start == 0 && s.end < n:
-			cp.left = append(cp.left, s.id)
+			cp.left.add(s.id)
 		case s.end == n && s.start > 0:
-			cp.right = append(cp.right, s.id)
+			cp.right.add(s.id)
 		}
 	}
 	return cp, syms[0].id == c.id
