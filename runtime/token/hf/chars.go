@@ -360,8 +360,8 @@ func (m *model) charParts(c charToken) (charParts, bool) {
 }
 
 // premerge appends to syms the symbols that merging p starts from: its bytes, but for
-// each character the table holds whose neighbours in p are letters or absent, which is
-// its token.
+// each character the table holds whose neighbours in p are letters or absent, and whose
+// rules, if it has any, allow it there, which is its token.
 func (m *model) premerge(syms []uint32, p string) []uint32 {
 	t := m.chars
 	if t == nil {
