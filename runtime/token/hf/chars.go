@@ -2,7 +2,7 @@ package hf
 
 import (
 	"math"
-	"unicode"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -25,30 +25,82 @@ import (
 // merges of c's bytes are done, up to R, exactly as in isolation, and nothing merges
 // with a part of c: whichever merges at ranks above R follow find T, as they do when c
 // is taken as T from the start (every merge that uses T ranks above R, since merges
-// that make T rank before merges that use it). TestCharsExact and FuzzCharsExact compare
-// merging with and without the table.
+// that make T rank before merges that use it).
+//
+// A character for which some of those merges rank below R is held too, with rules, when
+// they are few (maxCharRules): the symbols of those merges, as bytes, that must not end
+// the text just before it or start the text just after it (ruleText). A symbol stands
+// next to c only where the text there is its bytes, so where none of them is, none of
+// those merges can be done, and the argument above holds for that occurrence of c. Most
+// Chinese
+// characters that are not safe everywhere are so for one or two rare neighbours (你
+// followed by 除, which Qwen3 merges with 你's last byte first). TestCharsExact,
+// TestCharRules and FuzzCharsExact compare merging with and without the table.
 type charTable struct {
 	// block holds, for each block of 256 characters, its index in ids, 0 for a block
 	// of none (the first block of ids is unused); ids, for each character of a block,
-	// its token's id + 1, or 0 when it is not held.
+	// its token's id + 1, or ruledChar | its index in ruled for a character held with
+	// rules, or 0 when it is not held.
 	block [256]uint16
 	ids   []uint32
+	ruled []ruledToken
+	// ruleText holds the rules of the characters of ruled, each a byte that says
+	// whether it is for the text before the character or after (ruleAfter) and its
+	// length, then the string. One string for all keeps them in a few KB.
+	ruleText string
 }
 
-// get returns the token of r and whether the table holds r.
-func (t *charTable) get(r rune) (uint32, bool) {
+// ruledToken is the token of a character held with rules, and its rules'
+// ruleText[start:end].
+type ruledToken struct{ id, start, end uint32 }
+
+const (
+	ruledChar = 1 << 31 // an entry of ids that indexes ruled; ids are below maxID
+	ruleAfter = 0x80    // the rule's string must not start the text after the character
+)
+
+// get returns the token of r, the rules under which the table holds it ("" for none),
+// and whether the table holds r.
+func (t *charTable) get(r rune) (id uint32, rules string, ok bool) {
 	if r >= 1<<16 {
-		return 0, false
+		return 0, "", false
 	}
 	k := t.block[r>>8]
 	if k == 0 {
-		return 0, false
+		return 0, "", false
 	}
 	v := t.ids[int(k)<<8|int(r&0xFF)]
-	return v - 1, v != 0
+	if v&ruledChar != 0 {
+		rt := t.ruled[v&^ruledChar]
+		return rt.id, t.ruleText[rt.start:rt.end], true
+	}
+	return v - 1, "", v != 0
 }
 
-func (t *charTable) put(r rune, id uint32) {
+// allows reports whether rules let premerge take the character at p[i:j] whole: no
+// rule's string ends p[:i] or starts p[j:], as the rule says.
+func allows(rules, p string, i, j int) bool {
+	for len(rules) > 0 {
+		var s string
+		var after bool
+		s, after, rules = nextRule(rules)
+		if after && strings.HasPrefix(p[j:], s) || !after && strings.HasSuffix(p[:i], s) {
+			return false
+		}
+	}
+	return true
+}
+
+// nextRule returns the string of the first of rules, whether it is for the text after
+// the character, and the rules after it.
+func nextRule(rules string) (s string, after bool, rest string) {
+	h := rules[0]
+	s = rules[1 : 1+h&^ruleAfter]
+	return s, h&ruleAfter != 0, rules[1+len(s):]
+}
+
+// put sets r's entry of ids to v.
+func (t *charTable) put(r rune, v uint32) {
 	k := t.block[r>>8]
 	if k == 0 {
 		if len(t.ids) == 0 {
@@ -58,7 +110,7 @@ func (t *charTable) put(r rune, id uint32) {
 		t.block[r>>8] = k
 		t.ids = append(t.ids, make([]uint32, 256)...)
 	}
-	t.ids[int(k)<<8|int(r&0xFF)] = id + 1
+	t.ids[int(k)<<8|int(r&0xFF)] = v
 }
 
 // Flags of a vocabulary entry's bytes, for the symbols that can stand next to a
@@ -102,45 +154,31 @@ func hasStarter(b []byte) bool {
 	return false
 }
 
-// isLetter reports whether r is \p{L}, with Chinese characters and Hangul first.
-func isLetter(r rune) bool {
-	if r < utf8.RuneSelf {
-		return asciiClass[r] == cLetter
-	}
-	return isCJKLetter(r) || unicode.IsLetter(r)
-}
-
-// newCharTable returns the table of the characters of vocab that premerge may take
-// whole, or nil when there are none or the vocabulary is not monotone. It is called once
-// the merges are in m, before m.chars is set.
-func (m *model) newCharTable(vocab map[string]uint32) *charTable {
+// newCharTable returns the table of the characters of the vocabulary that premerge may
+// take whole, or nil when there are none or the vocabulary is not monotone. entries are
+// the spans in blob of the vocabulary's byte-level entries by id, noSpan for others (see
+// setVocab). It is called once the merges are in m, before m.chars is set.
+func (m *model) newCharTable(entries []uint64, blob []byte) *charTable {
 	if !m.monotone {
 		return nil
 	}
-	size := 0
-	for _, id := range vocab {
-		size = max(size, int(id)+1)
-	}
-	if size > maxID {
-		return nil // Load refuses such a vocabulary
-	}
+	bytesOf := func(id uint32) []byte { return blob[entries[id]>>32 : uint32(entries[id])] }
 	// Each entry's flags, and the characters to look at with their tokens.
-	flags := make([]uint8, size)
+	flags := make([]uint8, len(entries))
 	var chars []charToken
-	var buf []byte
-	for tok, id := range vocab {
-		var ok bool
-		if buf, ok = appendUnByteLevel(buf[:0], tok); !ok || len(buf) == 0 {
+	for id, span := range entries {
+		if span == noSpan || uint32(span) == uint32(span>>32) {
 			continue
 		}
-		flags[id] = edgeFlags(buf)
-		if r, n := utf8.DecodeRune(buf); n == len(buf) && (n == 2 || n == 3) && r != utf8.RuneError {
-			chars = append(chars, charToken{r, id})
+		b := bytesOf(uint32(id))
+		flags[id] = edgeFlags(b)
+		if r, n := utf8.DecodeRune(b); n == len(b) && (n == 2 || n == 3) && r != utf8.RuneError {
+			chars = append(chars, charToken{r, uint32(id)})
 		}
 	}
 	// The lowest rank at which each entry merges with a symbol before it (as the right
 	// part) that can end before a letter, and with one after it that can start after one.
-	asRight, asLeft := make([]uint32, size), make([]uint32, size)
+	asRight, asLeft := make([]uint32, len(entries)), make([]uint32, len(entries))
 	for i := range asRight {
 		asRight[i], asLeft[i] = math.MaxUint32, math.MaxUint32
 	}
@@ -154,17 +192,106 @@ func (m *model) newCharTable(vocab map[string]uint32) *charTable {
 		}
 	})
 	t := new(charTable)
-	held := 0
+	// The characters safe but for some merges with their neighbours, and for each
+	// part, the highest rank below which such a character needs its merges (0: none).
+	var ruled []charParts
+	needRight, needLeft := make([]uint32, len(entries)), make([]uint32, len(entries))
 	for _, c := range chars {
-		if m.charSafe(c, asRight, asLeft) {
-			t.put(c.r, c.id)
-			held++
+		cp, ok := m.charParts(c)
+		if !ok {
+			continue
+		}
+		safe := true
+		for _, s := range cp.left.all() {
+			if asRight[s] < cp.last {
+				safe = false
+				needRight[s] = max(needRight[s], cp.last)
+			}
+		}
+		for _, s := range cp.right.all() {
+			if asLeft[s] < cp.last {
+				safe = false
+				needLeft[s] = max(needLeft[s], cp.last)
+			}
+		}
+		if safe {
+			t.put(c.r, c.id+1)
+		} else {
+			ruled = append(ruled, cp)
 		}
 	}
-	if held == 0 {
+	// The merges that make those characters unsafe, by part: the maxCharRules+1 of
+	// lowest rank, which tell whether a character has more than maxCharRules.
+	before, after := map[uint32][]rankedID{}, map[uint32][]rankedID{}
+	m.merges.each(func(key, val uint64) {
+		a, b, rank := uint32(key>>32), uint32(key), uint32(val>>32)
+		if flags[a]&canEnd != 0 && rank < needRight[b] {
+			before[b] = keepLowest(before[b], rankedID{a, rank})
+		}
+		if flags[b]&canStart != 0 && rank < needLeft[a] {
+			after[a] = keepLowest(after[a], rankedID{b, rank})
+		}
+	})
+	var text []byte // ruleText
+	for _, cp := range ruled {
+		start, n := len(text), 0
+		add := func(h byte, id uint32) {
+			b := bytesOf(id)
+			if len(b) >= ruleAfter {
+				n = maxCharRules + 1 // a rule's length is seven bits
+			}
+			text, n = append(append(text, h|byte(len(b))), b...), n+1
+		}
+		for _, s := range cp.left.all() {
+			for _, x := range before[s] {
+				if x.rank < cp.last {
+					add(0, x.id)
+				}
+			}
+		}
+		for _, s := range cp.right.all() {
+			for _, y := range after[s] {
+				if y.rank < cp.last {
+					add(ruleAfter, y.id)
+				}
+			}
+		}
+		if n > maxCharRules {
+			text = text[:start]
+			continue
+		}
+		t.put(cp.r, ruledChar|uint32(len(t.ruled)))
+		t.ruled = append(t.ruled, ruledToken{cp.id, uint32(start), uint32(len(text))})
+	}
+	t.ruleText = string(text)
+	if len(t.ids) == 0 {
 		return nil
 	}
 	return t
+}
+
+// maxCharRules bounds the rules of a character the table holds where they allow: each
+// costs a comparison with the text around every occurrence.
+const maxCharRules = 8
+
+// rankedID is a vocabulary entry and the rank of a merge it takes part in.
+type rankedID struct{ id, rank uint32 }
+
+// keepLowest adds x to l, keeping the maxCharRules+1 of lowest rank.
+func keepLowest(l []rankedID, x rankedID) []rankedID {
+	if len(l) <= maxCharRules {
+		return append(l, x)
+	}
+	hi := 0
+	for i := range l {
+		if l[i].rank > l[hi].rank {
+			hi = i
+		}
+	}
+	if x.rank < l[hi].rank {
+		l[hi] = x
+	}
+	return l
 }
 
 // charToken is a character and the id of the vocabulary entry that is its bytes.
@@ -173,10 +300,27 @@ type charToken struct {
 	id uint32
 }
 
-// charSafe reports whether c may be held by the table: merged alone, its bytes become
-// its token, and no merge of its left or right part with a neighbour comes before the
-// last of those merges (see charTable).
-func (m *model) charSafe(c charToken, asRight, asLeft []uint32) bool {
+// charParts is what merging a character alone does: it makes its token, the last merge
+// at rank last, and its left and right parts are the symbols on the way that start where
+// it starts and end inside it, or end where it ends and start inside it (see charTable).
+type charParts struct {
+	charToken
+	last        uint32
+	left, right partList
+}
+
+// partList is a character's left or right parts: at most one a byte, kept in place to
+// spare the 16,000 characters of a vocabulary two allocations each at load.
+type partList struct {
+	ids [utf8.UTFMax]uint32
+	n   int
+}
+
+func (l *partList) add(id uint32) { l.ids[l.n] = id; l.n++ }
+func (l *partList) all() []uint32 { return l.ids[:l.n] }
+
+// charParts merges c's bytes alone and reports whether they become c's token.
+func (m *model) charParts(c charToken) (charParts, bool) {
 	var b [utf8.UTFMax]byte
 	n := utf8.EncodeRune(b[:], c.r)
 	type sym struct {
@@ -188,9 +332,9 @@ func (m *model) charSafe(c charToken, asRight, asLeft []uint32) bool {
 		syms[i] = sym{m.byteID[b[i]], i, i + 1}
 	}
 	// The left and right parts: the first and last bytes, and at most two merges each.
-	left, right := make([]uint32, 1, n), make([]uint32, 1, n)
-	left[0], right[0] = syms[0].id, syms[n-1].id
-	last := uint32(0) // the rank of the last merge
+	cp := charParts{charToken: c}
+	cp.left.add(syms[0].id)
+	cp.right.add(syms[n-1].id)
 	for k := n; k > 1; k-- {
 		best, bi := uint64(noMerge), -1
 		for i := 0; i+1 < k; i++ {
@@ -199,38 +343,25 @@ func (m *model) charSafe(c charToken, asRight, asLeft []uint32) bool {
 			}
 		}
 		if bi < 0 {
-			return false // not one token
+			return cp, false // not one token
 		}
 		s := sym{uint32(best), syms[bi].start, syms[bi+1].end}
 		copy(syms[bi+1:k-1], syms[bi+2:k])
 		syms[bi] = s
-		last = uint32(best >> 32)
+		cp.last = uint32(best >> 32)
 		switch {
 		case s.start == 0 && s.end < n:
-			left = append(left, s.id)
+			cp.left.add(s.id)
 		case s.end == n && s.start > 0:
-			right = append(right, s.id)
+			cp.right.add(s.id)
 		}
 	}
-	if syms[0].id != c.id {
-		return false
-	}
-	for _, s := range left {
-		if asRight[s] < last {
-			return false
-		}
-	}
-	for _, s := range right {
-		if asLeft[s] < last {
-			return false
-		}
-	}
-	return true
+	return cp, syms[0].id == c.id
 }
 
 // premerge appends to syms the symbols that merging p starts from: its bytes, but for
-// each character the table holds whose neighbours in p are letters or absent, which is
-// its token.
+// each character the table holds whose neighbours in p are letters or absent, and whose
+// rules, if it has any, allow it there, which is its token.
 func (m *model) premerge(syms []uint32, p string) []uint32 {
 	t := m.chars
 	if t == nil {
@@ -240,6 +371,10 @@ func (m *model) premerge(syms []uint32, p string) []uint32 {
 		return syms
 	}
 	prevLetter := true // nothing before p[0]
+	// r, n and letter are the character at p[at:]: a character's next neighbour is
+	// decoded for it, and is the next character.
+	var r rune
+	at, n, letter := -1, 0, false
 	for i := 0; i < len(p); {
 		if c := p[i]; c < utf8.RuneSelf {
 			syms = append(syms, m.byteID[c])
@@ -247,25 +382,30 @@ func (m *model) premerge(syms []uint32, p string) []uint32 {
 			i++
 			continue
 		}
-		r, n := utf8.DecodeRuneInString(p[i:])
-		if id, ok := t.get(r); ok && n > 1 && prevLetter && (i+n == len(p) || letterAt(p, i+n)) {
+		if at != i {
+			r, n = decodeAt(p, i)
+			letter = isLetter(r)
+		}
+		cr, cn, cletter := r, n, letter
+		nextLetter := true // nothing after p
+		if j := i + cn; j < len(p) {
+			if c := p[j]; c < utf8.RuneSelf {
+				nextLetter = asciiClass[c] == cLetter
+			} else {
+				r, n = decodeAt(p, j)
+				at, letter = j, isLetter(r)
+				nextLetter = letter
+			}
+		}
+		if id, rules, ok := t.get(cr); ok && cn > 1 && prevLetter && nextLetter && (rules == "" || allows(rules, p, i, i+cn)) {
 			syms = append(syms, id)
 		} else {
-			for k := i; k < i+n; k++ {
+			for k := i; k < i+cn; k++ {
 				syms = append(syms, m.byteID[p[k]])
 			}
 		}
-		prevLetter = isLetter(r)
-		i += n
+		prevLetter = cletter
+		i += cn
 	}
 	return syms
-}
-
-// letterAt reports whether p[i:] starts with a letter; an invalid byte is not one.
-func letterAt(p string, i int) bool {
-	if c := p[i]; c < utf8.RuneSelf {
-		return asciiClass[c] == cLetter
-	}
-	r, _ := utf8.DecodeRuneInString(p[i:])
-	return isLetter(r)
 }

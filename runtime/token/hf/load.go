@@ -152,7 +152,7 @@ func build(f *fileJSON, model string) (*Tokenizer, error) {
 	if err := t.model.setWhole(entries, t.dec.blob, mj.IgnoreMerges); err != nil {
 		return nil, err
 	}
-	t.model.chars = t.model.newCharTable(vocab)
+	t.model.chars = t.model.newCharTable(entries, t.dec.blob)
 	if t.prefix, t.suffix, err = parsePostProcessor(f.PostProcessor, t.dec.has); err != nil {
 		return nil, err
 	}

@@ -47,9 +47,9 @@ func classAt(s string, i int) (uint8, int) {
 	if c := s[i]; c < utf8.RuneSelf {
 		return asciiClass[c], 1
 	}
-	r, n := utf8.DecodeRuneInString(s[i:])
+	r, n := decodeAt(s, i)
 	switch {
-	case isCJKLetter(r) || unicode.IsLetter(r):
+	case isLetter(r):
 		return cLetter, n
 	case unicode.IsNumber(r):
 		return cNumber, n
@@ -65,6 +65,47 @@ func classAt(s string, i int) (uint8, int) {
 // to it.
 func isCJKLetter(r rune) bool {
 	return r >= 0x4E00 && r <= 0x9FFF || r >= 0xAC00 && r <= 0xD7A3
+}
+
+// isLetter reports whether r is \p{L}: Chinese characters and Hangul by their ranges,
+// kana and the CJK marks (U+3000–U+30FF) by a bitmap of unicode.IsLetter's answers,
+// the rest by unicode.IsLetter's search of its table. TestCJKLetters holds it to
+// unicode.IsLetter.
+func isLetter(r rune) bool {
+	switch {
+	case r < utf8.RuneSelf:
+		return asciiClass[r] == cLetter
+	case isCJKLetter(r):
+		return true
+	case r>>8 == 0x30:
+		return kanaLetters[r>>6&3]>>(r&63)&1 != 0
+	}
+	return unicode.IsLetter(r)
+}
+
+// kanaLetters has bit r&255 set for each letter r of U+3000–U+30FF.
+var kanaLetters = func() (b [4]uint64) {
+	for r := rune(0x3000); r <= 0x30FF; r++ {
+		if unicode.IsLetter(r) {
+			b[r>>6&3] |= 1 << (r & 63)
+		}
+	}
+	return b
+}()
+
+// decodeAt is utf8.DecodeRuneInString(s[i:]) with the three-byte characters of CJK
+// text decoded inline: the standard one leaves them to a function call.
+func decodeAt(s string, i int) (rune, int) {
+	if i+2 < len(s) {
+		c0, c1, c2 := s[i], s[i+1], s[i+2]
+		if c0&0xF0 == 0xE0 && c1&0xC0 == 0x80 && c2&0xC0 == 0x80 {
+			// Overlong forms and surrogates are invalid, as they are to utf8.
+			if r := rune(c0&0x0F)<<12 | rune(c1&0x3F)<<6 | rune(c2&0x3F); r >= 0x800 && (r < 0xD800 || r > 0xDFFF) {
+				return r, 3
+			}
+		}
+	}
+	return utf8.DecodeRuneInString(s[i:])
 }
 
 // scanner splits text as the Qwen, Llama 3 or GPT-2 pattern does under a backtracking

@@ -156,9 +156,32 @@ func TestScannerMatchesOniguruma(t *testing.T) {
 }
 
 func TestCJKLetters(t *testing.T) {
-	for r := rune(0); r <= 0xFFFF; r++ {
+	for r := rune(0); r <= unicode.MaxRune+1; r++ {
 		if isCJKLetter(r) && !unicode.IsLetter(r) {
 			t.Fatalf("isCJKLetter(%U) is true, but it is not a letter", r)
+		}
+		if isLetter(r) != unicode.IsLetter(r) {
+			t.Fatalf("isLetter(%U) = %v, unicode.IsLetter says %v", r, isLetter(r), unicode.IsLetter(r))
+		}
+	}
+}
+
+// TestDecodeAt compares decodeAt with utf8.DecodeRuneInString on every sequence of up
+// to three bytes whose first is not ASCII, alone and followed by more text.
+func TestDecodeAt(t *testing.T) {
+	var b [4]byte
+	for x := 0x80; x < 0x100; x++ {
+		for y := range 0x100 {
+			for z := range 0x100 {
+				b = [4]byte{byte(x), byte(y), byte(z), 'a'}
+				for _, s := range []string{string(b[:]), string(b[:3]), string(b[:2])} {
+					r, n := decodeAt(s, 0)
+					wr, wn := utf8.DecodeRuneInString(s)
+					if r != wr || n != wn {
+						t.Fatalf("decodeAt(%q) = %U, %d; utf8 says %U, %d", s, r, n, wr, wn)
+					}
+				}
+			}
 		}
 	}
 }
