@@ -1,6 +1,11 @@
 // Command polling measures what an idle router spends on watching its fleet: health checks
 // and load polling of N simulated engines, as CPU time of the router process over a
 // window without requests. `make bench-polling` runs it at 8, 64, 512 and 2048 engines.
+//
+// With -floor it measures, in the router's place, a child process that does nothing but
+// one write of the router's request and the reads of its answer per engine each 500 ms
+// over kept-alive connections (floor_linux.go): what the kernel's loopback TCP costs per
+// poll, under which no poller of the router's can go.
 package main
 
 import (
@@ -10,6 +15,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -25,9 +31,13 @@ func main() {
 }
 
 func run() error {
+	if os.Getenv(floorEnv) != "" {
+		return floorChild(500 * time.Millisecond)
+	}
 	routerBin := flag.String("router", "bin/router", "router binary")
 	sizes := flag.String("engines", "8,64,512,2048", "fleet sizes")
 	window := flag.Duration("window", 20*time.Second, "idle time measured per size")
+	floor := flag.Bool("floor", false, "measure the floor poller in place of the router")
 	flag.Parse()
 	fmt.Println("| engines | router CPU, % of one core | per engine, µs/s | healthy, fresh report at the end |")
 	fmt.Println("|---:|---:|---:|---:|")
@@ -36,7 +46,7 @@ func run() error {
 		if _, err := fmt.Sscan(s, &n); err != nil || n <= 0 {
 			return fmt.Errorf("bad fleet size %q", s)
 		}
-		pct, fresh, err := measure(*routerBin, n, *window)
+		pct, fresh, err := measure(*routerBin, *floor, n, *window)
 		if err != nil {
 			return err
 		}
@@ -48,8 +58,9 @@ func run() error {
 // measure starts n engines and a router over them, waits for the first reports to settle,
 // and returns the router's CPU over window as a percentage of one core, and how many
 // engines the router then counts healthy with a fresh load report: a router that fell
-// behind its polls would look cheap, and this says it did not.
-func measure(routerBin string, n int, window time.Duration) (pct float64, fresh int, err error) {
+// behind its polls would look cheap, and this says it did not. With floor it measures
+// the floor poller instead, which has no metrics: fresh is then 0.
+func measure(routerBin string, floor bool, n int, window time.Duration) (pct float64, fresh int, err error) {
 	cfg := sim.DefaultConfig()
 	cfg.TimeScale = 0
 	fleet, err := sim.Start(context.Background(), sim.PlainSGLang(n, "m", cfg, nil))
@@ -60,6 +71,9 @@ func measure(routerBin string, n int, window time.Duration) (pct float64, fresh 
 	var urls []string
 	for _, e := range fleet.Engines() {
 		urls = append(urls, e.URL())
+	}
+	if floor {
+		return measureFloor(urls, window)
 	}
 	dir, err := os.MkdirTemp("", "bench-polling-")
 	if err != nil {
@@ -85,6 +99,45 @@ func measure(routerBin string, n int, window time.Duration) (pct float64, fresh 
 	pct = 100 * float64(c1-c0) / float64(time.Since(start))
 	fresh, err = freshEngines(t.URL)
 	return pct, fresh, err
+}
+
+// measureFloor runs this program as the floor poller over urls and returns its CPU over
+// window as a percentage of one core.
+func measureFloor(urls []string, window time.Duration) (pct float64, fresh int, err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return 0, 0, err
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), floorEnv+"=1")
+	cmd.Stdin = strings.NewReader(strings.Join(urls, "\n"))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, 0, err
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		return 0, 0, fmt.Errorf("the floor poller did not start: %q %v", line, err)
+	}
+	time.Sleep(3 * time.Second)
+	c0, err := proxy.ProcessCPU(cmd.Process.Pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	start := time.Now()
+	time.Sleep(window)
+	c1, err := proxy.ProcessCPU(cmd.Process.Pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	return 100 * float64(c1-c0) / float64(time.Since(start)), 0, nil
 }
 
 // freshEngines counts the engines the router's /metrics shows healthy and with a load
