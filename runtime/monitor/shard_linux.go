@@ -16,6 +16,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/routerkit/router/runtime/plan"
 )
@@ -199,7 +200,7 @@ func (s *shard) run() {
 		if now := time.Now(); !now.Before(s.next) {
 			// Answers that came in while the shard waited are read before any poll is
 			// failed for its deadline: a shard woken late must not fail what arrived.
-			n, _ := syscall.EpollWait(s.epfd, s.events, 0)
+			n, _ := pollNow(s.epfd, s.events)
 			if !s.ready(n) {
 				return
 			}
@@ -212,7 +213,7 @@ func (s *shard) run() {
 		}
 		n := 0
 		err := s.raw.Read(func(fd uintptr) bool {
-			n, _ = syscall.EpollWait(int(fd), s.events, 0)
+			n, _ = pollNow(int(fd), s.events)
 			return n > 0
 		})
 		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
@@ -343,7 +344,7 @@ func (s *shard) write(se *shardEngine) {
 	if se.stage == stageLoad {
 		req = se.reqLoad
 	}
-	n, err := syscall.Write(se.fd, req)
+	n, err := rawWrite(se.fd, req)
 	if err == nil && n < len(req) {
 		err = io.ErrShortWrite // a fresh request on an idle connection fits its send buffer
 	}
@@ -462,7 +463,7 @@ func (s *shard) readable(se *shardEngine, now time.Time) {
 	// A few reads at most per event: a long answer is read over several, level-triggered
 	// epoll reporting the socket again, so other engines' answers are not held behind it.
 	for range 4 {
-		n, err := syscall.Read(se.fd, s.scratch)
+		n, err := rawRead(se.fd, s.scratch)
 		if err == syscall.EAGAIN {
 			break
 		}
@@ -620,6 +621,36 @@ func (s *shard) answered(se *shardEngine, body []byte, err error) {
 	}
 	se.wakeAt = alignUp(se.sched.wake(), se.slot)
 	s.at(se.wakeAt)
+}
+
+// rawWrite, rawRead and pollNow are the shard's system calls on its non-blocking sockets
+// and epoll instance, which return without waiting. They are made raw, without telling
+// the scheduler that the thread enters a system call: that bookkeeping, and sysmon
+// waking to look at threads in system calls, cost as much again as the router's own
+// work per poll (perf, docs/benchmarks.md "Fleet polling", session 6).
+func rawWrite(fd int, b []byte) (int, error) {
+	n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)))
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
+
+func rawRead(fd int, b []byte) (int, error) {
+	n, _, errno := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)))
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
+
+// pollNow returns the events that epfd holds now, into events.
+func pollNow(epfd int, events []syscall.EpollEvent) (int, error) {
+	n, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(unsafe.SliceData(events))), uintptr(len(events)), 0, 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
 }
 
 func (s *shard) closeAll() {
