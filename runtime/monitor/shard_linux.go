@@ -43,7 +43,7 @@ type shard struct {
 	dials []dialResult
 	size  int // engines assigned, counted by the caller under Monitor.setMu
 
-	engines map[*shardEngine]struct{}
+	engines []*shardEngine // walked at each step: a slice walks several times faster than a map
 	byFD    map[int32]*shardEngine
 	next    time.Time // when step is next due: the first wake or deadline of an engine
 	events  []syscall.EpollEvent
@@ -85,6 +85,7 @@ type shardEngine struct {
 	reused     bool
 	dialing    bool
 	removed    bool
+	index      int // in shard.engines
 	stage      int // what is in flight: stageIdle, stageLoad or stageHealth
 	polledAt   time.Time
 	wakeAt     time.Time
@@ -135,7 +136,7 @@ func newShard(m *Monitor) (*shard, error) {
 	}
 	s := &shard{
 		m: m, epfd: epfd, ep: ep, raw: raw, wakefd: wakefd,
-		engines: map[*shardEngine]struct{}{}, byFD: map[int32]*shardEngine{},
+		byFD:   map[int32]*shardEngine{},
 		events: make([]syscall.EpollEvent, 256), scratch: make([]byte, 64<<10),
 		done: make(chan struct{}),
 	}
@@ -264,10 +265,14 @@ func (s *shard) commands() bool {
 			c.e.sched.start(s.m.now())
 			c.e.wakeAt = alignUp(c.e.sched.wake(), c.e.slot)
 			s.at(c.e.wakeAt)
-			s.engines[c.e] = struct{}{}
+			c.e.index = len(s.engines)
+			s.engines = append(s.engines, c.e)
 		default:
 			s.drop(c.e)
-			delete(s.engines, c.e)
+			last := s.engines[len(s.engines)-1]
+			s.engines[c.e.index], last.index = last, c.e.index
+			s.engines[len(s.engines)-1] = nil
+			s.engines = s.engines[:len(s.engines)-1]
 			c.e.removed = true
 			close(c.done)
 		}
@@ -279,7 +284,7 @@ func (s *shard) commands() bool {
 // the shard's next is reached, not at every event, so a shard's polls cost no walk of
 // its engines each.
 func (s *shard) step(now time.Time) {
-	for se := range s.engines {
+	for _, se := range s.engines {
 		switch se.stage {
 		case stageIdle:
 			if !now.Before(se.wakeAt) {
@@ -654,7 +659,7 @@ func pollNow(epfd int, events []syscall.EpollEvent) (int, error) {
 }
 
 func (s *shard) closeAll() {
-	for se := range s.engines {
+	for _, se := range s.engines {
 		s.drop(se) // cancels its dial
 		se.removed = true
 	}
