@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -79,6 +80,10 @@ func (m *Monitor) change(id string) {
 		m.changed(id)
 	}
 }
+
+// shardsOff sends every engine to a loop of its own, as before shards
+// (ROUTER_MONITOR_SHARDS=off in the environment; docs/differences.md).
+var shardsOff = os.Getenv("ROUTER_MONITOR_SHARDS") == "off"
 
 // shardSize is how many engines one shard polls. Fewer shards wake the process less
 // often; more spread a large fleet over the cores.
@@ -164,10 +169,11 @@ func samePolling(a, b plan.Engine) bool {
 }
 
 // start begins polling e under ctx: in a shard when the monitor speaks to e over
-// connections of its own and the system has shards, else in a loop of e's own. The
+// connections of its own and the system has shards (and they are not switched off),
+// else in a loop of e's own. The
 // caller holds setMu.
 func (m *Monitor) start(ctx context.Context, e plan.Engine) {
-	if u := m.direct(e.URL); u != nil {
+	if u := m.direct(e.URL); u != nil && !shardsOff {
 		if s := m.shardWithRoom(); s != nil {
 			s.size++
 			stop := s.add(e, u)

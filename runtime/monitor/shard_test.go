@@ -9,6 +9,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -184,16 +185,16 @@ func TestShardHostilePeers(t *testing.T) {
 	run(t, m)
 	wait.For(t, "every hostile engine failing", func() bool {
 		st := m.Status()
-		return strings.Contains(st["B"].LoadError, "deadline exceeded") &&
+		// A shard fails a poll past its deadline with context's error, a loop with the
+		// connection's timeout.
+		b := st["B"].LoadError
+		return (strings.Contains(b, "deadline exceeded") || strings.Contains(b, "i/o timeout")) &&
 			st["C"].LoadError != "" && closingConns.Load() >= 3 &&
 			strings.Contains(st["E"].LoadError, "malformed HTTP version") &&
 			st["F"].LoadError != "" // too large, or past its deadline on a slow machine
 	})
-	m.setMu.Lock()
-	shards := len(m.shards)
-	m.setMu.Unlock()
-	if shards != 1 {
-		t.Fatalf("%d shards, want the engines in one", shards)
+	if want := shardCount(); shards(m) != want {
+		t.Fatalf("%d shards, want %d", shards(m), want)
 	}
 	// The good engine was polled on time meanwhile: its report is never older than a
 	// few intervals.
@@ -208,6 +209,64 @@ func TestShardHostilePeers(t *testing.T) {
 	// not read to the end of memory.
 	if n := sent.Load(); n == 0 || n > 2*(maxBody+maxHeadBytes) {
 		t.Errorf("the endless engine sent up to %d bytes on one connection before the shard stopped reading", n)
+	}
+}
+
+// shards returns how many shards m runs.
+func shards(m *Monitor) int {
+	m.setMu.Lock()
+	defer m.setMu.Unlock()
+	return len(m.shards)
+}
+
+// shardCount is how many shards a monitor of a few plain-HTTP engines runs: one, or none
+// when ROUTER_MONITOR_SHARDS=off (make test runs the package's tests both ways).
+func shardCount() int {
+	if shardsOff {
+		return 0
+	}
+	return 1
+}
+
+// TestShardSwitch: ROUTER_MONITOR_SHARDS=off polls each engine in a loop of its own, and
+// both ways poll the engine.
+func TestShardSwitch(t *testing.T) {
+	was := shardsOff
+	t.Cleanup(func() { shardsOff = was })
+	for _, off := range []bool{false, true} {
+		shardsOff = off
+		good, _ := rawEngine(t, answerEach(okLoads))
+		h := plan.Health{IntervalMS: 20, TimeoutMS: 1000, FailureThreshold: 1, SuccessThreshold: 1}
+		e := pollEvery5ms("A", good)
+		_, m := newSetMonitor(t, h, []plan.Engine{e}, []plan.Engine{e})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { m.Run(ctx); close(done) }()
+		wait.For(t, "the engine polled", func() bool { return !m.Status()["A"].LastLoadAt.IsZero() })
+		if want := map[bool]int{false: 1, true: 0}[off]; shards(m) != want {
+			t.Errorf("off=%v: %d shards, want %d", off, shards(m), want)
+		}
+		cancel()
+		<-done
+	}
+}
+
+// TestShardDeclaredLengthNoAllocation: an answer that declares a long body (under the
+// bound) and sends a few bytes of it costs the shard what arrived, not what was
+// declared.
+func TestShardDeclaredLengthNoAllocation(t *testing.T) {
+	data := []byte("HTTP/1.1 200 OK\r\nContent-Length: " + itoa(maxBody) + "\r\n\r\n{\"loads\"")
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range 10 {
+		if _, _, complete, err := parseShard(data, false); complete || err != nil {
+			t.Fatalf("a partial answer read as complete=%v, %v", complete, err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 10*(64<<10) {
+		t.Errorf("10 partial answers declaring %d bytes allocated %d bytes", maxBody, n)
 	}
 }
 
