@@ -73,14 +73,14 @@ type dialResult struct {
 // shardEngine is one engine of a shard: its schedule and the poll in flight.
 type shardEngine struct {
 	e          plan.Engine
-	target     string // the URL's base, for error messages
+	loadURL    string // the polls' URLs, for error messages (made once: readAnswer takes one per poll)
+	healthURL  string
 	addr       string
 	sched      *schedule
 	slot       time.Duration
 	stamps     map[int]string
 	reqLoad    []byte
 	reqHealth  []byte
-	loadPath   string
 	fd         int // -1: not connected
 	reused     bool
 	dialing    bool
@@ -167,13 +167,14 @@ func (s *shard) add(e plan.Engine, u *url.URL) func() {
 	}
 	healthEvery := time.Duration(s.m.health.IntervalMS) * time.Millisecond
 	se := &shardEngine{
-		e: e, target: e.URL, addr: dialAddr(u), fd: -1,
+		e: e, healthURL: e.URL + "/health", addr: dialAddr(u), fd: -1,
 		sched: newSchedule(loadEvery, healthEvery, s.m.rnd), slot: wakeSlot(loadEvery, healthEvery),
 		stamps: map[int]string{}, reqHealth: request("/health", u.Host),
 	}
 	if loadEvery > 0 {
-		se.loadPath = loadPaths[e.Load.Source]
-		se.reqLoad = request(se.loadPath, u.Host)
+		path := loadPaths[e.Load.Source]
+		se.reqLoad = request(path, u.Host)
+		se.loadURL = e.URL + path
 	}
 	s.send(shardCmd{add: true, e: se})
 	return func() {
@@ -313,9 +314,9 @@ func (s *shard) at(t time.Time) {
 // current is the URL of the poll in flight.
 func (se *shardEngine) current() string {
 	if se.stage == stageHealth {
-		return se.target + "/health"
+		return se.healthURL
 	}
-	return se.target + se.loadPath
+	return se.loadURL
 }
 
 // begin starts what is due of se at now: its load poll, or else its probe.

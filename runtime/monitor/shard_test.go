@@ -23,7 +23,7 @@ import (
 func parseShard(data []byte, eof bool) (body []byte, closes, complete bool, err error) {
 	s := &shard{}
 	s.br = bufio.NewReaderSize(&s.rd, 4096)
-	se := &shardEngine{target: "http://e", loadPath: "/v1/loads", stage: stageLoad}
+	se := &shardEngine{loadURL: "http://e/v1/loads", stage: stageLoad}
 	return s.parse(se, data, eof)
 }
 
