@@ -38,6 +38,7 @@ test: redis python3-zmq wrk-nginx
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -tags kvgomap ./runtime/state/kv/
+	ROUTER_MONITOR_SHARDS=off $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./runtime/monitor/
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
@@ -63,6 +64,7 @@ fuzz:
 	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzExplainRequest$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/monitor -run '^$$' -fuzz '^FuzzLoadReports$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/monitor -run '^$$' -fuzz '^FuzzReadHead$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/monitor -run '^$$' -fuzz '^FuzzShardParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/h1 -run '^$$' -fuzz '^FuzzServeConn$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/state/kv/zmtp -run '^$$' -fuzz '^FuzzConn$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/state/kv -run '^$$' -fuzz '^FuzzDecodeMessage$$' -fuzztime $(FUZZTIME)

@@ -43,13 +43,27 @@ func (m *Monitor) newFetcher(base string) fetcher {
 	if m.client != nil {
 		return &clientFetcher{client: m.client, base: base}
 	}
-	u, err := url.Parse(base)
-	if err == nil && u.Scheme == "http" && u.User == nil && !m.netHTTP {
-		if p, perr := http.ProxyFromEnvironment(&http.Request{URL: u}); perr == nil && p == nil {
-			return newConnFetcher(base, u, m.connectTimeout)
-		}
+	if u := m.direct(base); u != nil {
+		return newConnFetcher(base, u, m.connectTimeout)
 	}
 	return &clientFetcher{client: m.fallback(), base: base}
+}
+
+// direct returns base parsed when the monitor speaks to it over connections of its own
+// (plain HTTP, no proxy from the environment, no client injected, engine_transport
+// router), and nil when polls go through an http.Client.
+func (m *Monitor) direct(base string) *url.URL {
+	if m.client != nil || m.netHTTP {
+		return nil
+	}
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme != "http" || u.User != nil {
+		return nil
+	}
+	if p, perr := http.ProxyFromEnvironment(&http.Request{URL: u}); perr != nil || p != nil {
+		return nil
+	}
+	return u
 }
 
 // clientFetcher polls through an http.Client.
@@ -97,14 +111,25 @@ type connFetcher struct {
 }
 
 func newConnFetcher(base string, u *url.URL, connectTimeout time.Duration) *connFetcher {
-	addr := u.Host
-	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), "80")
-	}
 	return &connFetcher{
-		base: base, addr: addr, host: u.Host, reqs: map[string][]byte{},
+		base: base, addr: dialAddr(u), host: u.Host, reqs: map[string][]byte{},
 		dialer: net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second},
 	}
+}
+
+// dialAddr is the host:port a plain-HTTP URL is dialled at.
+func dialAddr(u *url.URL) string {
+	if u.Port() == "" {
+		return net.JoinHostPort(u.Hostname(), "80")
+	}
+	return u.Host
+}
+
+// request is the GET of path that polls send: gzip asked for as http.Transport asks
+// for it, since a vLLM /metrics exposition is tens of KB, polled twice a second per
+// engine, and compresses several times over.
+func request(path, host string) []byte {
+	return []byte("GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\nUser-Agent: router-monitor\r\nAccept: */*\r\nAccept-Encoding: gzip\r\n\r\n")
 }
 
 func (f *connFetcher) get(ctx context.Context, path string, timeout time.Duration) ([]byte, error) {
@@ -153,9 +178,7 @@ func (f *connFetcher) roundTrip(ctx context.Context, path string, timeout time.D
 	}
 	req := f.reqs[path]
 	if req == nil {
-		// gzip as http.Transport asks for it: a vLLM /metrics exposition is tens of KB,
-		// polled twice a second per engine, and compresses several times over.
-		req = []byte("GET " + path + " HTTP/1.1\r\nHost: " + f.host + "\r\nUser-Agent: router-monitor\r\nAccept: */*\r\nAccept-Encoding: gzip\r\n\r\n")
+		req = request(path, f.host)
 		f.reqs[path] = req
 	}
 	if _, err := f.conn.Write(req); err != nil {
@@ -165,35 +188,37 @@ func (f *connFetcher) roundTrip(ctx context.Context, path string, timeout time.D
 	if err != nil {
 		return nil, err
 	}
-	body := h.body(f.br)
-	if h.gzip {
-		if body, err = f.gunzip(body); err != nil {
-			return nil, err
-		}
-		h.length = -1 // the bound applies to the decompressed content
-	}
-	out, err := readBody(&f.buf, target, h.status, h.reason, h.length, body)
-	if err == nil {
-		err = h.trailer(f.br)
-	}
+	out, err := readAnswer(f.br, h, &f.buf, &f.gz, target)
 	if err == nil && h.close {
 		f.close() // the engine said it closes the connection
 	}
 	return out, err
 }
 
-// gunzip returns the decompressed content of body, reusing one gzip reader per engine.
-func (f *connFetcher) gunzip(body io.Reader) (io.Reader, error) {
-	var err error
-	if f.gz == nil {
-		f.gz, err = gzip.NewReader(body)
-	} else {
-		err = f.gz.Reset(body)
+// readAnswer reads the body that follows h on br into buf, decompressing it with *gz
+// (made on first use and reused) when it is gzipped, and the trailer after a chunked
+// one. The answer is valid until buf's next use.
+func readAnswer(br *bufio.Reader, h head, buf *bytes.Buffer, gz **gzip.Reader, target string) ([]byte, error) {
+	body := h.body(br)
+	length := h.length
+	if h.gzip {
+		var err error
+		if *gz == nil {
+			*gz, err = gzip.NewReader(body)
+		} else {
+			err = (*gz).Reset(body)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading a gzip response: %w", err)
+		}
+		body = *gz
+		length = -1 // the bound applies to the decompressed content
 	}
-	if err != nil {
-		return nil, fmt.Errorf("reading a gzip response: %w", err)
+	out, err := readBody(buf, target, h.status, h.reason, length, body)
+	if err == nil {
+		err = h.trailer(br)
 	}
-	return f.gz, nil
+	return out, err
 }
 
 func (f *connFetcher) close() {

@@ -160,12 +160,23 @@ func TestFetcherChoice(t *testing.T) {
 	if _, ok := m.newFetcher("https://engine:8000").(*clientFetcher); !ok {
 		t.Error("https: want the client")
 	}
+	// direct decides shard or loop too (start): only a plain-HTTP engine spoken to over
+	// the monitor's own connections may go to a shard.
+	if m.direct("http://127.0.0.1:8000") == nil || m.direct("https://engine:8000") != nil {
+		t.Error("direct: want plain HTTP only")
+	}
 	m = New(&plan.Plan{EngineTransport: plan.TransportNetHTTP}, nil, nil, nil, slog.New(slog.DiscardHandler))
 	if _, ok := m.newFetcher("http://127.0.0.1:8000").(*clientFetcher); !ok {
 		t.Error("engine_transport net_http: want the client (the switch back)")
 	}
+	if m.direct("http://127.0.0.1:8000") != nil {
+		t.Error("engine_transport net_http: want no shard")
+	}
 	m = New(&plan.Plan{}, nil, nil, http.DefaultClient, slog.New(slog.DiscardHandler))
 	if _, ok := m.newFetcher("http://127.0.0.1:8000").(*clientFetcher); !ok {
 		t.Error("injected client: want it used")
+	}
+	if m.direct("http://127.0.0.1:8000") != nil {
+		t.Error("injected client: want no shard")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -59,6 +60,7 @@ type Monitor struct {
 	engines []plan.Engine
 	runCtx  context.Context // Run's context while it runs; nil before and after
 	pollers map[string]*poller
+	shards  []*shard // while Run runs, on Linux
 
 	mu     sync.Mutex
 	status map[string]*Status
@@ -79,17 +81,20 @@ func (m *Monitor) change(id string) {
 	}
 }
 
-// poller is the running poll loop of one engine.
+// shardsOff sends every engine to a loop of its own, as before shards
+// (ROUTER_MONITOR_SHARDS=off in the environment; docs/differences.md).
+var shardsOff = os.Getenv("ROUTER_MONITOR_SHARDS") == "off"
+
+// shardSize is how many engines one shard polls. Fewer shards wake the process less
+// often; more spread a large fleet over the cores.
+const shardSize = 512
+
+// poller is the polling of one engine, by a loop of its own or a shard.
 type poller struct {
 	engine plan.Engine
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-}
-
-// stop ends the loop and waits for it, so nothing it does lands after stop returns.
-func (p *poller) stop() {
-	p.cancel()
-	p.wg.Wait()
+	// stop ends the polling and waits for it, so nothing it does lands after stop
+	// returns.
+	stop func()
 }
 
 // New returns a monitor of the plan's engines that updates reg's health flags and table's
@@ -163,12 +168,40 @@ func samePolling(a, b plan.Engine) bool {
 	return a.ID == b.ID && a.URL == b.URL && a.DPSize == b.DPSize && a.Load == b.Load
 }
 
-// start begins polling e under ctx. The caller holds setMu.
+// start begins polling e under ctx: in a shard when the monitor speaks to e over
+// connections of its own and the system has shards (and they are not switched off),
+// else in a loop of e's own. The
+// caller holds setMu.
 func (m *Monitor) start(ctx context.Context, e plan.Engine) {
+	if u := m.direct(e.URL); u != nil && !shardsOff {
+		if s := m.shardWithRoom(); s != nil {
+			s.size++
+			stop := s.add(e, u)
+			m.pollers[e.ID] = &poller{engine: e, stop: func() { stop(); s.size-- }}
+			return
+		}
+	}
 	ctx, cancel := context.WithCancel(ctx)
-	p := &poller{engine: e, cancel: cancel}
-	p.wg.Go(func() { m.pollLoop(ctx, e) })
-	m.pollers[e.ID] = p
+	var wg sync.WaitGroup
+	wg.Go(func() { m.pollLoop(ctx, e) })
+	m.pollers[e.ID] = &poller{engine: e, stop: func() { cancel(); wg.Wait() }}
+}
+
+// shardWithRoom returns a shard polling fewer than shardSize engines, starting one
+// when none has room, or nil when shards cannot run here. The caller holds setMu.
+func (m *Monitor) shardWithRoom() *shard {
+	for _, s := range m.shards {
+		if s.size < shardSize {
+			return s
+		}
+	}
+	s, err := newShard(m)
+	if err != nil {
+		m.log.Debug("engines polled by loops of their own", "reason", err)
+		return nil
+	}
+	m.shards = append(m.shards, s)
+	return s
 }
 
 // CheckAll runs one health check of every engine at once and applies the results
@@ -209,6 +242,10 @@ func (m *Monitor) Run(ctx context.Context) {
 		p.stop()
 		delete(m.pollers, id)
 	}
+	for _, s := range m.shards {
+		s.stop()
+	}
+	m.shards = nil
 	m.runCtx = nil
 }
 
@@ -350,12 +387,24 @@ var loadPaths = map[string]string{"loads": "/v1/loads", "get_load": "/get_load",
 // never zero. So does a rank whose engine timestamp has not moved since the last poll: a
 // stuck publisher repeating an old report must not look fresh because it answers.
 func (m *Monitor) pollLoad(ctx context.Context, f fetcher, e plan.Engine, stamps map[int]string) error {
-	timeout := time.Duration(min(e.Load.IntervalMS, e.Load.StaleAfterMS)) * time.Millisecond
-	body, err := f.get(ctx, loadPaths[e.Load.Source], timeout)
+	body, err := f.get(ctx, loadPaths[e.Load.Source], loadTimeout(e))
 	if err != nil {
 		return err
 	}
+	return m.publishLoad(e, body, stamps)
+}
+
+// loadTimeout is how long a load poll of e may take: its interval, or less when the
+// report goes stale sooner.
+func loadTimeout(e plan.Engine) time.Duration {
+	return time.Duration(min(e.Load.IntervalMS, e.Load.StaleAfterMS)) * time.Millisecond
+}
+
+// publishLoad parses a load report of e and publishes its ranks; stamps holds each
+// rank's last engine timestamp.
+func (m *Monitor) publishLoad(e plan.Engine, body []byte, stamps map[int]string) error {
 	at := m.now()
+	var err error
 	var ranks []rankSample
 	switch e.Load.Source {
 	case "loads":
