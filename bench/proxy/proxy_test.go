@@ -278,7 +278,7 @@ func TestIdleCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() }()
-	time.Sleep(100 * time.Millisecond) // past its exec and start-up, which use CPU
+	time.Sleep(300 * time.Millisecond) // past its exec and start-up, which use CPU
 	var done atomic.Bool
 	go func() {
 		for !done.Load() {
@@ -289,7 +289,9 @@ func TestIdleCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if idle["sleep"] > 0.005 || idle["self"] <= 0.01 || idle["self"] > float64(runtime.NumCPU())+0.1 {
-		t.Fatalf("idle CPU %v: want sleep near 0, self between 0.01 and %d", idle, runtime.NumCPU())
+	// The kernel counts a process's CPU in clock ticks (10 ms): on a loaded machine the
+	// sleeper's start-up can still end inside the window, one tick of it at most.
+	if idle["sleep"] > 0.04 || idle["self"] <= 0.1 || idle["self"] > float64(runtime.NumCPU())+0.1 {
+		t.Fatalf("idle CPU %v: want sleep at most a clock tick (0.04), self between 0.1 and %d", idle, runtime.NumCPU())
 	}
 }

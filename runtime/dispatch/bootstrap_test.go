@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"encoding/json"
+	"math"
 	"runtime"
 	"strings"
 	"testing"
@@ -65,13 +66,20 @@ func largeChat(size int) []byte {
 func TestBootstrapMemory(t *testing.T) {
 	body := largeChat(8 << 20)
 	pre := engine.New(plan.Engine{ID: "P1", URL: "http://127.0.0.1:1", BootstrapPort: 8998})
+	// TotalAlloc counts the whole process: goroutines left by earlier tests allocate
+	// beside the call now and then, so the call's cost is the least of a few tries. A
+	// copy of the body would show in every one of them.
 	var pl payload
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	pl, _ = withBootstrap(body, pre, 42, 0)
-	runtime.ReadMemStats(&after)
-	if boot := after.TotalAlloc - before.TotalAlloc; boot > 4<<10 {
+	boot := uint64(math.MaxUint64)
+	for range 5 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		pl, _ = withBootstrap(body, pre, 42, 0)
+		runtime.ReadMemStats(&after)
+		boot = min(boot, after.TotalAlloc-before.TotalAlloc)
+	}
+	if boot > 4<<10 {
 		t.Errorf("adding bootstrap fields to a %d-byte body allocated %d bytes", len(body), boot)
 	}
 	if pl.len() <= int64(len(body)) {
