@@ -127,18 +127,13 @@ func TestClientTransportsAgree(t *testing.T) {
 
 // A streamed answer's trailers from the engine reach the client through both transports.
 func TestClientTransportsForwardTrailers(t *testing.T) {
-	engine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/chat/completions" {
-			_, _ = io.WriteString(w, "{}")
-			return
-		}
-		_, _ = io.Copy(io.Discard, r.Body)
+	engine := chatEngine(func(w http.ResponseWriter) {
 		w.Header().Set("Trailer", "X-Engine-Sum")
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
 		w.Header().Set("X-Engine-Sum", "42")
 		w.Header().Set(http.TrailerPrefix+"X-Late", "7")
-	}))
+	})
 	defer engine.Close()
 	var got []string
 	for _, kind := range clientTransports {
@@ -166,18 +161,13 @@ func TestClientTransportsForwardTrailers(t *testing.T) {
 // transport carries the request, the only one that reports them (dispatch's relay), and
 // is skipped by the router's own; the final answer carries none of its headers either way.
 func TestEngineTransportsInformational(t *testing.T) {
-	engine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/chat/completions" {
-			_, _ = io.WriteString(w, "{}")
-			return
-		}
-		_, _ = io.Copy(io.Discard, r.Body)
+	engine := chatEngine(func(w http.ResponseWriter) {
 		w.Header().Set("Link", "</style.css>; rel=preload")
 		w.WriteHeader(http.StatusEarlyHints)
 		w.Header().Del("Link")
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"choices":[]}`)
-	}))
+	})
 	defer engine.Close()
 	for _, tc := range []struct {
 		kind  plan.EngineTransport
@@ -211,4 +201,17 @@ func TestEngineTransportsInformational(t *testing.T) {
 			t.Errorf("%s: early hints %q, want %d with the engine's Link", tc.kind, links, tc.hints)
 		}
 	}
+}
+
+// chatEngine is an engine that answers its chat completions with answer, after reading the
+// request's body, and any other path (the router's health and load polls) with "{}".
+func chatEngine(answer func(w http.ResponseWriter)) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			_, _ = io.WriteString(w, "{}")
+			return
+		}
+		_, _ = io.Copy(io.Discard, r.Body)
+		answer(w)
+	}))
 }
