@@ -22,6 +22,10 @@ import (
 // report is a vLLM /metrics exposition with histograms for many models, well under it.
 const maxBody = 16 << 20
 
+// keepBytes is the most memory an engine's poller keeps for its next answer: a load
+// report is a few hundred bytes, so a buffer grown past this by one large answer is let go.
+const keepBytes = 64 << 10
+
 // errTooLarge is a report longer than maxBody.
 var errTooLarge = fmt.Errorf("response longer than %d bytes", maxBody)
 
@@ -248,6 +252,9 @@ func (e statusError) Error() string {
 // non-2xx one (reason is the status line's text after the code). length is the declared
 // length, -1 when unknown.
 func readBody(buf *bytes.Buffer, target string, status int, reason string, length int64, body io.Reader) ([]byte, error) {
+	if buf.Cap() > keepBytes {
+		*buf = bytes.Buffer{} // one large answer does not hold its memory for every poll after it
+	}
 	buf.Reset()
 	if status/100 != 2 {
 		_, _ = io.Copy(buf, io.LimitReader(body, 200))

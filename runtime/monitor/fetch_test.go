@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -178,5 +179,21 @@ func TestFetcherChoice(t *testing.T) {
 	}
 	if m.direct("http://127.0.0.1:8000") != nil {
 		t.Error("injected client: want no shard")
+	}
+}
+
+// A poller's buffer grown by one large answer is let go at the next poll, so that an
+// engine's single large report does not hold its memory for the poller's lifetime.
+func TestReadBodyLetsLargeBufferGo(t *testing.T) {
+	var buf bytes.Buffer
+	large := strings.Repeat("x", 1<<20)
+	if out, err := readBody(&buf, "http://e/v1/loads", 200, "OK", -1, strings.NewReader(large)); err != nil || len(out) != len(large) {
+		t.Fatalf("large answer: %d bytes, %v", len(out), err)
+	}
+	if out, err := readBody(&buf, "http://e/v1/loads", 200, "OK", -1, strings.NewReader("{}")); err != nil || string(out) != "{}" {
+		t.Fatalf("small answer: %q, %v", out, err)
+	}
+	if buf.Cap() > keepBytes {
+		t.Errorf("buffer keeps %d bytes after a small answer, want at most %d", buf.Cap(), keepBytes)
 	}
 }

@@ -542,6 +542,9 @@ func (s *shard) readable(se *shardEngine, now time.Time) {
 	} else {
 		se.reused = true
 		se.pending, se.need, se.chunked = se.pending[:0], 0, false
+		if cap(se.pending) > keepBytes {
+			se.pending = nil
+		}
 	}
 	s.answered(se, body, nil)
 }
