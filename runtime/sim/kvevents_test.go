@@ -21,6 +21,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/token"
 )
 
@@ -189,8 +190,8 @@ func (s *subscriber) next() wireEvent {
 			s.t.Fatal("subscriber closed")
 		}
 		return e
-	case <-time.After(10 * time.Second):
-		s.t.Fatal("no kv event within 10s")
+	case <-time.After(wait.Timeout):
+		s.t.Fatalf("no kv event within %v", wait.Timeout)
 	}
 	return wireEvent{}
 }
@@ -210,7 +211,7 @@ func (s *subscriber) nextOf(tag string) wireEvent {
 // arrives, then drain the extra ones. It returns the sequence number of the last.
 func (s *subscriber) sync(e *Engine) uint64 {
 	s.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(wait.Timeout)
 	for time.Now().Before(deadline) {
 		do(s.t, http.MethodPost, e.URL()+"/flush_cache", "")
 		select {
@@ -403,7 +404,7 @@ func TestKVSocketsSurviveHostilePeers(t *testing.T) {
 		if _, err := c.Write(hostile); err != nil {
 			t.Fatal(err)
 		}
-		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_ = c.SetReadDeadline(time.Now().Add(wait.Timeout))
 		if _, err := io.ReadAll(c); err != nil {
 			t.Fatalf("%s kept the hostile connection open: %v", ep, err)
 		}

@@ -40,7 +40,7 @@ type dialingPublisher struct {
 
 func dialPub(t *testing.T, endpoint, topic string) *dialingPublisher {
 	t.Helper()
-	sock := zmq4.NewPub(context.Background(), zmq4.WithDialerRetry(20*time.Millisecond), zmq4.WithDialerMaxRetries(500))
+	sock := zmq4.NewPub(context.Background(), zmq4.WithDialerRetry(20*time.Millisecond), zmq4.WithDialerMaxRetries(int(wait.Timeout/(20*time.Millisecond))))
 	if err := sock.Dial(endpoint); err != nil {
 		t.Fatal(err)
 	}
@@ -60,15 +60,14 @@ func (p *dialingPublisher) store(seq uint64, h int64) {
 // numbers until the index shows it, and returns the next sequence number.
 func joinBind(t *testing.T, pub *dialingPublisher, ix *Index, seq uint64, marker int64) uint64 {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !holds(ix, marker) {
-		if time.Now().After(deadline) {
-			t.Fatal("the router never received a message")
+	wait.For(t, "the router to receive a message", func() bool {
+		if holds(ix, marker) {
+			return true
 		}
 		pub.store(seq, marker)
 		seq++
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
 	return seq
 }
 
@@ -100,14 +99,10 @@ func TestBindModeRoutesByTopic(t *testing.T) {
 
 	// A stranger's topic is counted, never indexed.
 	stranger := dialPub(t, "tcp://127.0.0.1:"+port, "kv@Z@m")
-	deadline := time.Now().Add(10 * time.Second)
-	for ix.UnknownTopics() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the unknown topic was never counted")
-		}
+	wait.For(t, "the unknown topic counted", func() bool {
 		stranger.store(0, 300)
-		time.Sleep(20 * time.Millisecond)
-	}
+		return ix.UnknownTopics() > 0
+	})
 	if holds(ix, 300) {
 		t.Fatal("a message of an unknown topic was indexed")
 	}
@@ -318,14 +313,15 @@ func TestJoinSyncsFromTheReplayEndpoint(t *testing.T) {
 	eng.batch(1, 2)
 	eng.batch(2, 3)
 	ix := subscribeReplaying(t, eng)
-	deadline := time.Now().Add(10 * time.Second)
-	for seq := uint64(3); !holds(ix, int64(100+seq-1)); seq++ {
-		if time.Now().After(deadline) {
-			t.Fatal("the subscriber never received a message")
+	seq := uint64(3)
+	wait.For(t, "the subscriber to receive a message", func() bool {
+		if holds(ix, int64(100+seq-1)) {
+			return true
 		}
 		eng.pub.send(seq, eng.batch(seq, int64(100+seq)))
-		time.Sleep(20 * time.Millisecond)
-	}
+		seq++
+		return false
+	})
 	if !holds(ix, 2) || !holds(ix, 3) || holds(ix, 1) {
 		t.Fatal("joining did not replay the buffered batches, or invented an unbuffered one")
 	}

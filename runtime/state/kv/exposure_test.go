@@ -73,7 +73,7 @@ func totalAlloc() uint64 {
 // untilClosed reads c until the router closes it, and returns what it sent.
 func untilClosed(t *testing.T, c net.Conn) []byte {
 	t.Helper()
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(wait.Timeout))
 	b, err := io.ReadAll(c)
 	if err != nil {
 		t.Fatalf("the router did not close the connection: %v", err)
@@ -144,7 +144,7 @@ func TestHostileFrameAtDialer(t *testing.T) {
 	ix, logs := subscribe(t, p)
 	select {
 	case <-closed: // the router hung up after the frame header
-	case <-time.After(10 * time.Second):
+	case <-time.After(wait.Timeout):
 		t.Fatal("the router did not close the hostile publisher's connection")
 	}
 	wait.For(t, "the rejection counted", func() bool { return ix.Rejected(zmtp.TooLarge) >= 1 })
@@ -270,7 +270,7 @@ func greeted(src, addr string) bool {
 		return false
 	}
 	defer c.Close()
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(wait.Timeout))
 	sig := make([]byte, 10)
 	_, err = io.ReadFull(c, sig)
 	return err == nil && sig[0] == 0xff && sig[9] == 0x7f

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/plan"
 )
 
@@ -49,7 +50,7 @@ func TestLibzmqPublishers(t *testing.T) {
 			}
 			exited := make(chan error, 1)
 			go func() { exited <- cmd.Wait() }()
-			deadline := time.After(20 * time.Second)
+			deadline := time.After(wait.Timeout)
 			for !slices.Equal(ix.Lookup(ids, 16), []Match{{Engine: "E", Blocks: 2}}) {
 				select {
 				case err := <-exited:
