@@ -87,6 +87,9 @@ func TestRawMatchesPlain(t *testing.T) {
 			peer.Close()
 			var o outcome
 			b, err := io.ReadAll(c)
+			if err != nil {
+				t.Errorf("reading to the end: %v", err)
+			}
 			o.data = string(b)
 			_, err = c.Read(make([]byte, 4))
 			classify(&o, len(b), err)
