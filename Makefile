@@ -39,6 +39,7 @@ test: redis python3-zmq wrk-nginx
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -tags kvgomap ./runtime/state/kv/
 	ROUTER_MONITOR_SHARDS=off $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./runtime/monitor/
+	ROUTER_RAW_TCP=off $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./runtime/server/ ./runtime/upstream/ ./runtime/h1/
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }

@@ -52,11 +52,14 @@ type conn struct {
 	// cancel ends the current request's context; the pending read calls it when the
 	// client leaves.
 	cancel context.CancelFunc
-	// waiting: the pending read is armed (at the body's end): waitTimer starts it after
-	// waitDelay, and its result comes on waited.
-	waiting   bool
-	waitTimer *time.Timer
-	waited    chan error
+	// waiting: the pending read is armed (at the body's end): the server's wait tick
+	// starts it waitDelay after waitFrom at the earliest (pending goes from waitArmed to
+	// waitStarted), and its result comes on waited.
+	waiting  bool
+	pending  atomic.Int32
+	waitFrom atomic.Int64 // when the read was armed, on the clock of clock()
+	listed   bool         // in the server's waiters; guarded by its waitMu
+	waited   chan error
 
 	// deadlines: the handler set a read or write deadline, cleared after it.
 	readDL, writeDL bool
@@ -141,8 +144,9 @@ func (c *conn) serve(base context.Context) {
 		if c.waiting {
 			c.waiting = false
 			switch {
-			case !c.waitTimer.Stop():
-				err = <-c.waited // the pending read started (Stop's guarantee for AfterFunc)
+			case !c.pending.CompareAndSwap(waitArmed, waitNone):
+				err = <-c.waited // the pending read started
+				c.pending.Store(waitNone)
 			case keep:
 				_, err = c.br.Peek(4) // it never started: this goroutine waits instead
 			}
@@ -156,9 +160,9 @@ func (c *conn) serve(base context.Context) {
 
 // wait is the read pending while a handler runs and after its response: it notices a
 // client that leaves (cancelling the request) and is the wait for the next request,
-// whose first bytes it leaves in the read buffer. It runs in the goroutine of
-// waitTimer's function, so that the serving goroutine keeps its stack, grown by the
-// handler, from request to request.
+// whose first bytes it leaves in the read buffer. It runs in a goroutine of its own,
+// started by the server's wait tick, so that the serving goroutine keeps its stack,
+// grown by the handler, from request to request.
 func (c *conn) wait() {
 	// Four bytes, as net/http's server waits for: fewer before the client's end are no
 	// request worth an answer.
@@ -183,20 +187,12 @@ func (c *conn) closeWriteAndWait() {
 	time.Sleep(rstAvoidanceDelay)
 }
 
-// waitDelay is how long after a request's body the pending read starts. A request
-// answered sooner (health, tokenize, a refusal) never starts one and costs no goroutine
-// and no thread woken for it; one that takes longer (a generation) notices its client
-// leaving from then on, waitDelay late at most.
-const waitDelay = 2 * time.Millisecond
-
 // startWait arms the pending read; the request's body has been read to its end.
 func (c *conn) startWait() {
 	c.waiting = true
-	if c.waitTimer == nil {
-		c.waitTimer = time.AfterFunc(waitDelay, c.wait)
-	} else {
-		c.waitTimer.Reset(waitDelay)
-	}
+	c.waitFrom.Store(clock())
+	c.pending.Store(waitArmed)
+	c.s.armWait(c)
 }
 
 // finish closes the connection and returns its buffers. No read is pending.

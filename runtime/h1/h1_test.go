@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/routerkit/router/runtime/rawtcp"
 )
 
 // echo is the tests' handler: it reads the body and answers with what it saw. Paths
@@ -50,7 +52,8 @@ func echo(w http.ResponseWriter, r *http.Request) {
 }
 
 // servers starts this package's server and net/http's on loopback with handler h and
-// returns their addresses, ours first.
+// returns their addresses, ours first. Ours reads and writes with raw system calls
+// (rawtcp), as the router serves it.
 func servers(t testing.TB, h http.Handler, tune func(*Server)) (string, string) {
 	t.Helper()
 	ours := &Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
@@ -59,12 +62,15 @@ func servers(t testing.TB, h http.Handler, tune func(*Server)) (string, string) 
 	}
 	theirs := &http.Server{Handler: h, ReadHeaderTimeout: ours.ReadHeaderTimeout, IdleTimeout: ours.IdleTimeout, MaxHeaderBytes: ours.MaxHeaderBytes}
 	var addrs []string
-	for _, serve := range []func(net.Listener) error{ours.Serve, theirs.Serve} {
+	for i, serve := range []func(net.Listener) error{ours.Serve, theirs.Serve} {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		addrs = append(addrs, ln.Addr().String())
+		if i == 0 { // ours on the raw connections the router serves it on
+			ln = rawtcp.Listener(ln)
+		}
 		go func() { _ = serve(ln) }()
 	}
 	t.Cleanup(func() { _ = ours.Close(); _ = theirs.Close() })

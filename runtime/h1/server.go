@@ -53,6 +53,13 @@ type Server struct {
 	// now is the sweeper's clock (UnixNano), stamped on connections as their phase
 	// changes: reading it costs an atomic load where time.Now costs a clock read.
 	now atomic.Int64
+
+	// The wait tick (see armWait): the connections whose pending read is armed, and
+	// whether the tick is set.
+	waitMu   sync.Mutex
+	waiters  []*conn
+	ticking  bool
+	waitTick *time.Timer
 }
 
 // maxHeaderBytes is the cap on a request's head.

@@ -27,6 +27,7 @@ import (
 	"github.com/routerkit/router/runtime/monitor"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/policy"
+	"github.com/routerkit/router/runtime/rawtcp"
 	"github.com/routerkit/router/runtime/request"
 	"github.com/routerkit/router/runtime/state/load"
 	"github.com/routerkit/router/runtime/tracing"
@@ -331,7 +332,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer s.stopDNS()
 
 	limits := s.current().plan.Limits
-	cl := newClientListener(ln, limits.MaxConnections, limits.MaxConnectionsPerClient)
+	// Client connections read and write with raw system calls, which do not wake sysmon
+	// (see rawtcp).
+	cl := newClientListener(rawtcp.Listener(ln), limits.MaxConnections, limits.MaxConnectionsPerClient)
 	srv := s.clientServer(cl.ConnState)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(s.tlsListener(cl)) }()

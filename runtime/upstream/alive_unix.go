@@ -5,6 +5,8 @@ package upstream
 import (
 	"net"
 	"syscall"
+
+	"github.com/routerkit/router/runtime/rawtcp"
 )
 
 // peeker tells whether an idle connection is still open and quiet: a peek that does not
@@ -17,7 +19,6 @@ type peeker struct {
 	err  error           // from asking the connection for its descriptor
 	open bool
 	peek func(fd uintptr) bool
-	b    [1]byte
 }
 
 // init readies the peeker of c.
@@ -28,8 +29,7 @@ func (p *peeker) init(c net.Conn) {
 	}
 	p.raw, p.err = sc.SyscallConn()
 	p.peek = func(fd uintptr) bool {
-		_, _, rerr := syscall.Recvfrom(int(fd), p.b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		p.open = rerr == syscall.EAGAIN || rerr == syscall.EWOULDBLOCK
+		p.open = rawtcp.Quiet(fd)
 		return true
 	}
 }

@@ -30,6 +30,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/routerkit/router/runtime/rawtcp"
 )
 
 // Defaults for a zero field of Transport.
@@ -230,6 +232,7 @@ func (t *Transport) get(ctx context.Context, addr string) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	nc = rawtcp.Wrap(nc) // reads and writes without waking sysmon (see rawtcp)
 	c := &conn{Conn: nc, addr: addr, bw: bufio.NewWriterSize(nc, bufferSize), headerLeft: -1}
 	c.br = bufio.NewReaderSize(limited{c}, bufferSize)
 	c.peeker.init(nc)

@@ -1,0 +1,166 @@
+// Package rawtcp holds a TCP connection whose reads and writes are raw system calls.
+//
+// A read or write on a net.Conn goes through the scheduler's bookkeeping for a system
+// call that may block (entersyscall, exitsyscall), and each one wakes sysmon when sysmon
+// sleeps because every P was idle. At one client the router's process is idle between
+// every request, the engine's answer and the next request, so each request woke sysmon,
+// which then polled every 20 µs until the process was idle again: about a sixth of the
+// router's CPU at one client (docs/benchmarks.md, "Per-request CPU with Qwen3", session
+// 7). A socket's reads and writes never block (Go's sockets are non-blocking; the wait
+// for readiness is the netpoller's either way), so a Conn makes them raw, through the
+// connection's syscall.RawConn: the netpoller's waits, deadlines and Close work as on
+// the net.Conn it wraps, whose other methods it keeps.
+//
+// ROUTER_RAW_TCP=off in the environment turns it off: Wrap returns its argument.
+package rawtcp
+
+import (
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+)
+
+// Off is the switch back to net.Conn's own reads and writes, read once at start.
+var Off = os.Getenv("ROUTER_RAW_TCP") == "off"
+
+// Conn is a *net.TCPConn whose Read and Write are raw system calls.
+type Conn struct {
+	*net.TCPConn
+	rc syscall.RawConn
+
+	// The current Read's and Write's buffer and outcome, which read and write (the
+	// functions handed to rc, made once per connection) use: each under its mutex, since
+	// a net.Conn may be read and written from several goroutines at once.
+	rmu, wmu   sync.Mutex
+	rp, wp     []byte
+	rn, wn     int
+	rerr, werr syscall.Errno
+	read       func(fd uintptr) bool
+	write      func(fd uintptr) bool
+}
+
+// Wrap returns c as a Conn when it is a *net.TCPConn on a system with raw calls, and c
+// itself otherwise or when Off.
+func Wrap(c net.Conn) net.Conn {
+	if Off || !supported {
+		return c
+	}
+	return wrap(c)
+}
+
+func wrap(c net.Conn) net.Conn {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return c
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return c
+	}
+	r := &Conn{TCPConn: tc, rc: rc}
+	r.read, r.write = r.readFD, r.writeFD
+	return r
+}
+
+// readFD reads into rp once; false (EAGAIN) makes rc wait until the socket is readable.
+func (c *Conn) readFD(fd uintptr) bool {
+	for {
+		n, errno := read(fd, c.rp)
+		switch errno {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		}
+		c.rn, c.rerr = n, errno
+		return true
+	}
+}
+
+// writeFD writes what is left of wp; false (EAGAIN) makes rc wait for room.
+func (c *Conn) writeFD(fd uintptr) bool {
+	for c.wn < len(c.wp) {
+		n, errno := write(fd, c.wp[c.wn:])
+		switch errno {
+		case 0:
+			c.wn += n
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return false
+		default:
+			c.werr = errno
+			return true
+		}
+	}
+	return true
+}
+
+// Read reads as net.Conn's Read does: io.EOF at the peer's end, a *net.OpError of op
+// "read" for a failure, a closed connection or a deadline.
+func (c *Conn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	c.rp, c.rn, c.rerr = p, 0, 0
+	err := c.rc.Read(c.read)
+	c.rp = nil
+	switch {
+	case err != nil:
+		return 0, c.opError("read", err)
+	case c.rerr != 0:
+		return 0, c.opError("read", os.NewSyscallError("read", c.rerr))
+	case c.rn == 0:
+		return 0, io.EOF
+	}
+	return c.rn, nil
+}
+
+// Write writes all of p, as net.Conn's Write does, or returns how much went and a
+// *net.OpError of op "write".
+func (c *Conn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.wp, c.wn, c.werr = p, 0, 0
+	err := c.rc.Write(c.write)
+	n := c.wn
+	c.wp = nil
+	switch {
+	case err != nil:
+		return n, c.opError("write", err)
+	case c.werr != 0:
+		return n, c.opError("write", os.NewSyscallError("write", c.werr))
+	}
+	return n, nil
+}
+
+// opError is err as net.Conn's Read or Write names it. rc's own errors (closed, a
+// deadline) come as a *net.OpError of op "raw-read" or "raw-write", renamed.
+func (c *Conn) opError(op string, err error) error {
+	if oe, ok := err.(*net.OpError); ok {
+		oe.Op = op
+		return oe
+	}
+	return &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+}
+
+// Listener wraps ln's accepted connections (see Wrap).
+func Listener(ln net.Listener) net.Listener {
+	if Off || !supported {
+		return ln
+	}
+	return listener{ln}
+}
+
+type listener struct{ net.Listener }
+
+func (l listener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return wrap(c), nil
+}
