@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -183,7 +184,7 @@ func TestShardHostilePeers(t *testing.T) {
 	}
 	_, m := newSetMonitor(t, h, engines, engines)
 	run(t, m)
-	wait.For(t, "every hostile engine failing", func() bool {
+	if !wait.Until(func() bool {
 		st := m.Status()
 		// A shard fails a poll past its deadline with context's error, a loop with the
 		// connection's timeout.
@@ -192,7 +193,9 @@ func TestShardHostilePeers(t *testing.T) {
 			st["C"].LoadError != "" && closingConns.Load() >= 3 &&
 			strings.Contains(st["E"].LoadError, "malformed HTTP version") &&
 			st["F"].LoadError != "" // too large, or past its deadline on a slow machine
-	})
+	}) {
+		t.Fatalf("not every hostile engine failing after %v: %+v (%d connections to the closing one)", wait.Timeout, m.Status(), closingConns.Load())
+	}
 	if want := shardCount(); shards(m) != want {
 		t.Fatalf("%d shards, want %d", shards(m), want)
 	}
@@ -323,5 +326,42 @@ func TestShardStopsDials(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return while a dial was in flight")
+	}
+}
+
+// TestShardGathersAnswers: a shard reads its sockets gatherAfter after the first write
+// of a pass (later writes of the pass wait for the same reading), then, while answers
+// are outstanding, at waits doubling up to the slot; a new write brings the reading
+// back to gatherAfter, and once no request waits the shard wakes for its step alone.
+func TestShardGathersAnswers(t *testing.T) {
+	t0 := time.Now()
+	a, b := &shardEngine{}, &shardEngine{}
+	s := &shard{due: t0.Add(time.Second)}
+	s.sent(a, t0)
+	s.sent(b, t0.Add(time.Millisecond))
+	if want := t0.Add(gatherAfter); !s.next().Equal(want) {
+		t.Fatalf("after two writes the shard wakes after %v, want %v", s.next().Sub(t0), gatherAfter)
+	}
+	var waits []time.Duration
+	now := s.next()
+	for range 7 {
+		s.collected(now)
+		waits = append(waits, s.next().Sub(now))
+		now = s.next()
+	}
+	want := []time.Duration{2 * gatherAfter, 4 * gatherAfter, 8 * gatherAfter, 16 * gatherAfter, maxWakeSlot, maxWakeSlot, maxWakeSlot}
+	if !slices.Equal(waits, want) {
+		t.Fatalf("readings while answers are outstanding %v apart, want %v", waits, want)
+	}
+	s.settled(a) // answered; its next request goes out
+	s.sent(a, now)
+	if s.next().Sub(now) != gatherAfter {
+		t.Fatalf("a new write is read %v after, want %v", s.next().Sub(now), gatherAfter)
+	}
+	s.settled(a)
+	s.settled(b)
+	s.settled(b) // an engine's request is taken out once
+	if s.waiting != 0 || !s.next().Equal(s.due) {
+		t.Fatalf("with nothing waiting (%d) the shard wakes after %v, want at its step", s.waiting, s.next().Sub(now))
 	}
 }
