@@ -22,13 +22,10 @@ import (
 )
 
 // shard polls up to shardSize plain-HTTP engines from one goroutine over an epoll
-// instance of its own, level-triggered, holding the engines' sockets (dialled with
-// net.Dialer, then taken out of Go's poller). Nothing waits for that instance: at each
-// of its timed wakes the shard reads the sockets it reports ready, writes the requests
-// that are due, one write each, and parses the answers as connFetcher does. It wakes
-// again gatherAfter after a write, so the answers to a slot's requests are read at one
-// wake, not a wake each (an epoll_pwait, a goroutine wake and the scheduler's work per
-// poll, half of what the shard cost above the kernel's floor). A goroutine, a timer and a connection of its own per
+// instance of its own, level-triggered, watching the engines' sockets (dialled with
+// net.Dialer, then taken out of Go's poller). At each wake it writes the requests that
+// are due, one write each, reads each socket that epoll reports ready, and parses the
+// answers as connFetcher does. A goroutine, a timer and a connection of its own per
 // engine cost a park and a wake-up of the goroutine, a timer and an empty read per
 // poll: the scheduler's share was a fifth of what polling 2048 engines cost
 // (docs/benchmarks.md, "Fleet polling"). Each poll keeps its own deadline, so an engine
@@ -36,22 +33,10 @@ import (
 // waits.
 type shard struct {
 	m      *Monitor
-	epfd   int      // holds wakefd alone
+	epfd   int
 	ep     *os.File // epfd in Go's poller
 	raw    syscall.RawConn
 	wakefd int // an eventfd in epfd: commands wait in cmds, or a dial finished
-	// sockfd is the epoll instance of the engines' sockets. Nothing waits for it: the
-	// shard asks it what is ready at its timed wakes (collect), so answers that arrive
-	// one by one are read together, one wake for a slot's answers instead of one each.
-	sockfd int
-	// gatherAt is when the shard next reads its sockets while waiting requests (written,
-	// not yet answered) are more than zero, and gatherWait the wait before it:
-	// gatherAfter after a write, then doubling up to maxWakeSlot while answers are
-	// outstanding.
-	gatherAt   time.Time
-	gatherWait time.Duration
-	waiting    int
-	more       bool // a socket read to its budget at the last collect may hold more
 
 	mu    sync.Mutex
 	cmds  []shardCmd
@@ -60,7 +45,7 @@ type shard struct {
 
 	engines []*shardEngine // walked at each step: a slice walks several times faster than a map
 	byFD    map[int32]*shardEngine
-	due     time.Time // when step is next due: the first wake or deadline of an engine
+	next    time.Time // when step is next due: the first wake or deadline of an engine
 	events  []syscall.EpollEvent
 	scratch []byte
 	rd      bytes.Reader
@@ -107,7 +92,6 @@ type shardEngine struct {
 	deadline   time.Time
 	counts     bool // the load poll of this wake counts as a health check
 	retried    bool
-	written    bool   // the request in flight went out: it counts in shard.waiting
 	pending    []byte // an answer's bytes so far, when it came in more than one read
 	need       int    // bytes pending must reach before it is worth parsing again
 	chunked    bool   // the answer in pending is chunked
@@ -138,16 +122,9 @@ func newShard(m *Monitor) (*shard, error) {
 		syscall.Close(wakefd)
 		return nil, fmt.Errorf("epoll_ctl: %w", err)
 	}
-	sockfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
-	if err == nil {
-		err = syscall.SetNonblock(epfd, true)
-	}
-	if err != nil {
+	if err := syscall.SetNonblock(epfd, true); err != nil {
 		syscall.Close(epfd)
 		syscall.Close(wakefd)
-		if sockfd >= 0 {
-			syscall.Close(sockfd)
-		}
 		return nil, fmt.Errorf("epoll instance: %w", err)
 	}
 	ep := os.NewFile(uintptr(epfd), "epoll")
@@ -155,11 +132,10 @@ func newShard(m *Monitor) (*shard, error) {
 	if err != nil {
 		ep.Close()
 		syscall.Close(wakefd)
-		syscall.Close(sockfd)
 		return nil, fmt.Errorf("epoll instance: %w", err)
 	}
 	s := &shard{
-		m: m, epfd: epfd, ep: ep, raw: raw, wakefd: wakefd, sockfd: sockfd,
+		m: m, epfd: epfd, ep: ep, raw: raw, wakefd: wakefd,
 		byFD:   map[int32]*shardEngine{},
 		events: make([]syscall.EpollEvent, 256), scratch: make([]byte, 64<<10),
 		done: make(chan struct{}),
@@ -223,26 +199,19 @@ func (s *shard) run() {
 	defer s.closeAll()
 	var set time.Time
 	for {
-		if now := time.Now(); !now.Before(s.next()) || s.more {
+		if now := time.Now(); !now.Before(s.next) {
+			// Answers that came in while the shard waited are read before any poll is
+			// failed for its deadline: a shard woken late must not fail what arrived.
 			n, _ := pollNow(s.epfd, s.events)
 			if !s.ready(n) {
 				return
 			}
-			// Answers that came in while the shard waited are read before any poll is
-			// failed for its deadline: a shard woken late must not fail what arrived.
-			s.collect()
-			if now = time.Now(); !now.Before(s.due) {
-				s.due = now.Add(time.Hour)
-				s.step(now)
-			}
-			s.collected(now)
-			if s.more {
-				continue // the rest of what the sockets hold, after this step's deadlines
-			}
+			s.next = time.Now().Add(time.Hour)
+			s.step(time.Now())
 		}
-		if next := s.next(); !next.Equal(set) {
-			_ = s.ep.SetReadDeadline(next)
-			set = next
+		if !s.next.Equal(set) {
+			_ = s.ep.SetReadDeadline(s.next)
+			set = s.next
 		}
 		n := 0
 		err := s.raw.Read(func(fd uintptr) bool {
@@ -259,25 +228,22 @@ func (s *shard) run() {
 	}
 }
 
-// ready handles n events of epfd, which holds wakefd alone. It reports false when the
-// shard is to stop.
+// ready handles the first n events of s.events. It reports false when the shard is to
+// stop.
 func (s *shard) ready(n int) bool {
-	return n <= 0 || s.commands()
-}
-
-// collect reads the sockets that hold something, a few reads each. It sets more when
-// they may hold more: the shard then collects again at once, after its step, so a long
-// answer does not hold the other engines' deadlines.
-func (s *shard) collect() {
-	s.more = false
-	n, _ := pollNow(s.sockfd, s.events)
-	now := time.Now()
 	for i := range max(n, 0) {
-		if se := s.byFD[s.events[i].Fd]; se != nil {
-			s.readable(se, now)
+		ev := s.events[i]
+		if int(ev.Fd) == s.wakefd {
+			if !s.commands() {
+				return false
+			}
+			continue
+		}
+		if se := s.byFD[ev.Fd]; se != nil {
+			s.readable(se, time.Now())
 		}
 	}
-	s.more = s.more || n == len(s.events)
+	return true
 }
 
 // commands applies what add, remove and stop sent, and the dials that finished. It
@@ -303,7 +269,6 @@ func (s *shard) commands() bool {
 			c.e.index = len(s.engines)
 			s.engines = append(s.engines, c.e)
 		default:
-			s.settled(c.e)
 			s.drop(c.e)
 			last := s.engines[len(s.engines)-1]
 			s.engines[c.e.index], last.index = last, c.e.index
@@ -339,52 +304,10 @@ func (s *shard) step(now time.Time) {
 	}
 }
 
-// gatherAfter is how long after writing a request the shard first reads its sockets:
-// long enough for a loopback or LAN engine's answer to arrive, so the answers to a
-// slot's requests are read at one wake, short against any poll's interval.
-const gatherAfter = 2 * time.Millisecond
-
-// sent counts se's request, which went out at now, as waiting, and sets the shard's
-// next reading of its sockets gatherAfter later, unless one comes sooner.
-func (s *shard) sent(se *shardEngine, now time.Time) {
-	se.written = true
-	s.waiting++
-	if !now.Before(s.gatherAt) || s.gatherAt.After(now.Add(gatherAfter)) {
-		s.gatherAt = now.Add(gatherAfter)
-	}
-	s.gatherWait = gatherAfter
-}
-
-// collected sets the next reading of the sockets after one at now, while requests
-// still wait: twice the last wait, at most a slot.
-func (s *shard) collected(now time.Time) {
-	if s.waiting > 0 && !now.Before(s.gatherAt) {
-		s.gatherWait = min(max(2*s.gatherWait, gatherAfter), maxWakeSlot)
-		s.gatherAt = now.Add(s.gatherWait)
-	}
-}
-
-// settled takes se's request, answered, failed or abandoned, out of the waiting ones.
-func (s *shard) settled(se *shardEngine) {
-	if se.written {
-		se.written = false
-		s.waiting--
-	}
-}
-
-// next is when the shard is next to wake: its step, or the reading of its sockets
-// while requests wait for their answers.
-func (s *shard) next() time.Time {
-	if s.waiting > 0 && s.gatherAt.Before(s.due) {
-		return s.gatherAt
-	}
-	return s.due
-}
-
 // at moves the shard's next step to t if t is sooner.
 func (s *shard) at(t time.Time) {
-	if t.Before(s.due) {
-		s.due = t
+	if t.Before(s.next) {
+		s.next = t
 	}
 }
 
@@ -437,15 +360,12 @@ func (s *shard) write(se *shardEngine) {
 			return
 		}
 		s.failed(se, time.Now(), fmt.Errorf("GET %s: %w", se.current(), err))
-		return
 	}
-	s.sent(se, time.Now())
 }
 
 // retry sends the request again on a new connection: the engine closed the idle one as
 // the request went out (uvicorn closes idle ones after 5 s), as connFetcher does.
 func (s *shard) retry(se *shardEngine) {
-	s.settled(se)
 	s.drop(se)
 	se.retried = true
 	se.pending, se.need, se.chunked = se.pending[:0], 0, false
@@ -514,7 +434,7 @@ func (s *shard) dialed(d dialResult) {
 		return
 	}
 	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(d.fd)}
-	if err := syscall.EpollCtl(s.sockfd, syscall.EPOLL_CTL_ADD, d.fd, &ev); err != nil {
+	if err := syscall.EpollCtl(s.epfd, syscall.EPOLL_CTL_ADD, d.fd, &ev); err != nil {
 		syscall.Close(d.fd)
 		s.failed(se, time.Now(), fmt.Errorf("GET %s: epoll_ctl: %w", se.current(), err))
 		return
@@ -527,7 +447,7 @@ func (s *shard) dialed(d dialResult) {
 // drop closes se's connection.
 func (s *shard) drop(se *shardEngine) {
 	if se.fd >= 0 {
-		_ = syscall.EpollCtl(s.sockfd, syscall.EPOLL_CTL_DEL, se.fd, nil)
+		_ = syscall.EpollCtl(s.epfd, syscall.EPOLL_CTL_DEL, se.fd, nil)
 		delete(s.byFD, int32(se.fd))
 		syscall.Close(se.fd)
 		se.fd = -1
@@ -546,11 +466,9 @@ func (s *shard) drop(se *shardEngine) {
 func (s *shard) readable(se *shardEngine, now time.Time) {
 	eof := false
 	var data []byte
-	// A few reads at most per event: a long answer is read over several of collect's
-	// passes, level-triggered epoll reporting the socket again, so other engines' answers
-	// are not held behind it.
-	reads := 0
-	for ; reads < 4; reads++ {
+	// A few reads at most per event: a long answer is read over several, level-triggered
+	// epoll reporting the socket again, so other engines' answers are not held behind it.
+	for range 4 {
 		n, err := rawRead(se.fd, s.scratch)
 		if err == syscall.EAGAIN {
 			break
@@ -587,9 +505,6 @@ func (s *shard) readable(se *shardEngine, now time.Time) {
 			s.failed(se, now, errTooLarge)
 			return
 		}
-	}
-	if reads == 4 {
-		s.more = true
 	}
 	if se.stage == stageIdle {
 		if eof {
@@ -689,7 +604,6 @@ func (s *shard) failed(se *shardEngine, now time.Time, err error) {
 // answered applies the outcome of se's poll in flight as pollLoop does and starts the
 // probe when it is due at the same wake.
 func (s *shard) answered(se *shardEngine, body []byte, err error) {
-	s.settled(se)
 	m, now, id := s.m, se.polledAt, se.e.ID
 	stage := se.stage
 	se.stage = stageIdle
@@ -769,5 +683,4 @@ func (s *shard) closeAll() {
 	s.mu.Unlock()
 	s.ep.Close()
 	syscall.Close(s.wakefd)
-	syscall.Close(s.sockfd)
 }

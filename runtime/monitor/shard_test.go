@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"runtime"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -326,42 +325,5 @@ func TestShardStopsDials(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return while a dial was in flight")
-	}
-}
-
-// TestShardGathersAnswers: a shard reads its sockets gatherAfter after the first write
-// of a pass (later writes of the pass wait for the same reading), then, while answers
-// are outstanding, at waits doubling up to the slot; a new write brings the reading
-// back to gatherAfter, and once no request waits the shard wakes for its step alone.
-func TestShardGathersAnswers(t *testing.T) {
-	t0 := time.Now()
-	a, b := &shardEngine{}, &shardEngine{}
-	s := &shard{due: t0.Add(time.Second)}
-	s.sent(a, t0)
-	s.sent(b, t0.Add(time.Millisecond))
-	if want := t0.Add(gatherAfter); !s.next().Equal(want) {
-		t.Fatalf("after two writes the shard wakes after %v, want %v", s.next().Sub(t0), gatherAfter)
-	}
-	var waits []time.Duration
-	now := s.next()
-	for range 7 {
-		s.collected(now)
-		waits = append(waits, s.next().Sub(now))
-		now = s.next()
-	}
-	want := []time.Duration{2 * gatherAfter, 4 * gatherAfter, 8 * gatherAfter, 16 * gatherAfter, maxWakeSlot, maxWakeSlot, maxWakeSlot}
-	if !slices.Equal(waits, want) {
-		t.Fatalf("readings while answers are outstanding %v apart, want %v", waits, want)
-	}
-	s.settled(a) // answered; its next request goes out
-	s.sent(a, now)
-	if s.next().Sub(now) != gatherAfter {
-		t.Fatalf("a new write is read %v after, want %v", s.next().Sub(now), gatherAfter)
-	}
-	s.settled(a)
-	s.settled(b)
-	s.settled(b) // an engine's request is taken out once
-	if s.waiting != 0 || !s.next().Equal(s.due) {
-		t.Fatalf("with nothing waiting (%d) the shard wakes after %v, want at its step", s.waiting, s.next().Sub(now))
 	}
 }
