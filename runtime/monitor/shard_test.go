@@ -183,7 +183,7 @@ func TestShardHostilePeers(t *testing.T) {
 	}
 	_, m := newSetMonitor(t, h, engines, engines)
 	run(t, m)
-	wait.For(t, "every hostile engine failing", func() bool {
+	if !wait.Until(func() bool {
 		st := m.Status()
 		// A shard fails a poll past its deadline with context's error, a loop with the
 		// connection's timeout.
@@ -192,7 +192,9 @@ func TestShardHostilePeers(t *testing.T) {
 			st["C"].LoadError != "" && closingConns.Load() >= 3 &&
 			strings.Contains(st["E"].LoadError, "malformed HTTP version") &&
 			st["F"].LoadError != "" // too large, or past its deadline on a slow machine
-	})
+	}) {
+		t.Fatalf("not every hostile engine failing after %v: %+v (%d connections to the closing one)", wait.Timeout, m.Status(), closingConns.Load())
+	}
 	if want := shardCount(); shards(m) != want {
 		t.Fatalf("%d shards, want %d", shards(m), want)
 	}

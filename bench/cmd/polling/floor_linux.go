@@ -25,8 +25,10 @@ const floorEnv = "BENCH_POLLING_FLOOR"
 // thread blocked in a counted one has sysmon waking every 20 µs to look at it). It has
 // no timers, goroutines, deadlines or state publication, so
 // its CPU is what the kernel's loopback TCP costs per poll: the floor under any poller
-// of the router's.
-func floorChild(interval time.Duration) error {
+// of the router's. With gather > 0 it reads in the router's shards' shape: not as
+// answers arrive, but gather after a slot's writes and at the next slot, all that
+// arrived at once.
+func floorChild(interval, gather time.Duration) error {
 	runtime.GOMAXPROCS(1)
 	runtime.LockOSThread()
 	var urls []string
@@ -76,25 +78,55 @@ func floorChild(interval time.Duration) error {
 				return fmt.Errorf("write: %w", e)
 			}
 		}
+		end := start.Add(time.Duration(k+1) * slot)
+		if gather > 0 {
+			rawSleep(gather)
+			if err := floorRead(epfd, fds, events, buf, 0); err != nil {
+				return err
+			}
+			rawSleep(time.Until(end))
+			if err := floorRead(epfd, fds, events, buf, 0); err != nil {
+				return err
+			}
+			continue
+		}
 		for {
-			wait := time.Until(start.Add(time.Duration(k+1) * slot))
+			wait := time.Until(end)
 			if wait <= 0 {
 				break
 			}
-			n, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), uintptr(wait/time.Millisecond)+1, 0, 0)
-			if e == syscall.EINTR {
-				continue
-			}
-			if e != 0 {
-				return fmt.Errorf("epoll_pwait: %w", e)
-			}
-			for _, ev := range events[:n] {
-				if _, _, e := syscall.RawSyscall(syscall.SYS_READ, uintptr(fds[ev.Fd]), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf))); e != 0 && e != syscall.EAGAIN {
-					return fmt.Errorf("read: %w", e)
-				}
+			if err := floorRead(epfd, fds, events, buf, int(wait/time.Millisecond)+1); err != nil {
+				return err
 			}
 		}
 	}
+}
+
+// rawSleep sleeps d in a raw system call, which neither the scheduler nor sysmon sees.
+func rawSleep(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	ts := syscall.NsecToTimespec(int64(d))
+	syscall.RawSyscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
+}
+
+// floorRead waits up to timeout milliseconds for epfd's events and reads each ready
+// socket once.
+func floorRead(epfd int, fds []int, events []syscall.EpollEvent, buf []byte, timeout int) error {
+	n, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), uintptr(timeout), 0, 0)
+	if e == syscall.EINTR {
+		return nil
+	}
+	if e != 0 {
+		return fmt.Errorf("epoll_pwait: %w", e)
+	}
+	for _, ev := range events[:n] {
+		if _, _, e := syscall.RawSyscall(syscall.SYS_READ, uintptr(fds[ev.Fd]), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf))); e != 0 && e != syscall.EAGAIN {
+			return fmt.Errorf("read: %w", e)
+		}
+	}
+	return nil
 }
 
 // dialTCP4 connects a blocking socket to host:port (an IPv4 literal, as the simulator

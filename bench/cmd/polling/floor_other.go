@@ -9,6 +9,6 @@ import (
 
 const floorEnv = "BENCH_POLLING_FLOOR"
 
-func floorChild(time.Duration) error {
+func floorChild(time.Duration, time.Duration) error {
 	return errors.New("the floor poller is written for Linux's epoll")
 }

@@ -5,7 +5,8 @@
 // With -floor it measures, in the router's place, a child process that does nothing but
 // one write of the router's request and the reads of its answer per engine each 500 ms
 // over kept-alive connections (floor_linux.go): what the kernel's loopback TCP costs per
-// poll, under which no poller of the router's can go.
+// poll, under which no poller of the router's can go. -floor-gather makes the floor read
+// in the router's shards' shape, a slot's answers together, rather than as they arrive.
 package main
 
 import (
@@ -32,13 +33,18 @@ func main() {
 }
 
 func run() error {
-	if os.Getenv(floorEnv) != "" {
-		return floorChild(500 * time.Millisecond)
+	if v := os.Getenv(floorEnv); v != "" {
+		gather, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", floorEnv, err)
+		}
+		return floorChild(500*time.Millisecond, gather)
 	}
 	routerBin := flag.String("router", "bin/router", "router binary")
 	sizes := flag.String("engines", "8,64,512,2048", "fleet sizes")
 	window := flag.Duration("window", 20*time.Second, "idle time measured per size")
 	floor := flag.Bool("floor", false, "measure the floor poller in place of the router")
+	gather := flag.Duration("floor-gather", 0, "with -floor, read the answers this long after a slot's writes and at the next slot, as the router's shards do, instead of as they arrive")
 	flag.Parse()
 	fmt.Println("| engines | router CPU, % of one core | per engine, µs/s | write calls/s | CPU µs per write call | healthy, fresh report at the end |")
 	fmt.Println("|---:|---:|---:|---:|---:|---:|")
@@ -47,7 +53,7 @@ func run() error {
 		if _, err := fmt.Sscan(s, &n); err != nil || n <= 0 {
 			return fmt.Errorf("bad fleet size %q", s)
 		}
-		r, err := measure(*routerBin, *floor, n, *window)
+		r, err := measure(*routerBin, *floor, *gather, n, *window)
 		if err != nil {
 			return err
 		}
@@ -109,7 +115,7 @@ func writeCalls(pid int) (int64, error) {
 // engines the router then counts healthy with a fresh load report: a router that fell
 // behind its polls would look cheap, and this says it did not. With floor it measures
 // the floor poller instead, which has no metrics: fresh is then 0.
-func measure(routerBin string, floor bool, n int, d time.Duration) (result, error) {
+func measure(routerBin string, floor bool, gather time.Duration, n int, d time.Duration) (result, error) {
 	cfg := sim.DefaultConfig()
 	cfg.TimeScale = 0
 	fleet, err := sim.Start(context.Background(), sim.PlainSGLang(n, "m", cfg, nil))
@@ -122,7 +128,7 @@ func measure(routerBin string, floor bool, n int, d time.Duration) (result, erro
 		urls = append(urls, e.URL())
 	}
 	if floor {
-		return measureFloor(urls, d)
+		return measureFloor(urls, gather, d)
 	}
 	dir, err := os.MkdirTemp("", "bench-polling-")
 	if err != nil {
@@ -144,13 +150,13 @@ func measure(routerBin string, floor bool, n int, d time.Duration) (result, erro
 }
 
 // measureFloor runs this program as the floor poller over urls and measures it over d.
-func measureFloor(urls []string, d time.Duration) (result, error) {
+func measureFloor(urls []string, gather, d time.Duration) (result, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return result{}, err
 	}
 	cmd := exec.Command(self)
-	cmd.Env = append(os.Environ(), floorEnv+"=1")
+	cmd.Env = append(os.Environ(), floorEnv+"="+gather.String())
 	cmd.Stdin = strings.NewReader(strings.Join(urls, "\n"))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
