@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-zeromq/zmq4"
+
+	"github.com/routerkit/router/runtime/rawtcp"
 )
 
 // Sub is a SUB socket over one dialled connection, read in its caller's goroutine.
@@ -44,6 +46,7 @@ func DialSub(ctx context.Context, endpoint string, cfg *Config, topic string, ti
 	if err != nil {
 		return nil, fmt.Errorf("zmtp: dialing %s: %w", endpoint, err)
 	}
+	nc = rawtcp.Wrap(nc) // a batch's first read after an idle spell does not wake sysmon
 	s := &Sub{c: NewConn(nc, cfg), topic: []byte(topic)}
 	s.stop = context.AfterFunc(ctx, func() { nc.Close() })
 	// READY and the subscription follow the peer's greeting: libzmq closes a connection
