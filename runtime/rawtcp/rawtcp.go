@@ -25,10 +25,15 @@ import (
 // Off is the switch back to net.Conn's own reads and writes, read once at start.
 var Off = os.Getenv("ROUTER_RAW_TCP") == "off"
 
-// Conn is a *net.TCPConn whose Read and Write are raw system calls.
+// Conn is a *net.TCPConn whose Read and Write are raw system calls. It holds the
+// connection as a net.Conn, not by embedding *net.TCPConn, so that the TCPConn's
+// ReadFrom, WriteTo and writev (net.Buffers) are not promoted: each would make net's own
+// calls and wake sysmon, as a 620 kB request body written with net.Buffers did (session
+// 7). A net.Buffers written to a Conn goes out a raw write per part.
 type Conn struct {
-	*net.TCPConn
-	rc syscall.RawConn
+	net.Conn
+	tcp *net.TCPConn
+	rc  syscall.RawConn
 
 	// The current Read's and Write's buffer and outcome, which read and write (the
 	// functions handed to rc, made once per connection) use: each under its mutex, since
@@ -59,7 +64,7 @@ func wrap(c net.Conn) net.Conn {
 	if err != nil {
 		return c
 	}
-	r := &Conn{TCPConn: tc, rc: rc}
+	r := &Conn{Conn: tc, tcp: tc, rc: rc}
 	r.read, r.write = r.readFD, r.writeFD
 	return r
 }
@@ -96,6 +101,12 @@ func (c *Conn) writeFD(fd uintptr) bool {
 	}
 	return true
 }
+
+// SyscallConn is the connection's, for a raw peek (upstream's liveness check).
+func (c *Conn) SyscallConn() (syscall.RawConn, error) { return c.rc, nil }
+
+// CloseWrite shuts the connection's writing side, as h1 does before closing.
+func (c *Conn) CloseWrite() error { return c.tcp.CloseWrite() }
 
 // Read reads as net.Conn's Read does: io.EOF at the peer's end, a *net.OpError of op
 // "read" for a failure, a closed connection or a deadline.

@@ -165,9 +165,12 @@ func (t *Transport) proxied(req *http.Request) bool {
 // roundTrip writes req and reads the final response's headers. A request's headers and
 // an in-memory body go out in one write; a larger Body in a second, a writev of its parts.
 func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
+	// Flushed even after a failed write: a body longer than its declared length fails
+	// req.Write after the declared bytes, which may still sit in the buffer, and the
+	// engine answers only once it has them all.
 	werr := req.Write(reqWriter{c.bw, c.Conn})
-	if werr == nil {
-		werr = c.bw.Flush()
+	if ferr := c.bw.Flush(); werr == nil {
+		werr = ferr
 	}
 	c.headerLeft = MaxHeaderBytes
 	defer func() { c.headerLeft = -1 }()
