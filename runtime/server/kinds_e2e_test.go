@@ -59,13 +59,15 @@ func TestMixedFleetCacheAwareOverEveryEncodingAndMode(t *testing.T) {
 		blocks := fmt.Sprintf("router_kv_blocks{engine=%q}", e.ID)
 		// ZMQ's slow joiner: warm up with fresh prompts until the index holds blocks of the
 		// engine, so the subscription (or the publisher's connection) is up.
-		for i := 0; kf.metric(t, blocks) <= 0; i++ {
-			if i == 500 {
-				t.Fatalf("%s: the router's index never saw the engine's KV events", e.ID)
+		i := 0
+		wait.For(t, e.ID+"'s KV events in the router's index", func() bool {
+			if kf.metric(t, blocks) > 0 {
+				return true
 			}
 			chat(t, e.URL, prompt(fmt.Sprintf("%s warm-up %d", e.ID, i)), 1)
-			time.Sleep(20 * time.Millisecond)
-		}
+			i++
+			return false
+		})
 		before := kf.metric(t, blocks)
 		if code := chat(t, e.URL, prompt(e.ID), 1); code != http.StatusOK {
 			t.Fatalf("%s: direct request: %d", e.ID, code)
@@ -172,13 +174,15 @@ func TestKVEventGapRefilledFromTheReplaySocket(t *testing.T) {
 	kf := startKindsFleet(t, p, cfg)
 	v1 := p.Engines[0]
 	blocks := `router_kv_blocks{engine="V1"}`
-	for i := 0; kf.metric(t, blocks) <= 0; i++ {
-		if i == 500 {
-			t.Fatal("the router's index never saw V1's KV events")
+	i := 0
+	wait.For(t, "V1's KV events in the router's index", func() bool {
+		if kf.metric(t, blocks) > 0 {
+			return true
 		}
 		chat(t, v1.URL, prompt(fmt.Sprintf("V1 warm-up %d", i)), 1)
-		time.Sleep(20 * time.Millisecond)
-	}
+		i++
+		return false
+	})
 
 	se := kf.fleet.Engine("V1")
 	if err := se.SetFaults(sim.Faults{DropKVEvents: true}); err != nil {
