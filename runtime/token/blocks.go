@@ -97,7 +97,11 @@ var chains = newChainCache(DefaultChainBytes)
 // the largest power of two not past its length, and looked up under every such span of
 // its own from the longest down: a conversation grown by a turn finds its previous
 // prompt under the same span, or the next shorter one when it crossed a power of two,
-// while conversations that share only a system prompt do not replace each other.
+// while conversations that share only a system prompt do not replace each other. Before
+// hashing its ids for those keys, a prompt checks whether it extends one of the last few
+// prompts remembered under its longest span (recentPrefix): a conversation's next turn
+// then takes its previous prompt's key, and costs one comparison of its ids instead of a
+// comparison and a hash.
 //
 // Clients choose the prompts, so the cache is bounded by the bytes it holds and forgets
 // the oldest remembered prompt first: a conversation in use is remembered anew at every
@@ -111,6 +115,10 @@ type chainCache struct {
 	entries map[chainKey]*chain
 	order   []chainKey // the entries' keys, oldest first
 	held    int
+	// recent holds the keys of the last recentChains prompts remembered, written
+	// round-robin (written counts them), for recentPrefix.
+	recent  [recentChains]chainKey
+	written uint
 }
 
 // chainKey names a remembered prompt: its page size, the blocks its key spans and their
@@ -158,26 +166,32 @@ func newChainCache(maxBytes int) *chainCache {
 func (c *chainCache) hashes(ids []uint32, blockSize int) []int64 {
 	n := len(ids) / blockSize
 	ids = ids[:n*blockSize]
-	keys := c.keys(ids, blockSize)
-	if len(keys) == 0 {
+	span := longestSpan(n)
+	if span == 0 {
 		hs, _ := hashBlocks(ids, blockSize, nil, nil)
 		return hs
 	}
-	var prev *chain
-	c.mu.Lock()
-	for i := len(keys) - 1; i >= 0 && prev == nil; i-- {
-		prev = c.entries[keys[i]]
-	}
-	c.mu.Unlock()
+	prev, key := c.recentPrefix(ids, blockSize, span)
 	shared := 0
 	if prev != nil {
-		shared = sharedBlocks(ids, prev.ids, blockSize)
+		shared = len(prev.ids) / blockSize
+	} else {
+		keys := c.keys(ids, blockSize)
+		key = keys[len(keys)-1]
+		c.mu.Lock()
+		for i := len(keys) - 1; i >= 0 && prev == nil; i-- {
+			prev = c.entries[keys[i]]
+		}
+		c.mu.Unlock()
+		if prev != nil {
+			shared = sharedBlocks(ids, prev.ids, blockSize)
+		}
 	}
-	if shared == n && len(prev.ids) == len(ids) && prev.key == keys[len(keys)-1] {
+	if shared == n && len(prev.ids) == len(ids) && prev.key == key {
 		return prev.hashes[:n:n] // the same prompt again: nothing to remember
 	}
 	next := c.grow(prev, shared, n, blockSize)
-	next.key = keys[len(keys)-1]
+	next.key = key
 	next.ids = append(next.ids, ids[shared*blockSize:]...)
 	var parent *[sha256.Size]byte
 	if shared > 0 {
@@ -186,6 +200,49 @@ func (c *chainCache) hashes(ids []uint32, blockSize int) []int64 {
 	next.hashes, next.digests = appendBlockHashes(next.hashes, ids[shared*blockSize:], blockSize, parent, next.digests)
 	c.remember(next)
 	return next.hashes[:n:n]
+}
+
+// recentChains is how many of the last remembered prompts a prompt checks for being
+// their extension before it hashes its ids for keys: one per conversation that a few
+// clients grow at once.
+const recentChains = 8
+
+// recentPrefix returns one of the last remembered prompts that is a prefix of ids (all of
+// its ids equal, compared in full) under the same longest span, and the key of ids, which
+// is then that prompt's: a conversation grown by a turn finds its previous prompt without
+// hashing its ids (a tenth of a millisecond at 128k tokens); it hashes them when it
+// crossed a power of two or another prompt came between. nil when there is none.
+func (c *chainCache) recentPrefix(ids []uint32, blockSize, span int) (*chain, chainKey) {
+	var cand *chain
+	c.mu.Lock()
+	for i := range recentChains {
+		k := c.recent[(c.written-1-uint(i))%recentChains]
+		e := c.entries[k]
+		if e == nil || k.blockSize != blockSize || k.span != span || len(e.ids) > len(ids) {
+			continue
+		}
+		// The last block first: a prompt of another conversation differs there.
+		last := len(e.ids) - blockSize
+		if slices.Equal(e.ids[last:], ids[last:len(e.ids)]) {
+			cand = e
+			break
+		}
+	}
+	c.mu.Unlock()
+	if cand == nil || !slices.Equal(cand.ids, ids[:len(cand.ids)]) {
+		return nil, chainKey{}
+	}
+	return cand, cand.key
+}
+
+// longestSpan is the longest span, in blocks, a prompt of n blocks is remembered under:
+// the largest minChainSpan·2^k not past n, or 0 when n is shorter than minChainSpan.
+func longestSpan(n int) int {
+	span := 0
+	for s := minChainSpan; s <= n; s *= 2 {
+		span = s
+	}
+	return span
 }
 
 // grow returns the chain of a prompt of n blocks whose first shared are prev's, holding
@@ -268,6 +325,8 @@ func (c *chainCache) remember(e *chain) {
 	}
 	c.entries[e.key] = e
 	c.order = append(c.order, e.key)
+	c.recent[c.written%recentChains] = e.key
+	c.written++
 	c.held += e.size()
 	for c.held > c.max {
 		c.held -= c.entries[c.order[0]].size()

@@ -163,6 +163,44 @@ func TestChainCacheGrowsInPlace(t *testing.T) {
 	held(append(conv, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17))
 }
 
+// A prompt that extends one of the last remembered prompts under the same longest span
+// finds it without hashing its ids for keys, and takes its key, which must be the one
+// hashing would give; anything else (an id changed anywhere in the remembered part, a
+// longer span, another page size) finds nothing there.
+func TestChainCacheRecentPrefix(t *testing.T) {
+	c := newChainCache(DefaultChainBytes)
+	conv := make([]uint32, 0, 40000)
+	for i := range 9000 {
+		conv = append(conv, uint32(i*7919))
+	}
+	c.hashes(conv, 16)
+	grown := append(slices.Clone(conv), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)
+	prev, key := c.recentPrefix(grown, 16, longestSpan(len(grown)/16))
+	if prev == nil || len(prev.ids) != len(conv)/16*16 {
+		t.Fatal("a prompt grown by a block did not find the prompt it extends")
+	}
+	if keys := c.keys(grown, 16); key != keys[len(keys)-1] {
+		t.Fatalf("key %+v, hashing gives %+v", key, keys[len(keys)-1])
+	}
+	for name, ids := range map[string][]uint32{
+		"first id changed":       append([]uint32{grown[0] + 1}, grown[1:]...),
+		"middle id changed":      slices.Concat(grown[:4000], []uint32{grown[4000] + 1}, grown[4001:]),
+		"last shared id changed": slices.Concat(grown[:len(conv)/16*16-1], []uint32{0}, grown[len(conv)/16*16:]),
+		"crossed a power of two": append(slices.Clone(conv), make([]uint32, 16*1024)...),
+	} {
+		n := len(ids) / 16
+		if prev, _ := c.recentPrefix(ids[:n*16], 16, longestSpan(n)); prev != nil {
+			t.Errorf("%s: found a remembered prefix", name)
+		}
+		if got, want := c.hashes(ids, 16), plainHashes(ids, 16); !slices.Equal(got, want) {
+			t.Errorf("%s: the chain cache's hashes differ from plain hashing", name)
+		}
+	}
+	if prev, _ := c.recentPrefix(grown, 1, longestSpan(len(grown))); prev != nil {
+		t.Error("pages of 1 found a prompt remembered with pages of 16")
+	}
+}
+
 // Conversations grown and branched from the same history at once each get their own
 // hashes: a prompt appending in place never writes where another reads (run with -race).
 func TestChainCacheConcurrentGrowth(t *testing.T) {
