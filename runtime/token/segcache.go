@@ -1,7 +1,6 @@
 package token
 
 import (
-	"encoding/binary"
 	"hash/maphash"
 	"slices"
 	"strings"
@@ -47,7 +46,7 @@ const DefaultSegmentBytes = 128 << 20
 
 type segShard struct {
 	mu    sync.Mutex
-	index map[uint64]int32 // key of the text -> slot
+	index map[uint64]int32 // hash of the text -> slot
 	slots []segSlot
 	free  []int32 // empty slots
 	held  int     // bytes held by live slots
@@ -94,7 +93,7 @@ func (c *SegmentCache) Get(text string) ([]uint32, bool) {
 	if c == nil || len(text) < MinSegment {
 		return nil, false
 	}
-	h := c.key(text)
+	h := maphash.String(c.seed, text)
 	sh := &c.shards[h%segShards]
 	sh.mu.Lock()
 	var ids []uint32
@@ -120,39 +119,11 @@ func (c *SegmentCache) Put(text string, ids []uint32) {
 	if c == nil || len(text) < MinSegment {
 		return
 	}
-	h := c.key(text)
+	h := maphash.String(c.seed, text)
 	c.put(&c.shards[h%segShards], h, text, ids)
 }
 
-// Texts longer than wholeKey bytes are keyed by their length and keySamples samples of
-// sampleBytes, evenly spaced from their first byte to their last.
-const (
-	wholeKey    = 1 << 10
-	keySamples  = 16
-	sampleBytes = 16
-)
-
-// key is text's key in the index: a seeded hash of all of a short text, and of a long
-// one's length and samples rather than all of it. Get compares the whole text with the
-// entry's anyway, so the key only has to tell texts apart, and a conversation's history
-// (620 kB in 150 messages in bench-proxy's long_grow) no longer costs a hash of every
-// byte on top of that comparison (about a sixteenth of a millisecond). Two long texts of one length that agree at every sample share a
-// slot, the later replacing the earlier: a miss, never a wrong hit, and a client can
-// push out another's text that way only by knowing its length and samples.
-func (c *SegmentCache) key(text string) uint64 {
-	if len(text) <= wholeKey {
-		return maphash.String(c.seed, text)
-	}
-	var buf [8 + keySamples*sampleBytes]byte
-	binary.LittleEndian.PutUint64(buf[:], uint64(len(text)))
-	for i := range keySamples {
-		at := i * (len(text) - sampleBytes) / (keySamples - 1)
-		copy(buf[8+i*sampleBytes:], text[at:at+sampleBytes])
-	}
-	return maphash.Bytes(c.seed, buf[:])
-}
-
-// put stores copies of text and ids under h, replacing a different text of the same key.
+// put stores copies of text and ids under h, replacing a different text of the same hash.
 func (c *SegmentCache) put(sh *segShard, h uint64, text string, ids []uint32) {
 	e := segSlot{hash: h, live: true}
 	if len(text)+4*len(ids) > c.shardBytes/2 {
