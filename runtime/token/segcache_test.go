@@ -52,6 +52,32 @@ func TestSegmentCacheComparesText(t *testing.T) {
 	}
 }
 
+// TestSegmentCacheNearTwins: long texts of one length that differ in a single byte, as a
+// conversation's turns that differ only in a number do, are each cached: a key that reads
+// only part of a text would make them push each other out and miss at every turn.
+func TestSegmentCacheNearTwins(t *testing.T) {
+	c := NewSegmentCache(1 << 20)
+	base := strings.Repeat("abcdefghij ", 400)
+	var twins []string
+	for i := range 40 {
+		b := []byte(base)
+		b[i*len(base)/40+7] = 'X'
+		twins = append(twins, string(b))
+	}
+	for _, text := range twins {
+		c.Append(nil, text, AppendEncode)
+	}
+	for i, text := range twins {
+		got := c.Append(nil, text, func([]uint32, string) []uint32 {
+			t.Fatalf("twin %d was not kept beside the others", i)
+			return nil
+		})
+		if !slices.Equal(got, Encode(text)) {
+			t.Fatalf("twin %d: another text's ids", i)
+		}
+	}
+}
+
 // TestSegmentCacheBounded: however many texts pass through, the cache holds at most its
 // budget, keeps recently used entries, and skips entries too large for a shard.
 func TestSegmentCacheBounded(t *testing.T) {
