@@ -15,29 +15,88 @@ func jinjaOf(t *Template) *Template {
 	return &j
 }
 
-// compareNative renders c with tpl's native renderer and with the Jinja engine, for both
-// engines, and fails when the outputs or the errors differ. It returns whether the
-// native renderer took vLLM's variables.
+// compareNative renders c with tpl's native renderer, from the raw JSON and from the
+// parsed tree, and with the Jinja engine, for both engines, and fails when the outputs or
+// the errors differ. It returns whether the native renderer took vLLM's variables.
 func compareNative(t testing.TB, tpl *Template, c token.Chat, agp bool) bool {
 	t.Helper()
 	for _, e := range []Engine{VLLM, SGLang} {
 		o := Options{AddGenerationPrompt: agp, Engine: e}
 		want, wantErr := jinjaOf(tpl).Render(c, o)
-		for _, a := range []*arena.Bytes{nil, new(arena.Bytes)} { // the render allocated, and cut from an arena
-			c.Arena = a
-			got, gotErr := tpl.Render(c, o)
-			if got != want || (gotErr == nil) != (wantErr == nil) {
-				t.Fatalf("%s, %s: native render %q (%v), Jinja %q (%v)", e, c.Messages, got, gotErr, want, wantErr)
+		for _, in := range []token.Chat{c, parsed(t, c)} {
+			for _, a := range []*arena.Bytes{nil, new(arena.Bytes)} { // the render allocated, and cut from an arena
+				in.Arena = a
+				got, gotErr := tpl.Render(in, o)
+				if got != want || (gotErr == nil) != (wantErr == nil) {
+					t.Fatalf("%s, %s (parsed: %t): native render %q (%v), Jinja %q (%v)", e, c.Messages, in.Parsed != nil, got, gotErr, want, wantErr)
+				}
+				a.Release()
 			}
-			a.Release()
 		}
 	}
 	vars, err := tpl.vars(c, Options{AddGenerationPrompt: agp})
 	if err != nil {
 		return false
 	}
-	_, ok := tpl.native(vars, nil)
+	_, ok := tpl.native.vars(vars, nil)
 	return ok
+}
+
+// TestNativeTreeTakes checks which parsed requests Qwen3's renderer takes straight from
+// the tree, without building the template's variables: plain conversations, with
+// enable_thinking or without, for both engines (SGLang's final assistant message aside),
+// and none of those whose variables an engine rewrites or which bring tools, other
+// template arguments or reasoning_effort. compareNative checks that what it renders is
+// Jinja's.
+func TestNativeTreeTakes(t *testing.T) {
+	tpl := qwen3Model(t).chat
+	takes := func(c token.Chat, e Engine) bool {
+		_, ok := tpl.native.tree(parsed(t, c), Options{AddGenerationPrompt: true, Engine: e})
+		return ok
+	}
+	for _, msgs := range []string{
+		userHi,
+		`[{"role": "system", "content": "S"}, {"role": "user", "content": "Q", "name": "u"}, {"role": "assistant", "content": "<think>R</think>A"}, {"role": "user", "content": "Q2"}]`,
+	} {
+		for _, kwargs := range []string{"", "null", `{"enable_thinking": false}`} {
+			for _, e := range []Engine{VLLM, SGLang} {
+				if !takes(chat(msgs, "", kwargs), e) {
+					t.Errorf("%s, %s (kwargs %q): not taken from the tree", e, msgs, kwargs)
+				}
+			}
+		}
+	}
+	finalAssistant := chat(`[{"role": "user", "content": "Q"}, {"role": "assistant", "content": "A"}]`, "", "")
+	if !takes(finalAssistant, VLLM) || takes(finalAssistant, SGLang) {
+		t.Error("a final assistant message: want taken for vLLM only (SGLang turns it into a user turn)")
+	}
+	effort := chat(userHi, "", "")
+	effort.ReasoningEffort = []byte(`"low"`)
+	declined := map[string]token.Chat{
+		"tools":                    chat(userHi, `[{"type": "function", "function": {"name": "f", "parameters": {}}}]`, ""),
+		"empty tools":              chat(userHi, `[]`, ""),
+		"reasoning_effort":         effort,
+		"enable_thinking a string": chat(userHi, "", `{"enable_thinking": "no"}`),
+		"another kwarg":            chat(userHi, "", `{"enable_thinking": true, "custom": 1}`),
+		"upper-case role":          chat(`[{"role": "User", "content": "Q"}]`, "", ""),
+		"tool role":                chat(`[{"role": "user", "content": "Q"}, {"role": "tool", "content": "r"}]`, "", ""),
+		"null content":             chat(`[{"role": "user", "content": null}]`, "", ""),
+		"no content":               chat(`[{"role": "user"}]`, "", ""),
+		"content parts":            chat(`[{"role": "user", "content": [{"type": "text", "text": "Q"}]}]`, "", ""),
+		"tool_calls":               chat(`[{"role": "user", "content": "Q"}, {"role": "assistant", "content": "", "tool_calls": null}, {"role": "user", "content": "Q"}]`, "", ""),
+		"reasoning":                chat(`[{"role": "user", "content": "Q"}, {"role": "assistant", "content": "A", "reasoning": "R"}, {"role": "user", "content": "Q"}]`, "", ""),
+		"reasoning_content":        chat(`[{"role": "user", "content": "Q"}, {"role": "assistant", "content": "A", "reasoning_content": "R"}, {"role": "user", "content": "Q"}]`, "", ""),
+		"no messages":              chat(`[]`, "", ""),
+		"a message not an object":  chat(`["Q"]`, "", ""),
+	}
+	for name, c := range declined {
+		for _, e := range []Engine{VLLM, SGLang} {
+			if takes(c, e) {
+				t.Errorf("%s, %s: taken from the tree", name, e)
+			}
+		}
+		compareNative(t, tpl, c, true)
+	}
 }
 
 // TestNativeMatchesJinja renders conversations with Qwen3's template natively and with

@@ -18,7 +18,7 @@ type Template struct {
 	src string
 	// native renders what it can of this template without the Jinja engine; nil for
 	// most templates (see nativeRenderer).
-	native nativeRenderer
+	native *nativeRenderer
 	// openaiVLLM and openaiSGLang record whether each engine hands this template content
 	// as a list of parts ("openai" format) rather than a string.
 	openaiVLLM, openaiSGLang bool
@@ -74,6 +74,11 @@ var contentLoop = regexp.MustCompile(`\{%-?\s*for\s+\w+\s+in\s+(\w+)\s*(?:\.\s*c
 // Render returns the prompt the engine renders for c. A template's raise_exception is
 // returned as a *RaiseError; an input the engine would reject is an error too.
 func (t *Template) Render(c token.Chat, o Options) (string, error) {
+	if t.native != nil && c.Parsed != nil {
+		if out, ok := t.native.tree(c, o); ok {
+			return out, nil
+		}
+	}
 	vars, err := t.vars(c, o)
 	if err != nil {
 		return "", err
@@ -89,7 +94,7 @@ func (t *Template) Render(c token.Chat, o Options) (string, error) {
 // render executes the template with prepared variables, natively (into a) when it can.
 func (t *Template) render(vars map[string]jinja.Value, a *arena.Bytes) (string, error) {
 	if t.native != nil {
-		if out, ok := t.native(vars, a); ok {
+		if out, ok := t.native.vars(vars, a); ok {
 			return out, nil
 		}
 	}
