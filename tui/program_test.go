@@ -81,7 +81,7 @@ func TestProgram(t *testing.T) {
 		if got := r.m.(Model).view; got != viewBuckets {
 			t.Errorf("final view = %s, want buckets", viewNames[got])
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(wait.Timeout):
 		t.Fatal("q did not quit the program")
 	}
 }

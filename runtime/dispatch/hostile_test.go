@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/bucket"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
@@ -220,7 +221,7 @@ func TestPDPrefillFailureAndDecodeResetAnswer5xx(t *testing.T) {
 	decSrv := resettingEngine(t, func() {
 		select {
 		case <-prefilled:
-		case <-time.After(10 * time.Second):
+		case <-time.After(wait.Timeout):
 		}
 	})
 	pre, dec := engineAt("P1", plan.RolePrefill, preSrv, 5), engineAt("D1", plan.RoleDecode, decSrv, 5)

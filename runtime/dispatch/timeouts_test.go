@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/plan"
 )
@@ -35,7 +36,7 @@ func TestStreamIdleDeadlineFollowsReads(t *testing.T) {
 	}
 	select {
 	case <-ctx.Done():
-	case <-time.After(10 * time.Second):
+	case <-time.After(wait.Timeout):
 		t.Fatal("a quiet stream was never cut")
 	}
 	var de *Error

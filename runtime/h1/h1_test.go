@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/rawtcp"
 )
 
@@ -86,7 +87,7 @@ func exchange(t testing.TB, addr string, raw []byte) []byte {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(wait.Timeout))
 	go func() {
 		_, _ = c.Write(raw)
 		_ = c.(*net.TCPConn).CloseWrite()
@@ -283,7 +284,7 @@ func TestClientLeavingCancels(t *testing.T) {
 		if err == nil {
 			t.Error("writes after the client left all succeeded")
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(wait.Timeout):
 		t.Fatal("the handler's context was not cancelled when the client left")
 	}
 }
@@ -312,7 +313,7 @@ func TestResponseControllerDeadlines(t *testing.T) {
 	}
 	defer c.Close()
 	_, _ = io.WriteString(c, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 9\r\n\r\nabc")
-	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(wait.Timeout))
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil || resp.StatusCode != http.StatusRequestTimeout || !resp.Close {
 		t.Fatalf("answer to a trickled body: %v, %v; want a 408 closing the connection", resp, err)
@@ -373,7 +374,7 @@ func TestConnStates(t *testing.T) {
 		select {
 		case st := <-states:
 			got = append(got, st)
-		case <-time.After(5 * time.Second):
+		case <-time.After(wait.Timeout):
 			t.Fatalf("states %v, want %v", got, want)
 		}
 	}
@@ -421,7 +422,7 @@ func TestShutdownFinishesActive(t *testing.T) {
 	<-started
 	shut := make(chan error, 1)
 	go func() { shut <- s.Shutdown(context.Background()) }()
-	_ = idle.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = idle.SetReadDeadline(time.Now().Add(wait.Timeout))
 	if _, err := idleBR.ReadByte(); err != io.EOF {
 		t.Errorf("the idle connection was not closed at shutdown: %v", err)
 	}

@@ -23,7 +23,7 @@ func TestWaitTick(t *testing.T) {
 			select {
 			case <-r.Context().Done():
 				close(cancelled)
-			case <-time.After(10 * time.Second):
+			case <-time.After(wait.Timeout):
 			}
 			return
 		}
@@ -69,7 +69,7 @@ func TestWaitTick(t *testing.T) {
 	c.Close()
 	select {
 	case <-cancelled:
-	case <-time.After(5 * time.Second):
+	case <-time.After(wait.Timeout):
 		t.Error("the slow request was not cancelled when its client left")
 	}
 	close(stop)

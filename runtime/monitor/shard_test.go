@@ -323,7 +323,7 @@ func TestShardStopsDials(t *testing.T) {
 	cancel()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(wait.Timeout):
 		t.Fatal("Run did not return while a dial was in flight")
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/routerkit/router/internal/wait"
 )
 
 // pair is a connected loopback pair: the accepted end as wrap makes it (raw) or as
@@ -230,7 +232,7 @@ func TestQuiet(t *testing.T) {
 		t.Error("an open, quiet socket is not quiet")
 	}
 	peer.Write([]byte("x"))
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(wait.Timeout)
 	for Quiet(fdOf(c)) && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}

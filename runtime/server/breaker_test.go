@@ -140,7 +140,7 @@ func TestBodyReadTimeoutAndConcurrencyCap(t *testing.T) {
 	}
 	defer conn.Close()
 	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"mo")
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = conn.SetReadDeadline(time.Now().Add(wait.Timeout))
 	buf := make([]byte, 4096)
 	n, _ := conn.Read(buf)
 	if !strings.HasPrefix(string(buf[:n]), "HTTP/1.1 408") || !strings.Contains(string(buf[:n]), answer.CodeBodyTimeout) {

@@ -161,7 +161,7 @@ func TestContentLengthWithTransferEncodingClosesConnection(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		_ = c.SetDeadline(time.Now().Add(wait.Timeout))
 		// A front end that frames by Content-Length forwards 38 bytes of body; the router
 		// frames by the chunks and would find GET /v1/models next.
 		smuggled := "GET /v1/models HTTP/1.1\r\nHost: r\r\n\r\n"

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/plan"
 	"github.com/routerkit/router/runtime/sim"
 )
@@ -86,11 +87,8 @@ func TestFaultMatrix(t *testing.T) {
 		}
 	})
 	http.DefaultClient.CloseIdleConnections()
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > before+2 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before+2 {
+	if !wait.Until(func() bool { return runtime.NumGoroutine() <= before+2 }) {
+		n := runtime.NumGoroutine()
 		buf := make([]byte, 1<<20)
 		t.Errorf("%d goroutines before the matrix, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
 	}

@@ -295,6 +295,7 @@ func (fc *fleetCase) warmKV(t *testing.T) {
 		if e.KVEvents == nil {
 			continue
 		}
+		deadline := time.Now().Add(wait.Timeout)
 		for round := 0; ; round++ {
 			ids := make([]uint32, 2*kv.DefaultBlockSize)
 			for j := range ids {
@@ -318,8 +319,8 @@ func (fc *fleetCase) warmKV(t *testing.T) {
 			if indexed {
 				break
 			}
-			if round == 100 {
-				t.Fatalf("the router's index never saw %s's KV events", e.ID)
+			if time.Now().After(deadline) {
+				t.Fatalf("the router's index saw none of %s's KV events in %v (%d prompts)", e.ID, wait.Timeout, round+1)
 			}
 		}
 	}

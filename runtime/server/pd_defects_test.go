@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/routerkit/router/internal/wait"
 	"github.com/routerkit/router/runtime/answer"
 	"github.com/routerkit/router/runtime/sim"
 )
@@ -87,7 +88,7 @@ func TestHalfClosedClientGetsAStatus(t *testing.T) {
 			body := chat(model, "half close", `, "max_tokens": 2`)
 			fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 			_ = conn.(*net.TCPConn).CloseWrite()
-			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			_ = conn.SetReadDeadline(time.Now().Add(wait.Timeout))
 			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 			if err != nil {
 				t.Fatalf("no response: %v", err)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-zeromq/zmq4"
+
+	"github.com/routerkit/router/internal/wait"
 )
 
 // TestSubReadsZMQ4Pub: a Sub subscribes to go-zeromq's PUB socket and receives what it
@@ -75,7 +77,7 @@ func peer(t *testing.T, sockType string) (net.Conn, *Sub, *[]*Error) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(wait.Timeout))
 	got := make([]byte, greetingLen)
 	if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, greeting()) {
 		t.Fatalf("the Sub's greeting %x, %v", got, err)
