@@ -115,7 +115,7 @@ func LoadConfig(path string) (Config, error) {
 // must have a "default": HF fails every request without tools otherwise.
 func templates(raw json.RawMessage) (def, toolUse string, err error) {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+	if absentRaw(raw) {
 		return "", "", nil
 	}
 	if raw[0] == '"' {
@@ -150,7 +150,7 @@ func templates(raw json.RawMessage) (def, toolUse string, err error) {
 // {"content": …, …}, or as null.
 func specialToken(raw json.RawMessage) (string, error) {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+	if absentRaw(raw) {
 		return "", nil
 	}
 	var s string
@@ -169,7 +169,7 @@ func specialToken(raw json.RawMessage) (string, error) {
 // maxLength reads model_max_length; absent or HF's no-limit sentinel is 0.
 func maxLength(raw json.RawMessage) (int, error) {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+	if absentRaw(raw) {
 		return 0, nil
 	}
 	f, err := strconv.ParseFloat(string(raw), 64)

@@ -64,8 +64,7 @@ func (m *Model) Render(c token.Chat, o Options) (string, error) {
 // passesTools reports whether engine e calls apply_chat_template with tools other than
 // None for the request's raw tools: vLLM for any array, SGLang for a non-empty one.
 func (e Engine) passesTools(raw json.RawMessage) bool {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+	if absentRaw(raw) {
 		return false
 	}
 	if e == SGLang {
@@ -73,4 +72,10 @@ func (e Engine) passesTools(raw json.RawMessage) bool {
 		return json.Unmarshal(raw, &tools) != nil || len(tools) > 0
 	}
 	return true
+}
+
+// absentRaw reports whether a raw JSON field is absent or null, whitespace aside.
+func absentRaw(raw []byte) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || bytes.Equal(raw, []byte("null"))
 }

@@ -1,7 +1,6 @@
 package chattemplate
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -175,12 +174,6 @@ func qwenRole(role string) bool {
 
 // absent reports whether a parsed field is absent or null.
 func absent(v *strictjson.Value) bool { return v == nil || v.Kind == strictjson.Null }
-
-// absentRaw reports whether a raw JSON field is absent or null.
-func absentRaw(raw []byte) bool {
-	raw = bytes.TrimSpace(raw)
-	return len(raw) == 0 || string(raw) == "null"
-}
 
 // render renders c as Qwen3's template does, step for step: the system message first,
 // the last user query that is not a tool response, an assistant message's reasoning split

@@ -97,6 +97,15 @@ func TestNativeTreeTakes(t *testing.T) {
 		}
 		compareNative(t, tpl, c, true)
 	}
+	// An engine that hands this template content as parts rebuilds every string content,
+	// so Render leaves such a request to the variables.
+	parts := *tpl
+	parts.openaiVLLM = true
+	o := Options{AddGenerationPrompt: true, Engine: VLLM}
+	want, wantErr := jinjaOf(&parts).Render(chat(userHi, "", ""), o)
+	if got, err := parts.Render(parsed(t, chat(userHi, "", "")), o); got != want || (err == nil) != (wantErr == nil) {
+		t.Errorf("content as parts: rendered %q (%v) from the tree, Jinja %q (%v)", got, err, want, wantErr)
+	}
 }
 
 // TestNativeMatchesJinja renders conversations with Qwen3's template natively and with

@@ -74,7 +74,9 @@ var contentLoop = regexp.MustCompile(`\{%-?\s*for\s+\w+\s+in\s+(\w+)\s*(?:\.\s*c
 // Render returns the prompt the engine renders for c. A template's raise_exception is
 // returned as a *RaiseError; an input the engine would reject is an error too.
 func (t *Template) Render(c token.Chat, o Options) (string, error) {
-	if t.native != nil && c.Parsed != nil {
+	// A template that takes content as parts gets its strings rebuilt: only the variables
+	// do that.
+	if t.native != nil && c.Parsed != nil && !t.openai(o.Engine) {
 		if out, ok := t.native.tree(c, o); ok {
 			return out, nil
 		}
