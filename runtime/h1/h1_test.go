@@ -465,3 +465,56 @@ func TestServeAfterShutdown(t *testing.T) {
 		t.Errorf("the listener is still open after Serve returned: %v", err)
 	}
 }
+
+// BodyBuffered says whether the rest of the body is in the read buffer: a body sent with
+// its head is, one still to come is not, and neither is a chunked body nor one the
+// client sends only after a 100 Continue, whose reads may wait on the socket.
+func TestBodyBuffered(t *testing.T) {
+	type seen struct{ before, after bool }
+	got := make(chan seen, 1)
+	proceed := make(chan struct{}, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b := w.(interface{ BodyBuffered() bool })
+		var s seen
+		s.before = b.BodyBuffered()
+		proceed <- struct{}{}
+		_, _ = io.ReadAll(r.Body)
+		s.after = b.BodyBuffered()
+		got <- s
+	})
+	ours, _ := servers(t, h, nil)
+	for _, tc := range []struct {
+		name       string
+		head, rest string // rest is sent once the handler has looked
+		want       seen
+	}{
+		{"with its head", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc", "", seen{true, true}},
+		{"no body", "GET / HTTP/1.1\r\nHost: h\r\n\r\n", "", seen{true, true}},
+		{"after its head", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\na", "bc", seen{false, true}},
+		{"chunked", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", "", seen{false, true}},
+		{"after a 100 Continue", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n", "abc", seen{false, true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", ours)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_, _ = io.WriteString(c, tc.head)
+			select {
+			case <-proceed:
+			case <-time.After(wait.Timeout):
+				t.Fatal("the handler never ran")
+			}
+			_, _ = io.WriteString(c, tc.rest)
+			select {
+			case s := <-got:
+				if s != tc.want {
+					t.Errorf("BodyBuffered before and after the read: %+v, want %+v", s, tc.want)
+				}
+			case <-time.After(wait.Timeout):
+				t.Fatal("the handler never finished")
+			}
+		})
+	}
+}

@@ -162,6 +162,18 @@ func (w *response) SetWriteDeadline(t time.Time) error {
 	return w.c.rwc.SetWriteDeadline(t)
 }
 
+// BodyBuffered reports whether what is left of the request's body is in the
+// connection's read buffer, declared by its Content-Length: reading it makes no read of
+// the socket, so no read deadline can matter (the server's body read sets none then).
+func (w *response) BodyBuffered() bool {
+	b := w.body
+	if b == nil || b.eof {
+		return true
+	}
+	left := w.req.ContentLength - b.n
+	return !b.expect && w.req.TransferEncoding == nil && w.req.ContentLength >= 0 && int64(w.c.br.Buffered()) >= left
+}
+
 // finish ends the response after the handler: the head if it has not gone (with a
 // Content-Length when the body fit the buffer), the last chunk and trailers, a flush.
 func (w *response) finish() {

@@ -44,6 +44,10 @@ type Conn struct {
 	rerr, werr syscall.Errno
 	read       func(fd uintptr) bool
 	write      func(fd uintptr) bool
+	// writeRead is WriteRead's function: it writes wp, then reads into rp once the
+	// socket is readable; stalled is set when the write met a full socket buffer.
+	writeRead func(fd uintptr) bool
+	stalled   bool
 }
 
 // Wrap returns c as a Conn when it is a *net.TCPConn on a system with raw calls, and c
@@ -65,7 +69,7 @@ func wrap(c net.Conn) net.Conn {
 		return c
 	}
 	r := &Conn{Conn: tc, tcp: tc, rc: rc}
-	r.read, r.write = r.readFD, r.writeFD
+	r.read, r.write, r.writeRead = r.readFD, r.writeFD, r.writeReadFD
 	return r
 }
 
@@ -117,7 +121,11 @@ func (c *Conn) Read(p []byte) (int, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
 	c.rp, c.rn, c.rerr = p, 0, 0
-	err := c.rc.Read(c.read)
+	return c.readOutcome(c.rc.Read(c.read))
+}
+
+// readOutcome is what a Read returns after rc.Read returned err, and ends the read.
+func (c *Conn) readOutcome(err error) (int, error) {
 	c.rp = nil
 	switch {
 	case err != nil:
@@ -136,7 +144,11 @@ func (c *Conn) Write(p []byte) (int, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.wp, c.wn, c.werr = p, 0, 0
-	err := c.rc.Write(c.write)
+	return c.writeOutcome(c.rc.Write(c.write))
+}
+
+// writeOutcome is what a Write returns after rc.Write returned err, and ends the write.
+func (c *Conn) writeOutcome(err error) (int, error) {
 	n := c.wn
 	c.wp = nil
 	switch {
@@ -146,6 +158,84 @@ func (c *Conn) Write(p []byte) (int, error) {
 		return n, c.opError("write", os.NewSyscallError("write", c.werr))
 	}
 	return n, nil
+}
+
+// WriteRead writes all of w and then reads into p: what c.Write(w) and then c.Read(p)
+// would return, the write's error in werr and the read's count and error in n and err.
+// On a Conn, a write made whole is not followed by a read that finds nothing: the wait
+// for the answer begins at once, which saves a system call a dispatch, an engine's
+// answer being never there at once (docs/benchmarks.md, "One read fewer a dispatch").
+//
+// Read reads the socket before it waits, since bytes may have come before the wait
+// began, and the wait (edge-triggered) sees only what comes after. WriteRead writes
+// within the wait, after that point, so it is for a request none of which the peer has
+// had yet, on a connection with nothing unread: the answer comes after the write and
+// wakes the wait. An answer to bytes written before (an engine may answer part of a
+// request) could have come before the wait, and would not wake it. A write that fails
+// or meets a full buffer is followed by Write's wait and Read's read-first: the peer may
+// have answered before it closed.
+func WriteRead(c net.Conn, w, p []byte) (n int, werr, err error) {
+	rc, ok := c.(*Conn)
+	if !ok || len(w) == 0 || len(p) == 0 {
+		if len(w) > 0 {
+			_, werr = c.Write(w)
+		}
+		n, err = c.Read(p)
+		return n, werr, err
+	}
+	return rc.writeThenRead(w, p)
+}
+
+func (c *Conn) writeThenRead(w, p []byte) (n int, werr, err error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	c.wp, c.wn, c.werr, c.stalled = w, 0, 0, false
+	c.rp, c.rn, c.rerr = p, 0, 0
+	rerr := c.rc.Read(c.writeRead)
+	switch {
+	case rerr != nil && c.wn < len(w):
+		// The read's wait ended (a deadline, a close) before the write, a failure of
+		// both: the write's error is a copy, opError naming its op in place.
+		_, werr = c.writeOutcome(twin(rerr))
+	case c.stalled:
+		// The socket's buffer is full: the rest waits for room as Write's does.
+		_, werr = c.writeOutcome(c.rc.Write(c.write))
+		n, err = c.readOutcome(c.rc.Read(c.read))
+		return n, werr, err
+	case c.werr != 0:
+		_, werr = c.writeOutcome(nil)
+		n, err = c.readOutcome(c.rc.Read(c.read))
+		return n, werr, err
+	default:
+		c.wp = nil
+	}
+	n, err = c.readOutcome(rerr)
+	return n, werr, err
+}
+
+// twin is a copy of err when it is a *net.OpError, and err otherwise.
+func twin(err error) error {
+	if oe, ok := err.(*net.OpError); ok {
+		c := *oe
+		return &c
+	}
+	return err
+}
+
+// writeReadFD writes what is left of wp and, once it is written, waits for the socket to
+// be readable before its first read (see WriteRead). It ends the read's wait when the
+// write fails or meets a full buffer, for writeThenRead to go on.
+func (c *Conn) writeReadFD(fd uintptr) bool {
+	if c.wn == len(c.wp) {
+		return c.readFD(fd)
+	}
+	if !c.writeFD(fd) {
+		c.stalled = true
+		return true
+	}
+	return c.werr != 0 // written whole: wait for the answer, not read for it
 }
 
 // opError is err as net.Conn's Read or Write names it. rc's own errors (closed, a

@@ -163,6 +163,23 @@ func (d *dateHeader) at(t time.Time) []string {
 	return v.v[:1:1]
 }
 
+// bodyBuffered reports whether the client server (h1) holds the rest of the request's
+// body in its read buffer, as a short request's body arrives with its head: its read
+// then needs no deadline, and setting and clearing one is two timer changes a request.
+// net/http's server does not say, and gets the deadline.
+func bodyBuffered(w http.ResponseWriter) bool {
+	for {
+		switch v := w.(type) {
+		case interface{ BodyBuffered() bool }:
+			return v.BodyBuffered()
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = v.Unwrap()
+		default:
+			return false
+		}
+	}
+}
+
 // preallocMax is the most ReadBody allocates before the body's bytes arrive.
 const preallocMax = 1 << 20
 
@@ -170,16 +187,19 @@ const preallocMax = 1 << 20
 // cap, in one allocation when the client declares its length: the body is read once and
 // every later step (decoding, dispatch to both PD halves) works on these bytes.
 func (s *generation) ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, *answer.Error) {
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(s.timeouts.BodyRead))
 	timedOut := false
-	defer func() {
-		// After a timeout the deadline stays passed and the connection closes after the
-		// answer: the server would otherwise wait for the rest of the body to keep it.
-		if !timedOut {
-			_ = rc.SetReadDeadline(time.Time{})
-		}
-	}()
+	if !bodyBuffered(w) {
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(s.timeouts.BodyRead))
+		defer func() {
+			// After a timeout the deadline stays passed and the connection closes after
+			// the answer: the server would otherwise wait for the rest of the body to
+			// keep it.
+			if !timedOut {
+				_ = rc.SetReadDeadline(time.Time{})
+			}
+		}()
+	}
 	if r.ContentLength > request.MaxBodyBytes {
 		return nil, &answer.Error{Status: http.StatusRequestEntityTooLarge, Code: answer.CodeBodyTooLarge, Msg: fmt.Sprintf("request body exceeds %d bytes", request.MaxBodyBytes)}
 	}

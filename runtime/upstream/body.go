@@ -60,7 +60,7 @@ func (b *Body) Close() error { return nil }
 // writev of the parts.
 type reqWriter struct {
 	*bufio.Writer
-	conn net.Conn
+	c *conn
 }
 
 // ReadFrom writes the body net/http hands over: a Body of exactly the limit's length from
@@ -79,7 +79,8 @@ func (w reqWriter) ReadFrom(r io.Reader) (int64, error) {
 	}
 	bufs := net.Buffers(b.parts)
 	b.parts = nil
-	n, err := bufs.WriteTo(w.conn)
+	w.c.wrote = true
+	n, err := bufs.WriteTo(w.c.Conn)
 	lr.N -= n
 	return n, err
 }

@@ -86,6 +86,39 @@ type conn struct {
 	// headerLeft is how many more bytes the reader may take from the connection while
 	// response headers are read; -1 when a body is read.
 	headerLeft int
+	// pend makes the writer's next flush hand its bytes to pending rather than to the
+	// connection: a request written whole in that flush is written by the first read of
+	// its answer (rawtcp.WriteRead), which werr then holds the error of. Only a request
+	// none of which went before (wrote): an engine may answer what it has of a request,
+	// and WriteRead would not see an answer that came before it.
+	pend    bool
+	wrote   bool
+	pending []byte
+	werr    error
+}
+
+// pendWriter is the connection as its buffered writer sees it (see conn.pend). The bytes
+// pending are the writer's own buffer, which nothing writes to before the read.
+type pendWriter struct{ c *conn }
+
+func (w pendWriter) Write(p []byte) (int, error) {
+	if w.c.pend {
+		w.c.pend, w.c.pending = false, p
+		return len(p), nil
+	}
+	w.c.wrote = true
+	return w.c.Conn.Write(p)
+}
+
+// read reads from the connection, writing what is pending first.
+func (c *conn) read(p []byte) (n int, err error) {
+	if c.pending == nil {
+		return c.Conn.Read(p)
+	}
+	w := c.pending
+	c.pending = nil
+	n, c.werr, err = rawtcp.WriteRead(c.Conn, w, p)
+	return n, err
 }
 
 // limited is the connection as its reader sees it: bounded while headers are read.
@@ -94,12 +127,12 @@ type limited struct{ c *conn }
 func (l limited) Read(p []byte) (int, error) {
 	c := l.c
 	if c.headerLeft < 0 {
-		return c.Conn.Read(p)
+		return c.read(p)
 	}
 	if c.headerLeft == 0 {
 		return 0, errHeadersTooLong
 	}
-	n, err := c.Conn.Read(p[:min(len(p), c.headerLeft)])
+	n, err := c.read(p[:min(len(p), c.headerLeft)])
 	c.headerLeft -= n
 	return n, err
 }
@@ -163,19 +196,26 @@ func (t *Transport) proxied(req *http.Request) bool {
 }
 
 // roundTrip writes req and reads the final response's headers. A request's headers and
-// an in-memory body go out in one write; a larger Body in a second, a writev of its parts.
+// an in-memory body go out in one write, made by the first read of the answer (see
+// conn.pend); a larger Body in a second, a writev of its parts.
 func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 	// Flushed even after a failed write: a body longer than its declared length fails
 	// req.Write after the declared bytes, which may still sit in the buffer, and the
 	// engine answers only once it has them all.
-	werr := req.Write(reqWriter{c.bw, c.Conn})
+	c.wrote, c.werr = false, nil
+	werr := req.Write(reqWriter{c.bw, c})
+	c.pend = werr == nil && !c.wrote
 	if ferr := c.bw.Flush(); werr == nil {
 		werr = ferr
 	}
+	c.pend = false
 	c.headerLeft = MaxHeaderBytes
-	defer func() { c.headerLeft = -1 }()
+	defer func() { c.headerLeft, c.pending = -1, nil }()
 	for range max1xx + 1 {
 		resp, err := http.ReadResponse(c.br, req)
+		if werr == nil {
+			werr = c.werr
+		}
 		switch {
 		case err != nil && werr != nil:
 			return nil, werr // the engine closed the connection on the request
@@ -236,7 +276,8 @@ func (t *Transport) get(ctx context.Context, addr string) (*conn, error) {
 		return nil, err
 	}
 	nc = rawtcp.Wrap(nc) // reads and writes without waking sysmon (see rawtcp)
-	c := &conn{Conn: nc, addr: addr, bw: bufio.NewWriterSize(nc, bufferSize), headerLeft: -1}
+	c := &conn{Conn: nc, addr: addr, headerLeft: -1}
+	c.bw = bufio.NewWriterSize(pendWriter{c}, bufferSize)
 	c.br = bufio.NewReaderSize(limited{c}, bufferSize)
 	c.peeker.init(nc)
 	c.expire = func() { _ = c.SetDeadline(longAgo) }

@@ -280,27 +280,31 @@ func (c *scriptedConn) SetReadDeadline(time.Time) error  { return nil }
 func (c *scriptedConn) SetWriteDeadline(time.Time) error { return nil }
 
 // An engine's early answer to a request it did not read is the request's answer, and
-// its connection is not reused.
+// its connection is not reused: for a body written after the head (1 MiB) and for one
+// written with it, by the answer's first read (a few bytes, see conn.pend). The engine
+// takes 50 bytes, less than the head.
 func TestEarlyAnswerBeatsTheWriteError(t *testing.T) {
-	dials := 0
-	tr := &Transport{Fallback: http.DefaultTransport, Dial: func(context.Context, string, string) (net.Conn, error) {
-		dials++
-		return &scriptedConn{limit: 100, answer: strings.NewReader("HTTP/1.1 413 Payload Too Large\r\nContent-Length: 3\r\n\r\nbig")}, nil
-	}}
-	for range 2 {
-		status, body, err := rawengine.Post(t, tr, context.Background(), "http://engine.test", strings.Repeat("x", 1<<20))
-		if err != nil || status != 413 || body != "big" {
-			t.Fatalf("early answer: %d %q %v", status, body, err)
+	for _, size := range []int{1 << 20, 3} {
+		dials := 0
+		tr := &Transport{Fallback: http.DefaultTransport, Dial: func(context.Context, string, string) (net.Conn, error) {
+			dials++
+			return &scriptedConn{limit: 50, answer: strings.NewReader("HTTP/1.1 413 Payload Too Large\r\nContent-Length: 3\r\n\r\nbig")}, nil
+		}}
+		for range 2 {
+			status, body, err := rawengine.Post(t, tr, context.Background(), "http://engine.test", strings.Repeat("x", size))
+			if err != nil || status != 413 || body != "big" {
+				t.Fatalf("early answer to %d bytes: %d %q %v", size, status, body, err)
+			}
 		}
-	}
-	if dials != 2 {
-		t.Errorf("%d dials, want 2", dials)
-	}
-	tr.Dial = func(context.Context, string, string) (net.Conn, error) {
-		return &scriptedConn{limit: 100, answer: strings.NewReader("")}, nil
-	}
-	if _, _, err := rawengine.Post(t, tr, context.Background(), "http://engine.test", strings.Repeat("x", 1<<20)); err == nil || !strings.Contains(err.Error(), "reset") {
-		t.Errorf("no answer: %v, want the write error", err)
+		if dials != 2 {
+			t.Errorf("%d bytes: %d dials, want 2", size, dials)
+		}
+		tr.Dial = func(context.Context, string, string) (net.Conn, error) {
+			return &scriptedConn{limit: 50, answer: strings.NewReader("")}, nil
+		}
+		if _, _, err := rawengine.Post(t, tr, context.Background(), "http://engine.test", strings.Repeat("x", size)); err == nil || !strings.Contains(err.Error(), "reset") {
+			t.Errorf("no answer to %d bytes: %v, want the write error", size, err)
+		}
 	}
 }
 
