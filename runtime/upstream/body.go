@@ -71,8 +71,25 @@ func (w reqWriter) ReadFrom(r io.Reader) (int64, error) {
 		return w.Writer.ReadFrom(r)
 	}
 	b, ok := lr.R.(*Body)
-	if !ok || b.Len() != lr.N || lr.N <= int64(w.Available()) {
+	if !ok || b.Len() != lr.N {
 		return w.Writer.ReadFrom(r)
+	}
+	n, err := w.body(b)
+	lr.N -= n
+	return n, err
+}
+
+// body writes b's parts: into the buffer after the headers when they fit in it, and
+// otherwise as the headers' flush and one writev of the parts.
+func (w reqWriter) body(b *Body) (int64, error) {
+	if b.Len() <= int64(w.Available()) {
+		var n int64
+		for _, p := range b.parts {
+			m, _ := w.Write(p) // fits: no error before the flush
+			n += int64(m)
+		}
+		b.parts = nil
+		return n, nil
 	}
 	if err := w.Flush(); err != nil {
 		return 0, err
@@ -80,7 +97,5 @@ func (w reqWriter) ReadFrom(r io.Reader) (int64, error) {
 	bufs := net.Buffers(b.parts)
 	b.parts = nil
 	w.c.wrote = true
-	n, err := bufs.WriteTo(w.c.Conn)
-	lr.N -= n
-	return n, err
+	return bufs.WriteTo(w.c.Conn)
 }

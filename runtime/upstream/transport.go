@@ -203,7 +203,7 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 	// req.Write after the declared bytes, which may still sit in the buffer, and the
 	// engine answers only once it has them all.
 	c.wrote, c.werr = false, nil
-	werr := req.Write(reqWriter{c.bw, c})
+	werr := writeRequest(reqWriter{c.bw, c}, req)
 	c.pend = werr == nil && !c.wrote
 	if ferr := c.bw.Flush(); werr == nil {
 		werr = ferr
