@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/routerkit/router/internal/wait"
 )
 
 // shortServer serves echo with the timeouts made short.
@@ -45,22 +47,30 @@ func TestHeaderTimeoutClosesSlowloris(t *testing.T) {
 		}
 		defer c.Close()
 		if first == "" {
-			if closed, b := closedWithin(c, 3*time.Second); !closed || len(b) > 0 {
-				t.Errorf("a silent connection after 3s: closed %v, sent %q; want closed at the 200ms header timeout", closed, b)
+			if closed, b := closedWithin(c, wait.Timeout); !closed || len(b) > 0 {
+				t.Errorf("a silent connection after %v: closed %v, sent %q; want closed at the 200ms header timeout", wait.Timeout, closed, b)
 			}
 			continue
 		}
 		_, _ = io.WriteString(c, first)
+		// The head trickles until the server closes the connection: a server that
+		// counted its timeout from the last byte would never close it.
+		stop := make(chan struct{})
+		defer close(stop)
 		go func() {
-			for range 40 {
-				time.Sleep(50 * time.Millisecond)
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
 				if _, err := io.WriteString(c, "X-A: b\r\n"); err != nil {
 					return
 				}
 			}
 		}()
-		if closed, b := closedWithin(c, 3*time.Second); !closed || len(b) > 0 {
-			t.Errorf("head %q trickled for 3s: closed %v, sent %q; want closed at the 200ms header timeout without an answer", first, closed, b)
+		if closed, b := closedWithin(c, wait.Timeout); !closed || len(b) > 0 {
+			t.Errorf("head %q trickled for %v: closed %v, sent %q; want closed at the 200ms header timeout without an answer", first, wait.Timeout, closed, b)
 		}
 	}
 }
@@ -83,9 +93,9 @@ func TestIdleTimeoutClosesIdle(t *testing.T) {
 		_, _ = io.ReadAll(resp.Body)
 		time.Sleep(100 * time.Millisecond)
 	}
-	_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(wait.Timeout))
 	if _, err := br.ReadByte(); err != io.EOF {
-		t.Errorf("an idle connection after 3s: %v, want closed at the 400ms idle timeout", err)
+		t.Errorf("an idle connection after %v: %v, want closed at the 400ms idle timeout", wait.Timeout, err)
 	}
 }
 
