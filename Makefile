@@ -60,6 +60,7 @@ fuzz:
 	$(GO) test ./compiler/legacy -run '^$$' -fuzz '^FuzzBucketFile$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/strictjson -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/strictjson -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/strictjson -run '^$$' -fuzz '^FuzzValid$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/strictjson -run '^$$' -fuzz '^FuzzAllocationPerByte$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/request -run '^$$' -fuzz '^FuzzDecodeChat$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/request -run '^$$' -fuzz '^FuzzDecodeRequests$$' -fuzztime $(FUZZTIME)

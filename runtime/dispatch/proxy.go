@@ -16,6 +16,7 @@ import (
 	"github.com/routerkit/router/runtime/engine"
 	"github.com/routerkit/router/runtime/logline"
 	"github.com/routerkit/router/runtime/plan"
+	"github.com/routerkit/router/runtime/strictjson"
 )
 
 // maxResponseBytes caps a non-streamed engine answer, which the router reads whole
@@ -316,7 +317,7 @@ func (a *attempt) modifyResponse(resp *http.Response) error {
 	case len(body) > maxResponseBytes:
 		jb.Close()
 		return fail(Malformed, "answer over "+strconv.Itoa(maxResponseBytes)+" bytes")
-	case strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") && !json.Valid(body):
+	case strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") && !strictjson.Valid(body):
 		defer jb.Close()
 		return fail(Malformed, "answer is not JSON: "+logline.Clip(string(body), 200))
 	}
