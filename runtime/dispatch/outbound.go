@@ -54,21 +54,18 @@ func NewHeaderPolicy(p plan.HeaderPolicy) HeaderPolicy {
 
 // Outbound returns the headers an engine gets for a client request with id reqID.
 func (hp HeaderPolicy) Outbound(in http.Header, reqID string) http.Header {
-	out := in.Clone()
-	if out == nil {
-		out = http.Header{}
-	}
-	hp.apply(out, reqID, make([]string, 3))
-	return out
+	return hp.copyFor(in, reqID, make([]string, 3))
 }
 
-// apply turns a copy of a client request's headers into the headers an engine gets for
-// the request with id reqID, in place, with the three values it sets in vals (length 3).
-// The proxy applies it to the copy of the client's request it makes for the engine
-// anyway, so that a dispatch copies the headers once.
-func (hp HeaderPolicy) apply(h http.Header, reqID string, vals []string) {
+// copyFor returns the headers an engine gets for a client request with headers in and
+// id reqID, with the three values it sets in vals (length 3): the client's headers but
+// those the policy drops (neverForwarded, the ones Connection names, the config's), and
+// the router's own. The client's values are shared, not copied, each slice clipped to
+// its length so that an Add to the copy (a trace hook's) cannot write into the client's:
+// a dispatch copied them all and then deleted most (Request.Clone), 1.5% of its CPU.
+func (hp HeaderPolicy) copyFor(in http.Header, reqID string, vals []string) http.Header {
 	var named map[string]bool
-	for _, v := range h["Connection"] {
+	for _, v := range in["Connection"] {
 		for f := range strings.SplitSeq(v, ",") {
 			if named == nil {
 				named = map[string]bool{}
@@ -76,16 +73,18 @@ func (hp HeaderPolicy) apply(h http.Header, reqID string, vals []string) {
 			named[http.CanonicalHeaderKey(strings.TrimSpace(f))] = true
 		}
 	}
-	for k := range h {
-		if hp.deny[k] || named[k] || (hp.allow != nil && !hp.allow[k]) {
-			delete(h, k)
+	out := make(http.Header, len(in)+3)
+	for k, vv := range in {
+		if !hp.deny[k] && !named[k] && (hp.allow == nil || hp.allow[k]) {
+			out[k] = vv[:len(vv):len(vv)]
 		}
 	}
 	// Asking for identity spares the router inflating what it must read anyway (an
 	// engine next to it gains nothing from compressing) and the transport the header it
 	// would otherwise add for gzip.
 	vals[0], vals[1], vals[2] = "application/json", reqID, "identity"
-	h["Content-Type"], h["X-Request-Id"], h["Accept-Encoding"] = vals[0:1:1], vals[1:2:2], vals[2:3:3]
+	out["Content-Type"], out["X-Request-Id"], out["Accept-Encoding"] = vals[0:1:1], vals[1:2:2], vals[2:3:3]
+	return out
 }
 
 // setForwarded adds the X-Forwarded-For, -Host and -Proto headers for in, as
@@ -201,17 +200,19 @@ func (p payload) reader() io.ReadCloser { return upstream.NewBody(p.head, p.tail
 // see is in memory is written in a second call, a second TCP segment for the engine to
 // wake up to.
 func (a *attempt) request(ctx context.Context, in *http.Request) *http.Request {
-	out := in.Clone(ctx)
+	out := in.WithContext(ctx) // a shallow copy: its URL and header are made below
 	out.Close = false
 	target := a.w.Target()
-	out.URL.Scheme, out.URL.Host, out.Host = target.Scheme, target.Host, ""
-	out.URL.Path, out.URL.RawPath = joinURLPath(target, in.URL)
-	out.URL.RawQuery = engineQuery(target, in.URL)
-	// out.Header is a copy of the client's; the policy removes the hop-by-hop headers,
-	// those Connection names and the forwarding headers with the rest it never forwards.
-	// The seven values the router sets share one allocation.
+	u := *in.URL
+	u.Scheme, u.Host, out.Host = target.Scheme, target.Host, ""
+	u.Path, u.RawPath = joinURLPath(target, in.URL)
+	u.RawQuery = engineQuery(target, in.URL)
+	out.URL = &u
+	// The policy leaves out the hop-by-hop headers, those Connection names and the
+	// forwarding headers with the rest it never forwards. The seven values the router
+	// sets share one allocation.
 	vals := make([]string, 7)
-	a.dp.headers.apply(out.Header, a.out.ID(), vals[0:3])
+	out.Header = a.dp.headers.copyFor(in.Header, a.out.ID(), vals[0:3])
 	vals[6] = strconv.FormatInt(a.body.len(), 10)
 	out.Header["Content-Length"] = vals[6:7:7]
 	setForwarded(out.Header, in, vals[3:6])

@@ -1,8 +1,11 @@
 package dispatch
 
 import (
+	"net/http"
 	"net/url"
 	"testing"
+
+	"github.com/routerkit/router/runtime/plan"
 )
 
 // The engine's URL is the engine's base path joined to the client's path with one
@@ -34,5 +37,25 @@ func TestOutboundURL(t *testing.T) {
 		if got := cleanQuery(query); got != want {
 			t.Errorf("cleanQuery(%q) = %q, want %q", query, got, want)
 		}
+	}
+}
+
+// An engine's headers share the client's values without room to grow into them: an Add
+// to the engine's (a trace hook's, one PD half's) never writes into the client's, which
+// the other half reads at the same time.
+func TestOutboundSharesNoRoom(t *testing.T) {
+	vals := make([]string, 2, 8)
+	vals[0], vals[1] = "a", "b"
+	in := http.Header{"X-Multi": vals, "Cookie": {"c"}}
+	out := NewHeaderPolicy(plan.HeaderPolicy{}).Outbound(in, "id")
+	out.Add("X-Multi", "from the engine's side")
+	if spare := vals[:3][2]; spare != "" {
+		t.Errorf("an Add to the engine's headers wrote %q into the client's", spare)
+	}
+	if got := out["X-Multi"]; len(got) != 3 || got[0] != "a" || got[1] != "b" {
+		t.Errorf("engine's X-Multi %q", got)
+	}
+	if out.Get("Cookie") != "" || out.Get("X-Request-Id") != "id" {
+		t.Errorf("engine's headers %v", out)
 	}
 }
