@@ -85,8 +85,10 @@ func (w reqWriter) body(b *Body) (int64, error) {
 	if b.Len() <= int64(w.Available()) {
 		var n int64
 		for _, p := range b.parts {
-			m, _ := w.Write(p) // fits: no error before the flush
-			n += int64(m)
+			m, err := w.Write(p) // fits: only an earlier flush's error comes back
+			if n += int64(m); err != nil {
+				return n, err
+			}
 		}
 		b.parts = nil
 		return n, nil
