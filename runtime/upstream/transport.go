@@ -212,7 +212,7 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 	c.headerLeft = MaxHeaderBytes
 	defer func() { c.headerLeft, c.pending = -1, nil }()
 	for range max1xx + 1 {
-		resp, err := http.ReadResponse(c.br, req)
+		resp, err := readResponse(c.br, req)
 		if werr == nil {
 			werr = c.werr
 		}
