@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http/httputil"
 	"strconv"
+
+	"github.com/routerkit/router/runtime/sized"
 )
 
 // maxHeadBytes bounds a response head (status line and header fields) the monitor reads.
@@ -116,7 +118,7 @@ func (h head) body(br *bufio.Reader) io.Reader {
 	case h.chunked:
 		return httputil.NewChunkedReader(br)
 	case h.length >= 0:
-		return &exactReader{r: br, left: h.length}
+		return sized.New(br, h.length)
 	}
 	return br
 }
@@ -142,27 +144,6 @@ func (h head) trailer(br *bufio.Reader) error {
 			return fmt.Errorf("malformed trailer line: %q", line)
 		}
 	}
-}
-
-// exactReader reads exactly left bytes from r.
-type exactReader struct {
-	r    io.Reader
-	left int64
-}
-
-func (e *exactReader) Read(p []byte) (int, error) {
-	if e.left <= 0 {
-		return 0, io.EOF
-	}
-	if int64(len(p)) > e.left {
-		p = p[:e.left]
-	}
-	n, err := e.r.Read(p)
-	e.left -= int64(n)
-	if err == io.EOF && e.left > 0 {
-		err = io.ErrUnexpectedEOF
-	}
-	return n, err
 }
 
 // headLine returns the next line of a head without its line ending, charging it to

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/routerkit/router/runtime/sized"
 )
 
 // readResponse reads an engine's answer head from br: the usual one, which plainAnswer
@@ -120,7 +122,7 @@ func plainAnswer(br *bufio.Reader, req *http.Request) *http.Response {
 	resp := &http.Response{Status: string(line[9:]), StatusCode: code, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: h, ContentLength: length, Close: closes, Request: req, Body: http.NoBody}
 	if length > 0 {
-		resp.Body = &lengthBody{r: br, left: length}
+		resp.Body = sized.New(br, length)
 	}
 	return resp
 }
@@ -136,28 +138,3 @@ func validName(b []byte) bool {
 	}
 	return true
 }
-
-// lengthBody is an answer's body of a declared length, read as http.ReadResponse's
-// body reads one: io.EOF at its end, io.ErrUnexpectedEOF at a connection's end before.
-type lengthBody struct {
-	r    io.Reader
-	left int64
-}
-
-func (b *lengthBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		return 0, io.EOF
-	}
-	n, err := b.r.Read(p[:min(int64(len(p)), b.left)])
-	b.left -= int64(n)
-	switch {
-	case b.left == 0:
-		return n, io.EOF
-	case err == io.EOF:
-		return n, io.ErrUnexpectedEOF
-	}
-	return n, err
-}
-
-// Close does nothing: the transport's body (see body) decides the connection's fate.
-func (b *lengthBody) Close() error { return nil }
