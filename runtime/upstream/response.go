@@ -73,50 +73,30 @@ func plainAnswer(br *bufio.Reader, req *http.Request) *http.Response {
 		return nil
 	}
 	fields := head[nl+2:]
-	h := make(http.Header, bytes.Count(fields, []byte("\r\n")))
-	length := int64(-1)
-	closes := false
+	length, closes, lines, ok := framing(fields)
+	if !ok {
+		return nil
+	}
+	// The values share one slice, each key's first a slice of its own length, as
+	// http.ReadResponse lays them out.
+	h := make(http.Header, lines)
+	vals := make([]string, lines)
 	for len(fields) > 0 {
-		nl := bytes.Index(fields, []byte("\r\n"))
-		line := fields[:nl]
-		fields = fields[nl+2:]
-		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 {
-			return nil
-		}
-		name := line[:colon]
-		value := bytes.Trim(line[colon+1:], " \t")
-		if !validName(name) || !httpguts.ValidHeaderFieldValue(string(value)) {
-			return nil
-		}
+		name, value, rest, _ := field(fields)
+		fields = rest
 		key, ok := commonKeys[string(name)]
 		if !ok {
 			key = textproto.CanonicalMIMEHeaderKey(string(name))
 		}
-		switch key {
-		case "Transfer-Encoding", "Trailer", "Pragma":
-			return nil
-		case "Content-Length":
-			if length >= 0 || len(value) == 0 || len(value) > 18 {
-				return nil
-			}
-			length = 0
-			for _, c := range value {
-				if !digit(c) {
-					return nil
-				}
-				length = length*10 + int64(c-'0')
-			}
-		case "Connection":
-			closes = closes || httpguts.HeaderValuesContainsToken([]string{string(value)}, "close")
+		if closes && key == "Connection" {
+			continue // as http.ReadResponse drops it for a close
 		}
-		h[key] = append(h[key], string(value))
-	}
-	if length < 0 {
-		return nil
-	}
-	if closes {
-		delete(h, "Connection") // as http.ReadResponse does for a close
+		if vv := h[key]; vv != nil {
+			h[key] = append(vv, string(value))
+			continue
+		}
+		vals[0] = string(value)
+		h[key], vals = vals[:1:1], vals[1:]
 	}
 	_, _ = br.Discard(end + 4)
 	resp := &http.Response{Status: string(line[9:]), StatusCode: code, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
@@ -125,6 +105,51 @@ func plainAnswer(br *bufio.Reader, req *http.Request) *http.Response {
 		resp.Body = sized.New(br, length)
 	}
 	return resp
+}
+
+// field splits the first of fields' lines into its name and its value, trimmed; colon
+// is false for a line without one.
+func field(fields []byte) (name, value, rest []byte, colon bool) {
+	nl := bytes.Index(fields, []byte("\r\n"))
+	name, value, colon = bytes.Cut(fields[:nl], []byte(":"))
+	return name, bytes.Trim(value, " \t"), fields[nl+2:], colon
+}
+
+// framing checks a head's field lines and reads their framing: the Content-Length,
+// whether the answer closes its connection, and how many lines there are. ok is false
+// for a line or a field http.ReadResponse reads otherwise. It allocates nothing, so that
+// an answer it refuses (a stream's: chunked) costs little before ReadResponse reads it.
+func framing(fields []byte) (length int64, closes bool, lines int, ok bool) {
+	length = -1
+	for len(fields) > 0 {
+		name, value, rest, colon := field(fields)
+		fields = rest
+		lines++
+		if !colon || len(name) == 0 || !validName(name) || !httpguts.ValidHeaderFieldValue(string(value)) {
+			return 0, false, 0, false // no colon, an empty or invalid name, an invalid value
+		}
+		switch {
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")), bytes.EqualFold(name, []byte("Trailer")),
+			bytes.EqualFold(name, []byte("Pragma")):
+			return 0, false, 0, false
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			if length >= 0 || len(value) == 0 || len(value) > 18 {
+				return 0, false, 0, false
+			}
+			length = 0
+			for _, c := range value {
+				if !digit(c) {
+					return 0, false, 0, false
+				}
+				length = length*10 + int64(c-'0')
+			}
+		case bytes.EqualFold(name, []byte("Connection")):
+			for tok := range bytes.SplitSeq(value, []byte(",")) {
+				closes = closes || bytes.EqualFold(bytes.Trim(tok, " \t"), []byte("close"))
+			}
+		}
+	}
+	return length, closes, lines, length >= 0
 }
 
 func digit(c byte) bool { return '0' <= c && c <= '9' }

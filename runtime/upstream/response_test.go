@@ -80,6 +80,8 @@ func TestAnswerMatchesReadResponse(t *testing.T) {
 		{"a folded line", "HTTP/1.1 200 OK\r\nX-A: 1\r\n 2\r\nContent-Length: 2\r\n\r\nok", false},
 		{"a space before the colon", "HTTP/1.1 200 OK\r\nX-A : 1\r\nContent-Length: 2\r\n\r\nok", false},
 		{"Pragma", "HTTP/1.1 200 OK\r\nPragma: no-cache\r\nContent-Length: 2\r\n\r\nok", false},
+		{"a line without a colon", "HTTP/1.1 200 OK\r\nNoColon\r\nContent-Length: 2\r\n\r\nok", false},
+		{"close among tokens", "HTTP/1.1 200 OK\r\nconnection: Keep-Alive , CLOSE\r\nContent-Length: 2\r\n\r\nok", true},
 		{"a head past the buffer", "HTTP/1.1 200 OK\r\nX-Pad: " + strings.Repeat("p", 5000) + "\r\nContent-Length: 2\r\n\r\nok", false},
 		{"nothing", "", false},
 		{"garbage", "NOT HTTP\r\n\r\n", false},
