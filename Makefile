@@ -77,6 +77,7 @@ fuzz:
 	$(GO) test ./runtime/monitor -run '^$$' -fuzz '^FuzzReadHead$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/monitor -run '^$$' -fuzz '^FuzzShardParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/h1 -run '^$$' -fuzz '^FuzzServeConn$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/h1 -run '^$$' -fuzz '^FuzzRequestMatchesReadRequest$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/upstream -run '^$$' -fuzz '^FuzzHeadMatchesRequestWrite$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/upstream -run '^$$' -fuzz '^FuzzAnswerMatchesReadResponse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/state/kv/zmtp -run '^$$' -fuzz '^FuzzConn$$' -fuzztime $(FUZZTIME)

@@ -248,7 +248,7 @@ func (c *conn) readRequest() (*http.Request, error) {
 		}
 		_, _ = c.br.Discard(n)
 	}
-	req, err := http.ReadRequest(c.br)
+	req, err := readHTTPRequest(c.br)
 	if err != nil {
 		if c.lr.n == 0 {
 			return nil, errTooLarge

@@ -5,11 +5,8 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-	"net/textproto"
-	"strings"
 
-	"golang.org/x/net/http/httpguts"
-
+	"github.com/routerkit/router/runtime/httphead"
 	"github.com/routerkit/router/runtime/sized"
 )
 
@@ -37,18 +34,6 @@ func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
 	return http.ReadResponse(br, req)
 }
 
-// commonKeys are the canonical names of the fields engines answer with, by themselves and
-// in lower case (uvicorn's), which a field name in either form shares rather than
-// allocating.
-var commonKeys = func() map[string]string {
-	m := map[string]string{}
-	for _, k := range []string{"Content-Length", "Content-Type", "Date", "Server", "Connection", "Keep-Alive",
-		"X-Request-Id", "Cache-Control", "Vary", "Content-Encoding"} {
-		m[k], m[strings.ToLower(k)] = k, k
-	}
-	return m
-}()
-
 // plainAnswer reads the head buffered in br when it is a plain answer: HTTP/1.1, a
 // status from 200 but 204 and 304 (to a request other than HEAD), field lines each
 // "Name: value" with a valid name and value, one Content-Length of digits, and none of
@@ -64,7 +49,7 @@ func plainAnswer(br *bufio.Reader, req *http.Request) *http.Response {
 	head := buf[:end+2] // each line with its CRLF
 	nl := bytes.Index(head, []byte("\r\n"))
 	line := head[:nl]
-	if len(line) < 12 || string(line[:9]) != "HTTP/1.1 " || !digit(line[9]) || !digit(line[10]) || !digit(line[11]) ||
+	if len(line) < 12 || string(line[:9]) != "HTTP/1.1 " || !httphead.Digit(line[9]) || !httphead.Digit(line[10]) || !httphead.Digit(line[11]) ||
 		len(line) > 12 && line[12] != ' ' || bytes.IndexByte(line, '\n') >= 0 || bytes.IndexByte(line, '\r') >= 0 {
 		return nil // a lone CR or LF would end the line for http.ReadResponse
 	}
@@ -73,93 +58,20 @@ func plainAnswer(br *bufio.Reader, req *http.Request) *http.Response {
 		return nil
 	}
 	fields := head[nl+2:]
-	length, closes, lines, ok := framing(fields)
-	if !ok {
+	f, ok := httphead.Scan(fields)
+	if !ok || f.Length < 0 {
 		return nil
 	}
-	// The values share one slice, each key's first a slice of its own length, as
-	// http.ReadResponse lays them out.
-	h := make(http.Header, lines)
-	vals := make([]string, lines)
-	for len(fields) > 0 {
-		name, value, rest, _ := field(fields)
-		fields = rest
-		key, ok := commonKeys[string(name)]
-		if !ok {
-			key = textproto.CanonicalMIMEHeaderKey(string(name))
-		}
-		if closes && key == "Connection" {
-			continue // as http.ReadResponse drops it for a close
-		}
-		if vv := h[key]; vv != nil {
-			h[key] = append(vv, string(value))
-			continue
-		}
-		vals[0] = string(value)
-		h[key], vals = vals[:1:1], vals[1:]
-	}
+	h := httphead.Header(fields, f.Lines, f.Close) // as http.ReadResponse drops Connection for a close
 	_, _ = br.Discard(end + 4)
-	resp := &http.Response{Status: string(line[9:]), StatusCode: code, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: h, ContentLength: length, Close: closes, Request: req, Body: http.NoBody}
-	if length > 0 {
-		resp.Body = sized.New(br, length)
+	status := "200 OK" // the usual one, without an allocation
+	if string(line[9:]) != status {
+		status = string(line[9:])
+	}
+	resp := &http.Response{Status: status, StatusCode: code, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h, ContentLength: f.Length, Close: f.Close, Request: req, Body: http.NoBody}
+	if f.Length > 0 {
+		resp.Body = sized.New(br, f.Length)
 	}
 	return resp
-}
-
-// field splits the first of fields' lines into its name and its value, trimmed; colon
-// is false for a line without one.
-func field(fields []byte) (name, value, rest []byte, colon bool) {
-	nl := bytes.Index(fields, []byte("\r\n"))
-	name, value, colon = bytes.Cut(fields[:nl], []byte(":"))
-	return name, bytes.Trim(value, " \t"), fields[nl+2:], colon
-}
-
-// framing checks a head's field lines and reads their framing: the Content-Length,
-// whether the answer closes its connection, and how many lines there are. ok is false
-// for a line or a field http.ReadResponse reads otherwise. It allocates nothing, so that
-// an answer it refuses (a stream's: chunked) costs little before ReadResponse reads it.
-func framing(fields []byte) (length int64, closes bool, lines int, ok bool) {
-	length = -1
-	for len(fields) > 0 {
-		name, value, rest, colon := field(fields)
-		fields = rest
-		lines++
-		if !colon || len(name) == 0 || !validName(name) || !httpguts.ValidHeaderFieldValue(string(value)) {
-			return 0, false, 0, false // no colon, an empty or invalid name, an invalid value
-		}
-		switch {
-		case bytes.EqualFold(name, []byte("Transfer-Encoding")), bytes.EqualFold(name, []byte("Trailer")),
-			bytes.EqualFold(name, []byte("Pragma")):
-			return 0, false, 0, false
-		case bytes.EqualFold(name, []byte("Content-Length")):
-			if length >= 0 || len(value) == 0 || len(value) > 18 {
-				return 0, false, 0, false
-			}
-			length = 0
-			for _, c := range value {
-				if !digit(c) {
-					return 0, false, 0, false
-				}
-				length = length*10 + int64(c-'0')
-			}
-		case bytes.EqualFold(name, []byte("Connection")):
-			for tok := range bytes.SplitSeq(value, []byte(",")) {
-				closes = closes || bytes.EqualFold(bytes.Trim(tok, " \t"), []byte("close"))
-			}
-		}
-	}
-	return length, closes, lines, length >= 0
-}
-
-func digit(c byte) bool { return '0' <= c && c <= '9' }
-
-// validName reports whether b is a field name of token characters.
-func validName(b []byte) bool {
-	for _, c := range b {
-		if !httpguts.IsTokenRune(rune(c)) {
-			return false
-		}
-	}
-	return true
 }

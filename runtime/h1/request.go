@@ -1,0 +1,119 @@
+package h1
+
+import (
+	"bufio"
+	"bytes"
+	"net/http"
+	"net/url"
+
+	"github.com/routerkit/router/runtime/httphead"
+	"github.com/routerkit/router/runtime/sized"
+)
+
+// readHTTPRequest reads a request from br: the usual one, which plainRequest reads, as
+// http.ReadRequest would read it (FuzzRequestMatchesReadRequest), and any other by
+// http.ReadRequest. Its line reader, header interning, URL parser and transfer checks
+// were 3.6% of the router's CPU a short chat (docs/benchmarks.md, "The client's head").
+func readHTTPRequest(br *bufio.Reader) (*http.Request, error) {
+	// The first read, as http.ReadRequest's first line would meet it: a failure before
+	// any byte is its error too, and a second read could fail otherwise (a reset is an
+	// EOF the second time).
+	if _, err := br.Peek(1); err != nil {
+		return nil, err
+	}
+	if req := plainRequest(br); req != nil {
+		return req, nil
+	}
+	return http.ReadRequest(br)
+}
+
+// plainMethods are the methods plainRequest reads, each its own string.
+var plainMethods = map[string]string{}
+
+func init() {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodHead, http.MethodPut, http.MethodDelete,
+		http.MethodOptions, http.MethodPatch} {
+		plainMethods[m] = m
+	}
+}
+
+// plainRequest reads the head buffered in br when it is a plain request: one of the
+// usual methods, HTTP/1.1, a target in origin form of unreserved characters and slashes
+// with an optional query of visible ASCII, and field lines httphead.Scan takes, with at
+// most one Host. It returns nil, having consumed nothing, for anything else, or a head
+// not whole in the buffer.
+func plainRequest(br *bufio.Reader) *http.Request {
+	buf, _ := br.Peek(br.Buffered())
+	end := bytes.Index(buf, []byte("\r\n\r\n"))
+	if end < 0 {
+		return nil
+	}
+	head := buf[:end+2] // each line with its CRLF
+	nl := bytes.Index(head, []byte("\r\n"))
+	method, rest, _ := bytes.Cut(head[:nl], []byte(" "))
+	target, proto, _ := bytes.Cut(rest, []byte(" "))
+	m, ok := plainMethods[string(method)]
+	if !ok || string(proto) != "HTTP/1.1" {
+		return nil
+	}
+	path, query, hasQuery := bytes.Cut(target, []byte("?"))
+	if !plainPath(path) || hasQuery && !plainQuery(query) {
+		return nil
+	}
+	fields := head[nl+2:]
+	f, ok := httphead.Scan(fields)
+	if !ok {
+		return nil
+	}
+	h := httphead.Header(fields, f.Lines, false)
+	host := h["Host"]
+	if len(host) > 1 {
+		return nil // http.ReadRequest's error
+	}
+	delete(h, "Host") // promoted to the request's Host, as http.ReadRequest does
+	_, _ = br.Discard(end + 4)
+	uri := string(target)
+	u := &url.URL{Path: uri[:len(path)]}
+	if hasQuery {
+		u.RawQuery = uri[len(path)+1:]
+	}
+	req := &http.Request{Method: m, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h,
+		Body: http.NoBody, ContentLength: max(f.Length, 0), Close: f.Close, RequestURI: uri}
+	if len(host) == 1 {
+		req.Host = host[0]
+	}
+	if f.Length > 0 {
+		req.Body = sized.New(br, f.Length)
+	}
+	return req
+}
+
+// plainPath reports whether p is a path that url.ParseRequestURI keeps as it is: a
+// slash, then unreserved characters and slashes, not two slashes first.
+func plainPath(p []byte) bool {
+	if len(p) == 0 || p[0] != '/' || len(p) > 1 && p[1] == '/' {
+		return false
+	}
+	for _, c := range p {
+		if !unreserved(c) && c != '/' {
+			return false
+		}
+	}
+	return true
+}
+
+// plainQuery reports whether q is a query url.ParseRequestURI keeps whole as RawQuery:
+// not empty (a lone "?" sets ForceQuery) and of visible ASCII.
+func plainQuery(q []byte) bool {
+	for _, c := range q {
+		if c <= ' ' || c >= 0x7f {
+			return false
+		}
+	}
+	return len(q) > 0
+}
+
+// unreserved reports whether c is an unreserved character of RFC 3986.
+func unreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || httphead.Digit(c) || c == '-' || c == '.' || c == '_' || c == '~'
+}
