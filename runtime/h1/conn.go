@@ -43,15 +43,16 @@ type conn struct {
 	lr     limitReader
 	br     *bufio.Reader
 	bw     *bufio.Writer
-	ctx    context.Context
-	stop   context.CancelFunc // ends ctx: the connection is over
+	// ctx is every request's context on the connection: it ends when the connection
+	// does (the client left, a write failed, the server closed it), not when a handler
+	// returns, which saves a context, its channel and its parent's list of children a
+	// request; the router's handlers end what they derive from it.
+	ctx  context.Context
+	stop context.CancelFunc // ends ctx: the connection is over
 
 	phase atomic.Int32
 	since atomic.Int64 // when the phase began, on the server's clock
 
-	// cancel ends the current request's context; the pending read calls it when the
-	// client leaves.
-	cancel context.CancelFunc
 	// waiting: the pending read is armed (at the body's end): the server's wait tick
 	// starts it waitDelay after waitFrom at the earliest (pending goes from waitArmed to
 	// waitStarted), and its result comes on waited.
@@ -168,7 +169,7 @@ func (c *conn) wait() {
 	// request worth an answer.
 	_, err := c.br.Peek(4)
 	if err != nil {
-		c.cancel()
+		c.stop()
 	}
 	c.waited <- err
 }
@@ -248,7 +249,7 @@ func (c *conn) readRequest() (*http.Request, error) {
 		}
 		_, _ = c.br.Discard(n)
 	}
-	req, err := readHTTPRequest(c.br)
+	req, err := readHTTPRequest(c.br, c.ctx)
 	if err != nil {
 		if c.lr.n == 0 {
 			return nil, errTooLarge
@@ -336,10 +337,6 @@ func (c *conn) serveOne() bool {
 	if !c.phase.CompareAndSwap(phaseHead, phaseActive) {
 		return false
 	}
-	ctx, cancel := context.WithCancel(c.ctx)
-	c.cancel = cancel
-	defer cancel()
-	req = req.WithContext(ctx)
 	req.RemoteAddr = c.remote
 	w := &response{c: c, req: req, header: make(http.Header), contentLength: -1,
 		wants10KeepAlive: req.ProtoMajor == 1 && req.ProtoMinor == 0 && httpguts.HeaderValuesContainsToken(req.Header["Connection"], "keep-alive")}

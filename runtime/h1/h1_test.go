@@ -289,6 +289,37 @@ func TestClientLeavingCancels(t *testing.T) {
 	}
 }
 
+// Every request on a connection has the connection's context: it outlives the handler,
+// so the requests that follow share it, and ends when the client leaves.
+func TestRequestContextIsTheConnections(t *testing.T) {
+	ctxs := make(chan context.Context, 2)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { ctxs <- r.Context() })
+	ours, _ := servers(t, h, nil)
+	c, err := net.Dial("tcp", ours)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	for range 2 {
+		_, _ = io.WriteString(c, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	first, second := <-ctxs, <-ctxs
+	if first != second || first.Err() != nil {
+		t.Fatalf("the second request's context %v is not the first's %v, live after its handler (%v)", second, first, first.Err())
+	}
+	c.Close()
+	select {
+	case <-first.Done():
+	case <-time.After(wait.Timeout):
+		t.Fatal("the connection's context did not end when the client left")
+	}
+}
+
 // ResponseController reaches the connection's deadlines.
 func TestResponseControllerDeadlines(t *testing.T) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

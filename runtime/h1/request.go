@@ -3,6 +3,7 @@ package h1
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"net/http"
 	"net/url"
 
@@ -10,21 +11,25 @@ import (
 	"github.com/routerkit/router/runtime/sized"
 )
 
-// readHTTPRequest reads a request from br: the usual one, which plainRequest reads, as
+// readHTTPRequest reads a request from br, of context ctx: the usual one, which plainRequest reads, as
 // http.ReadRequest would read it (FuzzRequestMatchesReadRequest), and any other by
 // http.ReadRequest. Its line reader, header interning, URL parser and transfer checks
 // were 3.6% of the router's CPU a short chat (docs/benchmarks.md, "The client's head").
-func readHTTPRequest(br *bufio.Reader) (*http.Request, error) {
+func readHTTPRequest(br *bufio.Reader, ctx context.Context) (*http.Request, error) {
 	// The first read, as http.ReadRequest's first line would meet it: a failure before
 	// any byte is its error too, and a second read could fail otherwise (a reset is an
 	// EOF the second time).
 	if _, err := br.Peek(1); err != nil {
 		return nil, err
 	}
-	if req := plainRequest(br); req != nil {
+	if req := plainRequest(br, ctx); req != nil {
 		return req, nil
 	}
-	return http.ReadRequest(br)
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		return nil, err
+	}
+	return req.WithContext(ctx), nil
 }
 
 // plainMethods are the methods plainRequest reads, each its own string.
@@ -42,7 +47,7 @@ func init() {
 // with an optional query of visible ASCII, and field lines httphead.Scan takes, with at
 // most one Host. It returns nil, having consumed nothing, for anything else, or a head
 // not whole in the buffer.
-func plainRequest(br *bufio.Reader) *http.Request {
+func plainRequest(br *bufio.Reader, ctx context.Context) *http.Request {
 	buf, _ := br.Peek(br.Buffered())
 	end := bytes.Index(buf, []byte("\r\n\r\n"))
 	if end < 0 {
@@ -77,11 +82,12 @@ func plainRequest(br *bufio.Reader) *http.Request {
 	if hasQuery {
 		u.RawQuery = uri[len(path)+1:]
 	}
-	req := &http.Request{Method: m, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h,
+	r := http.Request{Method: m, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h,
 		Body: http.NoBody, ContentLength: max(f.Length, 0), Close: f.Close, RequestURI: uri}
 	if len(host) == 1 {
-		req.Host = host[0]
+		r.Host = host[0]
 	}
+	req := r.WithContext(ctx) // the one request made: r stays on the stack
 	if f.Length > 0 {
 		req.Body = sized.New(br, f.Length)
 	}

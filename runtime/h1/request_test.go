@@ -3,6 +3,7 @@ package h1
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"net/url"
@@ -52,11 +53,16 @@ func seeRequest(raw []byte, read func(*bufio.Reader) (*http.Request, error)) req
 	return s
 }
 
+// readBackground is the server's reading of a request, of the background context.
+func readBackground(br *bufio.Reader) (*http.Request, error) {
+	return readHTTPRequest(br, context.Background())
+}
+
 // readsPlain reports whether plainRequest reads raw's head itself.
 func readsPlain(raw []byte) bool {
 	br := bufio.NewReaderSize(bytes.NewReader(raw), bufSize)
 	br.Peek(1)
-	return plainRequest(br) != nil
+	return plainRequest(br, context.Background()) != nil
 }
 
 // The client server reads requests as http.ReadRequest reads them, field for field, body
@@ -102,7 +108,7 @@ func TestRequestMatchesReadRequest(t *testing.T) {
 			if got := readsPlain([]byte(tc.raw)); got != tc.plain {
 				t.Errorf("read by plainRequest: %v, want %v", got, tc.plain)
 			}
-			ours, theirs := seeRequest([]byte(tc.raw), readHTTPRequest), seeRequest([]byte(tc.raw), http.ReadRequest)
+			ours, theirs := seeRequest([]byte(tc.raw), readBackground), seeRequest([]byte(tc.raw), http.ReadRequest)
 			if !reflect.DeepEqual(ours, theirs) {
 				t.Errorf("the server read\n%+v\nhttp.ReadRequest\n%+v", ours, theirs)
 			}
@@ -117,7 +123,7 @@ func FuzzRequestMatchesReadRequest(f *testing.F) {
 	f.Add([]byte("GET /a/b?c=d HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"))
 	f.Add([]byte("POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nX-A: \x01\r\n\r\nabc"))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		ours, theirs := seeRequest(raw, readHTTPRequest), seeRequest(raw, http.ReadRequest)
+		ours, theirs := seeRequest(raw, readBackground), seeRequest(raw, http.ReadRequest)
 		if !reflect.DeepEqual(ours, theirs) {
 			t.Fatalf("for %q the server read\n%+v\nhttp.ReadRequest\n%+v", raw, ours, theirs)
 		}
