@@ -458,7 +458,8 @@ func (b *streamBody) Read(p []byte) (int, error) {
 // hopHeaders, removeHopByHop and copyHeader are net/http/httputil's (Copyright The Go
 // Authors, BSD-style license), as proxy keeps ReverseProxy's behaviour.
 
-// hopHeaders are the hop-by-hop headers an engine's answer never passes on.
+// hopHeaders are the hop-by-hop headers an engine's answer never passes on, in canonical
+// form, which removeHopByHop deletes without Del's canonicalizing of each.
 var hopHeaders = []string{
 	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
 	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
@@ -474,7 +475,7 @@ func removeHopByHop(h http.Header) {
 		}
 	}
 	for _, f := range hopHeaders {
-		h.Del(f)
+		delete(h, f)
 	}
 }
 

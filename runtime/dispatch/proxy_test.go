@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"io"
 	"mime"
+	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -70,5 +72,22 @@ func TestIsEventStreamAsParseMediaType(t *testing.T) {
 		if got, want := isEventStream(v), mt == "text/event-stream"; got != want {
 			t.Errorf("isEventStream(%q) = %v, want %v", v, got, want)
 		}
+	}
+}
+
+// An engine's hop-by-hop headers go however it spells them, and those its Connection
+// header names too: removeHopByHop deletes its list's names as they are, so they must be
+// canonical, as the answer's keys are.
+func TestRemoveHopByHop(t *testing.T) {
+	h := http.Header{}
+	for _, f := range hopHeaders {
+		h.Add(strings.ToLower(f), "x")
+	}
+	h.Add("connection", "x-private, keep-alive")
+	h.Add("x-private", "secret")
+	h.Add("content-type", "application/json")
+	removeHopByHop(h)
+	if want := (http.Header{"Content-Type": {"application/json"}}); !reflect.DeepEqual(h, want) {
+		t.Errorf("left %v, want %v", h, want)
 	}
 }

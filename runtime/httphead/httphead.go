@@ -61,7 +61,7 @@ func Scan(fields []byte) (f Fields, ok bool) {
 			}
 		case bytes.EqualFold(name, []byte("Connection")):
 			for tok := range bytes.SplitSeq(value, []byte(",")) {
-				f.Close = f.Close || bytes.EqualFold(bytes.Trim(tok, " \t"), []byte("close"))
+				f.Close = f.Close || bytes.EqualFold(trimOWS(tok), []byte("close"))
 			}
 		}
 	}
@@ -120,7 +120,19 @@ var commonKeys = func() map[string]string {
 func field(fields []byte) (name, value, rest []byte, colon bool) {
 	nl := bytes.Index(fields, []byte("\r\n"))
 	name, value, colon = bytes.Cut(fields[:nl], []byte(":"))
-	return name, bytes.Trim(value, " \t"), fields[nl+2:], colon
+	return name, trimOWS(value), fields[nl+2:], colon
+}
+
+// trimOWS is value without its leading and trailing spaces and tabs: bytes.Trim's, for
+// a cutset it would build a table for on every call.
+func trimOWS(value []byte) []byte {
+	for len(value) > 0 && (value[0] == ' ' || value[0] == '\t') {
+		value = value[1:]
+	}
+	for len(value) > 0 && (value[len(value)-1] == ' ' || value[len(value)-1] == '\t') {
+		value = value[:len(value)-1]
+	}
+	return value
 }
 
 // Digit reports whether c is an ASCII digit.
