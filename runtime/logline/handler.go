@@ -13,6 +13,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -25,6 +26,17 @@ type Handler struct {
 	json  bool
 	level slog.Leveler
 	std   slog.Handler
+	// second is the text time of the last record's second, which the records of a
+	// second share: formatting a time was a tenth of the request line's cost.
+	second atomic.Pointer[stamp]
+}
+
+// stamp is a second's text in one location, around its milliseconds.
+type stamp struct {
+	unix int64
+	loc  *time.Location
+	head string // up to the milliseconds: "2006-01-02T15:04:05."
+	zone string // after them: "Z" or "-07:00"
 }
 
 // New returns a handler writing to w in slog's text format, or its JSON format when json
@@ -85,7 +97,7 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 		return h.std.Handle(ctx, r)
 	}
 	bp := buffers.Get().(*[]byte)
-	f := formatter{buf: (*bp)[:0], json: h.json}
+	f := formatter{buf: (*bp)[:0], json: h.json, second: &h.second}
 	f.open()
 	f.key("", "time")
 	f.time(r.Time)
@@ -137,9 +149,10 @@ func plain(a slog.Attr, top bool) bool {
 
 // formatter appends one record in slog's text or JSON layout.
 type formatter struct {
-	buf  []byte
-	json bool
-	sep  bool // a field was written at this level
+	buf    []byte
+	json   bool
+	sep    bool // a field was written at this level
+	second *atomic.Pointer[stamp]
 }
 
 func (f *formatter) open() {
@@ -203,13 +216,19 @@ func (f *formatter) time(t time.Time) {
 		f.buf = append(f.buf, '"')
 		return
 	}
-	// slog's appendRFC3339Millis: RFC3339Nano trims trailing zeros, so a tenth of a
-	// millisecond is added to keep four digits, and the fourth is dropped.
-	const prefixLen = len("2006-01-02T15:04:05.000")
-	n := len(f.buf)
-	t = t.Truncate(time.Millisecond).Add(time.Millisecond / 10)
-	f.buf = t.AppendFormat(f.buf, time.RFC3339Nano)
-	f.buf = append(f.buf[:n+prefixLen], f.buf[n+prefixLen+1:]...)
+	// slog's appendRFC3339Millis: the time truncated to milliseconds, always three
+	// digits of them, in t's location.
+	st := f.second.Load()
+	if st == nil || st.unix != t.Unix() || st.loc != t.Location() {
+		b := t.Truncate(time.Second).AppendFormat(nil, "2006-01-02T15:04:05.000Z07:00")
+		const head = len("2006-01-02T15:04:05.")
+		st = &stamp{unix: t.Unix(), loc: t.Location(), head: string(b[:head]), zone: string(b[head+3:])}
+		f.second.Store(st)
+	}
+	ms := t.Nanosecond() / 1e6
+	f.buf = append(f.buf, st.head...)
+	f.buf = append(f.buf, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
+	f.buf = append(f.buf, st.zone...)
 }
 
 func (f *formatter) attr(a slog.Attr) {
@@ -252,12 +271,41 @@ func (f *formatter) value(v slog.Value) {
 	case slog.KindBool:
 		f.buf = strconv.AppendBool(f.buf, v.Bool())
 	case slog.KindFloat64:
-		if f.json {
-			f.buf = appendJSONFloat(f.buf, v.Float64())
-		} else {
-			f.buf = strconv.AppendFloat(f.buf, v.Float64(), 'g', -1, 64)
+		x := v.Float64()
+		switch b, ok := appendThousandths(f.buf, x); {
+		case ok:
+			f.buf = b
+		case f.json:
+			f.buf = appendJSONFloat(f.buf, x)
+		default:
+			f.buf = strconv.AppendFloat(f.buf, x, 'g', -1, 64)
 		}
 	}
+}
+
+// appendThousandths writes x as both of slog's handlers would when x is a positive whole
+// number of thousandths below a million, as a request's duration_ms is, and reports
+// false for any other x. Such an x is m/1000 for an integer m of at most nine digits,
+// whose decimal form is the shortest that reads back as x (floats that close to a
+// million are 1e-10 apart, far closer than a thousandth), in fixed notation, which is
+// what strconv's 'g' and encoding/json's 'f' choose below a million: the float
+// formatting was a tenth of the log line's cost.
+func appendThousandths(b []byte, x float64) ([]byte, bool) {
+	m := math.Round(x * 1000)
+	if !(m > 0 && m < 1e9) || m/1000 != x {
+		return b, false
+	}
+	n := int64(m)
+	b = strconv.AppendInt(b, n/1000, 10)
+	frac := n % 1000
+	if frac == 0 {
+		return b, true
+	}
+	b = append(b, '.', byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
+	for b[len(b)-1] == '0' {
+		b = b[:len(b)-1]
+	}
+	return b, true
 }
 
 // appendJSONFloat writes a float as encoding/json does, which slog's JSON handler calls.

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ var tricky = []string{
 }
 
 var floats = []float64{0, math.Copysign(0, -1), 1, -1.5, 0.001, 1e-6, 9.99e-7, 1e-7, 1.234e-9,
-	1e20, 1e21, 1.5e300, 123456.789, 0.1 + 0.2, 5e-324}
+	1e20, 1e21, 1.5e300, 123456.789, 0.1 + 0.2, 5e-324, 1.325, 0.5, 999999.999, 1e6, 1000.1}
 
 func zones() []*time.Location {
 	return []*time.Location{time.UTC, time.FixedZone("IST", 5*3600+1800), time.FixedZone("W", -7*3600)}
@@ -104,6 +105,64 @@ func TestRequestLine(t *testing.T) {
 	want := `time=2026-12-03T07:14:49.120Z level=INFO msg=request model=m bucket=all engines.decode=D1 engines.prefill=P1 status=200 duration_ms=1.5 input_tokens=7 error="admission_rejected: full"` + "\n"
 	if got.String() != want {
 		t.Fatalf("got  %q\nwant %q", got.String(), want)
+	}
+}
+
+// Durations in whole microseconds, as milliseconds (the request line's duration_ms),
+// are written as slog writes them: every one up to 100 ms, and random ones up to and
+// past a million milliseconds, where slog's text turns to exponents.
+func TestDurationsMatchStandardHandlers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	micros := []int64{999_999_999, 1_000_000_000, 1_000_000_001, 123_456_789_012}
+	for m := int64(1); m <= 100_000; m++ {
+		micros = append(micros, m)
+	}
+	for range 20_000 {
+		micros = append(micros, rng.Int64N(2_000_000_000))
+	}
+	for _, json := range []bool{false, true} {
+		want, std := reference(json, slog.LevelInfo)
+		var got bytes.Buffer
+		h := New(&got, json, nil)
+		for _, m := range micros {
+			r := slog.NewRecord(time.Unix(1_796_400_000, 0).UTC(), slog.LevelInfo, "request", 0) // not zero: the fast path's
+			r.AddAttrs(slog.Float64("duration_ms", float64(m)/1000))
+			_ = std.Handle(context.Background(), r)
+			_ = h.Handle(context.Background(), r)
+		}
+		if got.String() != want.String() {
+			g, w := strings.Split(got.String(), "\n"), strings.Split(want.String(), "\n")
+			for i := range min(len(g), len(w)) {
+				if g[i] != w[i] {
+					t.Fatalf("json=%v, %d µs: got %q, want %q", json, micros[i], g[i], w[i])
+				}
+			}
+			t.Fatalf("json=%v: %d lines, want %d", json, len(g), len(w))
+		}
+	}
+}
+
+// One handler's records, milliseconds apart within and across seconds, in three
+// locations in turn (a second's text is kept for the records that follow), are dated
+// as slog dates them.
+func TestTimesMatchStandardHandlers(t *testing.T) {
+	want, std := reference(false, slog.LevelInfo)
+	var got bytes.Buffer
+	h := New(&got, false, nil)
+	start := time.Date(2026, 12, 31, 23, 59, 58, 0, time.UTC)
+	for i := range 3000 {
+		when := start.Add(time.Duration(i) * 1300 * time.Microsecond).In(zones()[i/7%3])
+		r := slog.NewRecord(when, slog.LevelInfo, "request", 0)
+		_ = std.Handle(context.Background(), r)
+		_ = h.Handle(context.Background(), r)
+	}
+	if g, w := strings.Split(got.String(), "\n"), strings.Split(want.String(), "\n"); !slices.Equal(g, w) {
+		for i := range min(len(g), len(w)) {
+			if g[i] != w[i] {
+				t.Fatalf("record %d: got %q, want %q", i, g[i], w[i])
+			}
+		}
+		t.Fatalf("%d lines, want %d", len(g), len(w))
 	}
 }
 
