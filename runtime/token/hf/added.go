@@ -29,24 +29,40 @@ type section struct {
 // rescanning its bytes, and lstrip/rstrip widen an accepted match over the adjacent
 // whitespace.
 type addedSet struct {
-	first [256]bool      // bytes that start some token
-	byte0 int            // the only first byte, or -1 when tokens start with several
-	byLen map[byte][]int // first byte -> token indexes, longest content first
+	first [256]bool        // bytes that start some token
+	byte0 int              // the only first byte, or -1 when tokens start with several
+	by3   map[uint32][]int // first three bytes -> indexes of the tokens of three or more, longest first
+	short map[byte][]int   // first byte -> indexes of the tokens of one or two bytes, longest first
 	toks  []addedToken
 }
 
+// key3 is the by3 key of the three bytes from s[i].
+func key3(s string, i int) uint32 { return uint32(s[i])<<16 | uint32(s[i+1])<<8 | uint32(s[i+2]) }
+
 func newAddedSet(toks []addedToken) *addedSet {
-	a := &addedSet{toks: toks, byLen: map[byte][]int{}, byte0: -1}
+	a := &addedSet{toks: toks, by3: map[uint32][]int{}, short: map[byte][]int{}, byte0: -1}
+	starts := map[byte]bool{}
 	for i, t := range toks {
 		c := t.content[0]
-		a.first[c] = true
-		a.byLen[c] = append(a.byLen[c], i)
+		a.first[c], starts[c] = true, true
+		if len(t.content) >= 3 {
+			k := key3(t.content, 0)
+			a.by3[k] = append(a.by3[k], i)
+		} else {
+			a.short[c] = append(a.short[c], i)
+		}
 	}
-	for _, idx := range a.byLen {
+	longestFirst := func(idx []int) {
 		sort.SliceStable(idx, func(i, j int) bool { return len(toks[idx[i]].content) > len(toks[idx[j]].content) })
 	}
-	if len(a.byLen) == 1 {
-		for c := range a.byLen {
+	for _, idx := range a.by3 {
+		longestFirst(idx)
+	}
+	for _, idx := range a.short {
+		longestFirst(idx)
+	}
+	if len(starts) == 1 {
+		for c := range starts {
 			a.byte0 = int(c)
 		}
 	}
@@ -54,7 +70,9 @@ func newAddedSet(toks []addedToken) *addedSet {
 }
 
 // next returns the leftmost-longest match at or after from: its start, end and token
-// index, or start -1.
+// index, or start -1. A match of three bytes or more starts with its token's first three,
+// so only the tokens that share them are tried, not every token of the first byte
+// (Qwen3's two dozen all start with '<'), then the shorter ones.
 func (a *addedSet) next(s string, from int) (start, end, tok int) {
 	for i := from; i < len(s); i++ {
 		if a.byte0 >= 0 {
@@ -66,7 +84,14 @@ func (a *addedSet) next(s string, from int) (start, end, tok int) {
 		} else if !a.first[s[i]] {
 			continue
 		}
-		for _, k := range a.byLen[s[i]] {
+		if i+3 <= len(s) {
+			for _, k := range a.by3[key3(s, i)] {
+				if strings.HasPrefix(s[i:], a.toks[k].content) {
+					return i, i + len(a.toks[k].content), k
+				}
+			}
+		}
+		for _, k := range a.short[s[i]] {
 			if strings.HasPrefix(s[i:], a.toks[k].content) {
 				return i, i + len(a.toks[k].content), k
 			}
