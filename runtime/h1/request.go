@@ -48,24 +48,20 @@ func init() {
 // most one Host. It returns nil, having consumed nothing, for anything else, or a head
 // not whole in the buffer.
 func plainRequest(br *bufio.Reader, ctx context.Context) *http.Request {
-	buf, _ := br.Peek(br.Buffered())
-	end := bytes.Index(buf, []byte("\r\n\r\n"))
-	if end < 0 {
+	line, fields, size, ok := httphead.Buffered(br)
+	if !ok {
 		return nil
 	}
-	head := buf[:end+2] // each line with its CRLF
-	nl := bytes.Index(head, []byte("\r\n"))
-	method, rest, _ := bytes.Cut(head[:nl], []byte(" "))
+	method, rest, _ := bytes.Cut(line, []byte(" "))
 	target, proto, _ := bytes.Cut(rest, []byte(" "))
-	m, ok := plainMethods[string(method)]
-	if !ok || string(proto) != "HTTP/1.1" {
+	m, known := plainMethods[string(method)]
+	if !known || string(proto) != "HTTP/1.1" {
 		return nil
 	}
 	path, query, hasQuery := bytes.Cut(target, []byte("?"))
 	if !plainPath(path) || hasQuery && !plainQuery(query) {
 		return nil
 	}
-	fields := head[nl+2:]
 	f, ok := httphead.Scan(fields)
 	if !ok {
 		return nil
@@ -76,7 +72,7 @@ func plainRequest(br *bufio.Reader, ctx context.Context) *http.Request {
 		return nil // http.ReadRequest's error
 	}
 	delete(h, "Host") // promoted to the request's Host, as http.ReadRequest does
-	_, _ = br.Discard(end + 4)
+	_, _ = br.Discard(size)
 	uri := string(target)
 	u := &url.URL{Path: uri[:len(path)]}
 	if hasQuery {

@@ -10,6 +10,7 @@
 package httphead
 
 import (
+	"bufio"
 	"bytes"
 	"net/http"
 	"net/textproto"
@@ -18,6 +19,20 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 )
+
+// Buffered returns the head whole in br's buffer: its first line, its field lines (each
+// with its CRLF, without the blank line that ends them) and how many bytes it takes with
+// that blank line. ok is false when the buffer holds no whole head; nothing is consumed.
+func Buffered(br *bufio.Reader) (first, fields []byte, size int, ok bool) {
+	buf, _ := br.Peek(br.Buffered())
+	end := bytes.Index(buf, []byte("\r\n\r\n"))
+	if end < 0 {
+		return nil, nil, 0, false
+	}
+	head := buf[:end+2]
+	nl := bytes.Index(head, []byte("\r\n"))
+	return head[:nl], head[nl+2:], end + 4, true
+}
 
 // Fields is what Scan read of a head's field lines.
 type Fields struct {

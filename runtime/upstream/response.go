@@ -41,15 +41,8 @@ func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
 // It returns nil, having consumed nothing, for anything else, or a head not whole in the
 // buffer.
 func plainAnswer(br *bufio.Reader, req *http.Request) *http.Response {
-	buf, _ := br.Peek(br.Buffered())
-	end := bytes.Index(buf, []byte("\r\n\r\n"))
-	if end < 0 {
-		return nil
-	}
-	head := buf[:end+2] // each line with its CRLF
-	nl := bytes.Index(head, []byte("\r\n"))
-	line := head[:nl]
-	if len(line) < 12 || string(line[:9]) != "HTTP/1.1 " || !httphead.Digit(line[9]) || !httphead.Digit(line[10]) || !httphead.Digit(line[11]) ||
+	line, fields, size, ok := httphead.Buffered(br)
+	if !ok || len(line) < 12 || string(line[:9]) != "HTTP/1.1 " || !httphead.Digit(line[9]) || !httphead.Digit(line[10]) || !httphead.Digit(line[11]) ||
 		len(line) > 12 && line[12] != ' ' || bytes.IndexByte(line, '\n') >= 0 || bytes.IndexByte(line, '\r') >= 0 {
 		return nil // a lone CR or LF would end the line for http.ReadResponse
 	}
@@ -57,13 +50,12 @@ func plainAnswer(br *bufio.Reader, req *http.Request) *http.Response {
 	if code < 200 || code == http.StatusNoContent || code == http.StatusNotModified {
 		return nil
 	}
-	fields := head[nl+2:]
 	f, ok := httphead.Scan(fields)
 	if !ok || f.Length < 0 {
 		return nil
 	}
 	h := httphead.Header(fields, f.Lines, f.Close) // as http.ReadResponse drops Connection for a close
-	_, _ = br.Discard(end + 4)
+	_, _ = br.Discard(size)
 	status := "200 OK" // the usual one, without an allocation
 	if string(line[9:]) != status {
 		status = string(line[9:])

@@ -3,11 +3,11 @@ package upstream
 import (
 	"bufio"
 	"bytes"
-	"io"
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/routerkit/router/runtime/httphead/headtest"
 )
 
 // uvicorn is an answer as SGLang's and vLLM's server (uvicorn) writes it.
@@ -25,7 +25,7 @@ type answerSeen struct {
 	ContentLength               int64
 	TransferEncoding            []string
 	Close, Uncompressed, NoBody bool
-	Body, BodyErr, Left         string
+	headtest.Rest
 }
 
 func seeAnswer(raw []byte, method string, read func(*bufio.Reader, *http.Request) (*http.Response, error)) answerSeen {
@@ -38,13 +38,7 @@ func seeAnswer(raw []byte, method string, read func(*bufio.Reader, *http.Request
 	s := answerSeen{Status: resp.Status, StatusCode: resp.StatusCode, Proto: resp.Proto, ProtoMajor: resp.ProtoMajor,
 		ProtoMinor: resp.ProtoMinor, Header: resp.Header, Trailer: resp.Trailer, ContentLength: resp.ContentLength,
 		TransferEncoding: resp.TransferEncoding, Close: resp.Close, Uncompressed: resp.Uncompressed, NoBody: resp.Body == http.NoBody}
-	body, err := io.ReadAll(resp.Body)
-	s.Body = string(body)
-	if err != nil {
-		s.BodyErr = err.Error()
-	}
-	left, _ := io.ReadAll(br)
-	s.Left = string(left)
+	s.Rest = headtest.ReadRest(resp.Body, br)
 	return s
 }
 
@@ -60,42 +54,34 @@ func readsPlain(raw []byte) bool {
 // for field, body and what follows it included; the usual ones itself, the others by
 // http.ReadResponse.
 func TestAnswerMatchesReadResponse(t *testing.T) {
-	for _, tc := range []struct {
-		name, raw string
-		plain     bool
-	}{
-		{"uvicorn's", uvicorn, true},
-		{"no reason, repeated fields", "HTTP/1.1 200\r\nX-A: 1\r\nx-a: 2\r\nContent-Length: 2\r\n\r\nok", true},
-		{"Connection: close", "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 4\r\n\r\nbusy", true},
-		{"Connection: keep-alive", "HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n", true},
-		{"a body cut short", "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", true},
-		{"spaces around a value", "HTTP/1.1 200 OK\r\nX-S:  \t v \t\r\nContent-Length: 1\r\n\r\nx", true},
-		{"an unusual field name", "HTTP/1.1 200 OK\r\nx-weird_name.1: v\r\nContent-Length: 1\r\n\r\nx", true},
-		{"chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n", false},
-		{"no length", "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nto the end", false},
-		{"two lengths", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok", false},
-		{"a bad length", "HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\nok", false},
-		{"HTTP/1.0", "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", false},
-		{"204", "HTTP/1.1 204 No Content\r\nContent-Length: 2\r\n\r\n", false},
-		{"a folded line", "HTTP/1.1 200 OK\r\nX-A: 1\r\n 2\r\nContent-Length: 2\r\n\r\nok", false},
-		{"a space before the colon", "HTTP/1.1 200 OK\r\nX-A : 1\r\nContent-Length: 2\r\n\r\nok", false},
-		{"Pragma", "HTTP/1.1 200 OK\r\nPragma: no-cache\r\nContent-Length: 2\r\n\r\nok", false},
-		{"a line without a colon", "HTTP/1.1 200 OK\r\nNoColon\r\nContent-Length: 2\r\n\r\nok", false},
-		{"close among tokens", "HTTP/1.1 200 OK\r\nconnection: Keep-Alive , CLOSE\r\nContent-Length: 2\r\n\r\nok", true},
-		{"a head past the buffer", "HTTP/1.1 200 OK\r\nX-Pad: " + strings.Repeat("p", 5000) + "\r\nContent-Length: 2\r\n\r\nok", false},
-		{"nothing", "", false},
-		{"garbage", "NOT HTTP\r\n\r\n", false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := readsPlain([]byte(tc.raw)); got != tc.plain {
-				t.Errorf("read by plainAnswer: %v, want %v", got, tc.plain)
-			}
-			ours, theirs := seeAnswer([]byte(tc.raw), http.MethodPost, readResponse), seeAnswer([]byte(tc.raw), http.MethodPost, http.ReadResponse)
-			if !reflect.DeepEqual(ours, theirs) {
-				t.Errorf("the transport read\n%+v\nhttp.ReadResponse\n%+v", ours, theirs)
-			}
-		})
-	}
+	headtest.Run(t, []headtest.Case{
+		{Name: "uvicorn's", Raw: uvicorn, Plain: true},
+		{Name: "no reason, repeated fields", Raw: "HTTP/1.1 200\r\nX-A: 1\r\nx-a: 2\r\nContent-Length: 2\r\n\r\nok", Plain: true},
+		{Name: "Connection: close", Raw: "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 4\r\n\r\nbusy", Plain: true},
+		{Name: "Connection: keep-alive", Raw: "HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n", Plain: true},
+		{Name: "a body cut short", Raw: "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", Plain: true},
+		{Name: "spaces around a value", Raw: "HTTP/1.1 200 OK\r\nX-S:  \t v \t\r\nContent-Length: 1\r\n\r\nx", Plain: true},
+		{Name: "an unusual field name", Raw: "HTTP/1.1 200 OK\r\nx-weird_name.1: v\r\nContent-Length: 1\r\n\r\nx", Plain: true},
+		{Name: "chunked", Raw: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n", Plain: false},
+		{Name: "no length", Raw: "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nto the end", Plain: false},
+		{Name: "two lengths", Raw: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok", Plain: false},
+		{Name: "a bad length", Raw: "HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\nok", Plain: false},
+		{Name: "HTTP/1.0", Raw: "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", Plain: false},
+		{Name: "204", Raw: "HTTP/1.1 204 No Content\r\nContent-Length: 2\r\n\r\n", Plain: false},
+		{Name: "a folded line", Raw: "HTTP/1.1 200 OK\r\nX-A: 1\r\n 2\r\nContent-Length: 2\r\n\r\nok", Plain: false},
+		{Name: "a space before the colon", Raw: "HTTP/1.1 200 OK\r\nX-A : 1\r\nContent-Length: 2\r\n\r\nok", Plain: false},
+		{Name: "Pragma", Raw: "HTTP/1.1 200 OK\r\nPragma: no-cache\r\nContent-Length: 2\r\n\r\nok", Plain: false},
+		{Name: "a line without a colon", Raw: "HTTP/1.1 200 OK\r\nNoColon\r\nContent-Length: 2\r\n\r\nok", Plain: false},
+		{Name: "close among tokens", Raw: "HTTP/1.1 200 OK\r\nconnection: Keep-Alive , CLOSE\r\nContent-Length: 2\r\n\r\nok", Plain: true},
+		{Name: "a head past the buffer", Raw: "HTTP/1.1 200 OK\r\nX-Pad: " + strings.Repeat("p", 5000) + "\r\nContent-Length: 2\r\n\r\nok", Plain: false},
+		{Name: "nothing", Raw: "", Plain: false},
+		{Name: "garbage", Raw: "NOT HTTP\r\n\r\n", Plain: false},
+	}, readsPlain, toPost(readResponse), toPost(http.ReadResponse))
+}
+
+// toPost is a reading of an answer to a POST.
+func toPost(read func(*bufio.Reader, *http.Request) (*http.Response, error)) func([]byte) answerSeen {
+	return func(raw []byte) answerSeen { return seeAnswer(raw, http.MethodPost, read) }
 }
 
 // FuzzAnswerMatchesReadResponse checks the transport's reading of an answer against
@@ -109,9 +95,7 @@ func FuzzAnswerMatchesReadResponse(f *testing.F) {
 		if head {
 			method = http.MethodHead
 		}
-		ours, theirs := seeAnswer(raw, method, readResponse), seeAnswer(raw, method, http.ReadResponse)
-		if !reflect.DeepEqual(ours, theirs) {
-			t.Fatalf("for %q the transport read\n%+v\nhttp.ReadResponse\n%+v", raw, ours, theirs)
-		}
+		headtest.Same(t, raw, func(raw []byte) answerSeen { return seeAnswer(raw, method, readResponse) },
+			func(raw []byte) answerSeen { return seeAnswer(raw, method, http.ReadResponse) })
 	})
 }
