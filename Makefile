@@ -32,9 +32,6 @@ wrk-nginx:
 # 30 minutes is headroom for a slow machine, still a bound for a hung test. -p stays at go
 # test's default, one package per core.
 TEST_TIMEOUT ?= 30m
-# The KV index's tests run a second time with Go maps in place of its own tables
-# (-tags kvgomap, the switch back; docs/differences.md).
-#
 # vet and the tests without -race build as the Dockerfile does (CGO_ENABLED=0 -trimpath;
 # nothing here uses cgo), so deploy's TestDockerfileBuildsStaticNonRoot links what vet
 # compiled: on an empty build cache that build was a third compile of every package, 68 s
@@ -43,6 +40,8 @@ STATIC := CGO_ENABLED=0
 test: redis python3-zmq wrk-nginx
 	$(STATIC) $(GO) vet -trimpath ./...
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	# The KV index's tests run a second time with Go maps in place of its own tables
+	# (-tags kvgomap, the switch back; docs/differences.md).
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -tags kvgomap ./runtime/state/kv/
 	ROUTER_MONITOR_SHARDS=off $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./runtime/monitor/
 	ROUTER_RAW_TCP=off $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./runtime/server/ ./runtime/upstream/ ./runtime/h1/ ./runtime/state/kv/

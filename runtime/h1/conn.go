@@ -249,7 +249,7 @@ func (c *conn) readRequest() (*http.Request, error) {
 		}
 		_, _ = c.br.Discard(n)
 	}
-	req, err := readHTTPRequest(c.br, c.ctx)
+	req, err := readHTTPRequest(c.ctx, c.br)
 	if err != nil {
 		if c.lr.n == 0 {
 			return nil, errTooLarge

@@ -11,18 +11,18 @@ import (
 	"github.com/routerkit/router/runtime/sized"
 )
 
-// readHTTPRequest reads a request from br, of context ctx: the usual one, which plainRequest reads, as
-// http.ReadRequest would read it (FuzzRequestMatchesReadRequest), and any other by
+// readHTTPRequest reads a request of context ctx from br: the usual one, which
+// plainRequest reads, as http.ReadRequest would read it (FuzzRequestMatchesReadRequest), and any other by
 // http.ReadRequest. Its line reader, header interning, URL parser and transfer checks
 // were 3.6% of the router's CPU a short chat (docs/benchmarks.md, "The client's head").
-func readHTTPRequest(br *bufio.Reader, ctx context.Context) (*http.Request, error) {
+func readHTTPRequest(ctx context.Context, br *bufio.Reader) (*http.Request, error) {
 	// The first read, as http.ReadRequest's first line would meet it: a failure before
 	// any byte is its error too, and a second read could fail otherwise (a reset is an
 	// EOF the second time).
 	if _, err := br.Peek(1); err != nil {
 		return nil, err
 	}
-	if req := plainRequest(br, ctx); req != nil {
+	if req := plainRequest(ctx, br); req != nil {
 		return req, nil
 	}
 	req, err := http.ReadRequest(br)
@@ -47,7 +47,7 @@ func init() {
 // with an optional query of visible ASCII, and field lines httphead.Scan takes, with at
 // most one Host. It returns nil, having consumed nothing, for anything else, or a head
 // not whole in the buffer.
-func plainRequest(br *bufio.Reader, ctx context.Context) *http.Request {
+func plainRequest(ctx context.Context, br *bufio.Reader) *http.Request {
 	line, fields, size, ok := httphead.Buffered(br)
 	if !ok {
 		return nil

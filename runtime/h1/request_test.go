@@ -49,14 +49,14 @@ func seeRequest(raw []byte, read func(*bufio.Reader) (*http.Request, error)) req
 
 // readBackground is the server's reading of a request, of the background context.
 func readBackground(br *bufio.Reader) (*http.Request, error) {
-	return readHTTPRequest(br, context.Background())
+	return readHTTPRequest(context.Background(), br)
 }
 
 // readsPlain reports whether plainRequest reads raw's head itself.
 func readsPlain(raw []byte) bool {
 	br := bufio.NewReaderSize(bytes.NewReader(raw), bufSize)
 	br.Peek(1)
-	return plainRequest(br, context.Background()) != nil
+	return plainRequest(context.Background(), br) != nil
 }
 
 // The client server reads requests as http.ReadRequest reads them, field for field, body

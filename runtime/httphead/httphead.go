@@ -87,7 +87,7 @@ func Scan(fields []byte) (f Fields, ok bool) {
 // Connection field when dropConnection is set (http.ReadResponse drops it for a close).
 // The values share one slice, each name's first a slice of its own length, as net/http
 // lays them out, and their text is one string, the field lines' copy, which they are
-// substrings of: two allocations for every value, where net/http makes one a value.
+// substrings of: two allocations for all the values, where net/http makes one a value.
 func Header(fields []byte, lines int, dropConnection bool) http.Header {
 	h := make(http.Header, lines)
 	vals := make([]string, lines)

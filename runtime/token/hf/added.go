@@ -32,7 +32,7 @@ type addedSet struct {
 	first [256]bool        // bytes that start some token
 	byte0 int              // the only first byte, or -1 when tokens start with several
 	by3   map[uint32][]int // first three bytes -> indexes of the tokens of three or more, longest first
-	short map[byte][]int   // first byte -> indexes of the tokens of one or two bytes, longest first
+	short [256][]int       // first byte -> indexes of the tokens of one or two bytes, longest first
 	toks  []addedToken
 }
 
@@ -40,7 +40,7 @@ type addedSet struct {
 func key3(s string, i int) uint32 { return uint32(s[i])<<16 | uint32(s[i+1])<<8 | uint32(s[i+2]) }
 
 func newAddedSet(toks []addedToken) *addedSet {
-	a := &addedSet{toks: toks, by3: map[uint32][]int{}, short: map[byte][]int{}, byte0: -1}
+	a := &addedSet{toks: toks, by3: map[uint32][]int{}, byte0: -1}
 	starts := map[byte]bool{}
 	for i, t := range toks {
 		c := t.content[0]
